@@ -1,0 +1,205 @@
+"""Catalog entries: GPUs, models and quantization formats, with the units in the field names.
+
+Memory sizes as vendors sell them ("16 GB" of GDDR6) are binary: the chips hold 16 GiB. We keep the
+vendor's figure in `vram_gb` because that is what people type and read, and convert with `vram_gib`
+(same number, named for what it means). Bandwidth and FLOPS are decimal (GB/s = 10^9 B/s).
+
+A fact that could not be found in a primary source is `None` and its field name is listed in
+`unknown`, so "unknown" is always said, never guessed.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Vendor = Literal["nvidia", "amd", "apple", "intel"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class GPU(_Frozen):
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9.-]*$")
+    name: str
+    aliases: tuple[str, ...] = ()
+    vendor: Vendor
+    architecture: str
+    vram_gb: float = Field(gt=0, description="memory as sold; vendors' GB of memory capacity are GiB")
+    memory_type: str | None = None
+    bandwidth_gbs: float = Field(gt=0, description="peak memory bandwidth, 10^9 bytes/s")
+    fp16_tflops: float | None = Field(
+        default=None, description="dense FP16 tensor TFLOPS (FP16 accumulate where the vendor splits it)"
+    )
+    fp16_fp32acc_tflops: float | None = Field(
+        default=None, description="dense FP16 tensor TFLOPS with FP32 accumulate (GeForce runs it at half rate)"
+    )
+    bf16_tflops: float | None = None
+    int8_tops: float | None = Field(default=None, description="dense INT8 tensor TOPS")
+    fp8: bool = False
+    fp8_tflops: float | None = Field(default=None, description="dense FP8 tensor TFLOPS")
+    fp4_tflops: float | None = Field(default=None, description="dense FP4 tensor TFLOPS")
+    fp32_tflops: float | None = None
+    tdp_w: float | None = None
+    form_factor: str
+    interconnect: str = Field(description="how several of these talk: 'NVLink 4', 'PCIe 4.0 x16', ...")
+    interconnect_gbs: float | None = Field(
+        default=None, description="per-GPU bidirectional interconnect bandwidth, GB/s, as the vendor quotes it"
+    )
+    release_year: int = Field(ge=2012, le=2030)
+    launch_price_usd: float | None = None
+    unified_memory: bool = False
+    gpu_memory_fraction: float | None = Field(
+        default=None,
+        description="share of unified memory the GPU may use by default (Apple: macOS wired-memory limit)",
+    )
+    source: str = Field(min_length=8)
+    notes: str = ""
+    unknown: tuple[str, ...] = ()
+
+    @property
+    def vram_gib(self) -> float:
+        return self.vram_gb
+
+    @property
+    def vram_bytes(self) -> float:
+        return self.vram_gb * 2**30
+
+
+AttentionKind = Literal["full", "sliding", "mla", "hybrid_linear"]
+
+
+class Attention(_Frozen):
+    """Which layers keep a KV cache that grows with context, and how big one token's entry is.
+
+    full:           every layer keeps K and V for every token (MHA/GQA/MQA).
+    sliding:        `global_layers` layers keep every token; the rest keep at most `sliding_window`.
+    mla:            every layer caches one latent of `kv_lora_rank + qk_rope_head_dim` per token.
+    hybrid_linear:  `global_layers` full-attention layers keep every token; the other layers are
+                    linear attention / SSM with a constant state of `state_elements_per_layer`.
+    """
+
+    kind: AttentionKind = "full"
+    sliding_window: int | None = None
+    global_layers: int | None = Field(default=None, description="layers whose KV grows with context")
+    layer_pattern: str | None = Field(default=None, description="e.g. '5 local : 1 global' or layer ids")
+    kv_lora_rank: int | None = None
+    q_lora_rank: int | None = Field(default=None, description="MLA query compression rank (None: full q_proj)")
+    qk_rope_head_dim: int | None = None
+    qk_nope_head_dim: int | None = None
+    v_head_dim: int | None = None
+    state_elements_per_layer: int | None = Field(
+        default=None, description="recurrent state (conv + ssm/linear-attention) elements per layer, one sequence"
+    )
+
+    @model_validator(mode="after")
+    def _complete(self) -> Attention:
+        if self.kind == "sliding" and (self.sliding_window is None or self.global_layers is None):
+            raise ValueError("sliding attention needs sliding_window and global_layers")
+        if self.kind == "mla" and (self.kv_lora_rank is None or self.qk_rope_head_dim is None):
+            raise ValueError("MLA needs kv_lora_rank and qk_rope_head_dim")
+        if self.kind == "hybrid_linear" and self.global_layers is None:
+            raise ValueError("hybrid_linear needs global_layers (the full-attention layer count)")
+        return self
+
+
+class MoE(_Frozen):
+    experts: int = Field(ge=2)
+    active_experts: int = Field(ge=1, description="routed experts per token")
+    shared_experts: int = 0
+    moe_intermediate_size: int | None = None
+    shared_expert_intermediate_size: int | None = Field(
+        default=None, description="width of each shared expert when it differs from moe_intermediate_size"
+    )
+    dense_layers: int = Field(default=0, description="leading layers with a dense FFN instead of experts")
+
+
+class Quality(_Frozen):
+    score: float
+    metric: str = Field(description="what the score is, e.g. 'LMArena text Elo 2025-09' or 'seed page rank'")
+    source: str
+
+
+class Model(_Frozen):
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$")
+    name: str
+    aliases: tuple[str, ...] = ()
+    hf_repo: str | None = None
+    family: str
+    release_date: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}(-\d{2})?$")
+    license: str | None = None
+    params_b: float = Field(gt=0, description="total parameters, billions, exact (e.g. 8.19)")
+    active_params_b: float = Field(gt=0, description="parameters used per token; equals params_b for dense")
+    layers: int = Field(ge=1)
+    hidden_size: int = Field(ge=1)
+    attention_heads: int = Field(ge=1)
+    kv_heads: int = Field(ge=1)
+    head_dim: int = Field(ge=1)
+    intermediate_size: int | None = Field(default=None, description="dense FFN width (None if every layer is MoE)")
+    mlp: Literal["gated", "plain"] = Field(default="gated", description="gated = 3 matrices (SwiGLU/GeGLU)")
+    vocab_size: int = Field(ge=1, description="padded vocabulary of the embedding matrix (config vocab_size)")
+    tied_embeddings: bool = False
+    max_context: int = Field(ge=512)
+    context_note: str = ""
+    attention: Attention = Attention()
+    moe: MoE | None = None
+    extra_params_b: float = Field(
+        default=0.0,
+        ge=0,
+        description="parameters the decoder formula does not count (vision/audio towers, MTP layers, "
+        "linear-attention or SSM mixers, per-layer embeddings); explained in notes",
+    )
+    modalities: tuple[str, ...] = ("text",)
+    quality: Quality | None = None
+    seed_rank: int | None = Field(default=None, description="rank shown on the calculator pages we replace")
+    source: str = Field(min_length=8)
+    notes: str = ""
+    unknown: tuple[str, ...] = ()
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Model:
+        if self.active_params_b > self.params_b + 1e-9:
+            raise ValueError(f"{self.id}: active parameters exceed total")
+        if self.attention_heads % self.kv_heads:
+            raise ValueError(f"{self.id}: attention heads not a multiple of KV heads")
+        if self.moe is not None and self.moe.active_experts > self.moe.experts:
+            raise ValueError(f"{self.id}: more active experts than experts")
+        return self
+
+    @property
+    def is_moe(self) -> bool:
+        return self.moe is not None
+
+    @property
+    def params(self) -> float:
+        return self.params_b * 1e9
+
+    @property
+    def active_params(self) -> float:
+        return self.active_params_b * 1e9
+
+
+Engine = Literal["llama.cpp", "vllm", "mlx", "exllamav2"]
+
+
+class QuantFormat(_Frozen):
+    """A weight format. `bits_per_weight` is the storage cost of the quantized tensors including their
+    scales; `embedding_bits` and `output_bits` are what the format keeps the token embedding and the
+    LM head in (GGUF keeps `output.weight` at Q6_K for most k-quants, for example)."""
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$")
+    name: str
+    aliases: tuple[str, ...] = ()
+    engines: tuple[Engine, ...]
+    level: Literal["int2", "int3", "int4", "int5", "int6", "int8", "fp8", "fp4", "fp16"]
+    bits_per_weight: float = Field(gt=1, le=32)
+    embedding_bits: float = Field(gt=1, le=32)
+    output_bits: float = Field(gt=1, le=32)
+    compute: Literal["fp16", "int8", "fp8", "fp4"] = Field(
+        default="fp16", description="precision the matrix multiplies run in during prefill"
+    )
+    kernel: str = Field(default="", description="decode kernel family, used to pick a calibrated efficiency")
+    source: str = Field(min_length=8)
+    notes: str = ""

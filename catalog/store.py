@@ -1,0 +1,109 @@
+"""Loads the TOML data files once, validates every entry and indexes them by id."""
+
+from __future__ import annotations
+
+import hashlib
+import tomllib
+from collections.abc import Iterator
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+from typing import TypeVar
+
+from pydantic import ValidationError
+
+from catalog.schema import GPU, Model, QuantFormat
+
+
+T = TypeVar("T", GPU, Model, QuantFormat)
+
+
+class CatalogError(ValueError):
+    """The data files are inconsistent (duplicate ids, bad fields)."""
+
+
+class UnknownEntry(KeyError):
+    """No entry has that id."""
+
+
+class Catalog:
+    def __init__(self, gpus: list[GPU], models: list[Model], quants: list[QuantFormat], version: str) -> None:
+        self._gpus = _index("gpu", gpus)
+        self._models = _index("model", models)
+        self._quants = _index("quant", quants)
+        self.version = version
+
+    def gpu(self, gpu_id: str) -> GPU:
+        try:
+            return self._gpus[gpu_id]
+        except KeyError:
+            raise UnknownEntry(gpu_id) from None
+
+    def model(self, model_id: str) -> Model:
+        try:
+            return self._models[model_id]
+        except KeyError:
+            raise UnknownEntry(model_id) from None
+
+    def quant(self, quant_id: str) -> QuantFormat:
+        try:
+            return self._quants[quant_id]
+        except KeyError:
+            raise UnknownEntry(quant_id) from None
+
+    @property
+    def gpus(self) -> tuple[GPU, ...]:
+        return tuple(self._gpus.values())
+
+    @property
+    def models(self) -> tuple[Model, ...]:
+        return tuple(self._models.values())
+
+    @property
+    def quants(self) -> tuple[QuantFormat, ...]:
+        return tuple(self._quants.values())
+
+    def __iter__(self) -> Iterator[GPU | Model]:
+        yield from self._gpus.values()
+        yield from self._models.values()
+
+    def __len__(self) -> int:
+        return len(self._gpus) + len(self._models)
+
+
+def _index(kind: str, entries: list[T]) -> dict[str, T]:
+    out: dict[str, T] = {}
+    for entry in entries:
+        if entry.id in out:
+            raise CatalogError(f"duplicate {kind} id {entry.id!r}")
+        out[entry.id] = entry
+    return dict(sorted(out.items()))
+
+
+def _data_dir() -> Path:
+    return Path(str(resources.files("catalog") / "data"))
+
+
+def load_from(data_dir: Path) -> Catalog:
+    digest = hashlib.sha256()
+    gpus: list[GPU] = []
+    models: list[Model] = []
+    quants: list[QuantFormat] = []
+    for path in sorted(data_dir.rglob("*.toml")):
+        raw = path.read_bytes()
+        digest.update(path.relative_to(data_dir).as_posix().encode() + b"\0" + raw)
+        try:
+            doc = tomllib.loads(raw.decode("utf-8"))
+            gpus += [GPU.model_validate(e) for e in doc.get("gpu", [])]
+            models += [Model.model_validate(e) for e in doc.get("model", [])]
+            quants += [QuantFormat.model_validate(e) for e in doc.get("quant", [])]
+        except (tomllib.TOMLDecodeError, ValidationError) as exc:
+            raise CatalogError(f"{path.relative_to(data_dir)}: {exc}") from exc
+    return Catalog(gpus, models, quants, digest.hexdigest()[:16])
+
+
+@cache
+def load_catalog() -> Catalog:
+    """The shipped catalog, validated once per process."""
+    return load_from(_data_dir())
