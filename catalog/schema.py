@@ -51,6 +51,10 @@ class GPU(_Frozen):
     release_year: int = Field(ge=2012, le=2030)
     launch_price_usd: float | None = None
     unified_memory: bool = False
+    ecc_on_by_default: bool = Field(
+        default=False, description="data-center GDDR boards ship with ECC on, which reserves 1/16 of memory"
+    )
+    display_outputs: bool = Field(default=False, description="has display outputs (desktop use likely)")
     gpu_memory_fraction: float | None = Field(
         default=None,
         description="share of unified memory the GPU may use by default (Apple: macOS wired-memory limit)",

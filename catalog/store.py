@@ -8,13 +8,11 @@ from collections.abc import Iterator
 from functools import cache
 from importlib import resources
 from pathlib import Path
-
 from typing import TypeVar
 
 from pydantic import ValidationError
 
 from catalog.schema import GPU, Model, QuantFormat
-
 
 T = TypeVar("T", GPU, Model, QuantFormat)
 

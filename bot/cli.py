@@ -1,0 +1,317 @@
+"""`rigcheck …`: the same answers as the Discord bot, on a terminal, as tables or JSON.
+
+Bad input prints one line on stderr and exits with status 2; nothing prints a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from bot import jsonout
+from bot.params import BadValue, format_tokens, parse_tokens
+from bot.service import FitRequest, RankRequest, Service
+from catalog.resolve import NotFound
+
+EXIT_USAGE = 2
+
+
+class CliError(Exception):
+    """A one-line message for the person at the terminal."""
+
+
+def _print_json(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    cells = [[str(c) for c in r] for r in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+    line = "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))
+    out = [line, "  ".join("-" * w for w in widths)]
+    out += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in cells]
+    return "\n".join(out)
+
+
+# --- fit -------------------------------------------------------------------------------------------
+
+def fit_request(d: dict[str, Any]) -> FitRequest:
+    if not d.get("gpu") or not d.get("model"):
+        raise CliError("both gpu and model are required")
+    return FitRequest(
+        gpu=str(d["gpu"]), model=str(d["model"]), quant=d.get("quant"), engine=str(d.get("engine") or "llama.cpp"),
+        ctx=d.get("ctx") or 8192, prompt=d["prompt"] if d.get("prompt") is not None else 2048,
+        kv=str(d.get("kv") or "f16"), gpus=int(d.get("gpus") or 1), batch=int(d.get("batch") or 1),
+    )
+
+
+def cmd_fit(svc: Service, args: argparse.Namespace) -> int:
+    result = svc.fit(fit_request(vars(args)))
+    data = jsonout.fit_json(result)
+    if args.json:
+        _print_json(data)
+        return 0
+    g, m = data["gpu"], data["model"]
+    print(f"{m['name']} ({m['params_b']}B) on {g['count']}× {g['name']} — {data['engine']}, "
+          f"ctx {format_tokens(data['ctx'])}, prompt {data['prompt_tokens']}, KV {data['kv_dtype']}")
+    rows = [
+        [o["quant_name"], o["verdict"].replace("_", " "), o["memory_gb"]["weights"], o["memory_gb"]["kv_cache"],
+         o["memory_gb"]["overhead"], f"{o['memory_gb']['total']} / {o['memory_gb']['usable']}",
+         o["decode_tps"], o["ttft_s"], format_tokens(o["max_ctx"]) if o["max_ctx"] else "-"]
+        for o in data["options"]
+    ]
+    print(_table(["format", "verdict", "weights GiB", "KV GiB", "runtime GiB", "total/usable GiB", "tok/s",
+                  "TTFT s", "max ctx"], rows))
+    return 0
+
+
+# --- rank ------------------------------------------------------------------------------------------
+
+def cmd_rank(svc: Service, args: argparse.Namespace) -> int:
+    req = RankRequest(gpu=args.gpu, ctx=args.ctx, sort=args.sort, kv=args.kv, gpus=args.gpus, engine=args.engine,
+                      quant=args.quant, limit=args.limit)
+    gpu, rows = svc.rank(req)
+    data = jsonout.rank_json(gpu, args.gpus, parse_tokens(args.ctx), rows)
+    if args.json:
+        _print_json(data)
+        return 0
+    print(f"Best models on {args.gpus}× {gpu.name} at {format_tokens(data['ctx'])} context (sorted by {args.sort})")
+    print(_table(["#", "model", "params", "format", "tok/s", "TTFT s", "GiB"], [
+        [r["rank"], r["model"]["name"],
+         f"{r['model']['params_b']}B" + (f" ({r['model']['active_params_b']}B active)"
+                                         if r["model"]["active_params_b"] < r["model"]["params_b"] else ""),
+         r["quant"], r["decode_tps"], r["ttft_s"], r["memory_gb"]["total"]]
+        for r in data["rows"]
+    ]))
+    return 0
+
+
+# --- gpu -------------------------------------------------------------------------------------------
+
+def gpu_card(svc: Service, gpu_text: str, ctx: int, gpus: int = 1) -> dict[str, Any]:
+    from estimator.advice import recommend
+    from estimator.fit import format_for
+
+    gpu = svc.gpu(gpu_text)
+    card: dict[str, Any] = {"gpu": jsonout.gpu_facts(gpu), "ctx": ctx}
+    card["capability"] = jsonout.capability_json(svc.capability(gpu, ctx=ctx, gpus=gpus))
+    refs = tuple(svc.catalog.model(i) for i in ("llama-3.1-8b", "llama-3.3-70b") if _has_model(svc, i))
+    rec = recommend(gpu, svc.catalog.models, format_for(svc.catalog, "llama.cpp", "int4"),
+                    format_for(svc.catalog, "llama.cpp", "int8"), refs)
+    card["recommendation"] = {
+        "comfortable_8bit": jsonout.capability_json([rec.comfortable_high_precision])["int8"],
+        "long_context_4bit": jsonout.capability_json([rec.long_context_q4])["int4"],
+        "reference_speeds": [
+            {"model": r.model.id, "quant": r.quant.id, "decode_tps": round(r.decode_tps, 1), "fits": r.fits}
+            for r in rec.reference_speeds
+        ],
+        "bandwidth_bound": rec.bandwidth_bound,
+    }
+    card["finetune"] = finetune_capability(svc, gpu, gpus)
+    return card
+
+
+def _has_model(svc: Service, model_id: str) -> bool:
+    return any(m.id == model_id for m in svc.catalog.models)
+
+
+def finetune_capability(svc: Service, gpu: Any, gpus: int = 1) -> dict[str, Any]:
+    from estimator import finetune
+    from estimator.memory import usable_vram_bytes
+
+    budget = usable_vram_bytes(gpu) * gpus
+    out: dict[str, Any] = {}
+    for method in ("qlora", "lora", "full"):
+        settings = finetune.FinetuneSettings(method=method, gpus=gpus)  # type: ignore[arg-type]
+        best = finetune.largest_trainable(svc.catalog.models, settings, budget)
+        out[method] = jsonout.model_brief(best) if best else None
+    return out
+
+
+def cmd_gpu(svc: Service, args: argparse.Namespace) -> int:
+    card = gpu_card(svc, args.gpu, parse_tokens(args.ctx), args.gpus)
+    if args.json:
+        _print_json(card)
+        return 0
+    g = card["gpu"]
+    print(f"{g['name']}: {g['vram_gb']} GB {g.get('memory_type') or ''}, {g['bandwidth_gbs']} GB/s, "
+          f"{g.get('tdp_w') or '?'} W")
+    for level, item in card["capability"].items():
+        name = item["model"]["name"] if item["model"] else "nothing"
+        print(f"  largest at {level} ({item['quant']}), ctx {format_tokens(card['ctx'])}: {name}")
+    for method, item in card["finetune"].items():
+        print(f"  {method}: {item['name'] if item else 'nothing'}")
+    for r in card["recommendation"]["reference_speeds"]:
+        print(f"  {r['model']} {r['quant']}: ~{r['decode_tps']} tok/s" + ("" if r["fits"] else " (if it fitted)"))
+    return 0
+
+
+# --- batch -----------------------------------------------------------------------------------------
+
+def cmd_batch(svc: Service, args: argparse.Namespace) -> int:
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        try:
+            query = json.loads(line)
+            if not isinstance(query, dict):
+                raise CliError("each line must be a JSON object")
+            if "finetune" in query:
+                from bot.finetune_cli import finetune_json
+
+                _print_json(finetune_json(svc, query["finetune"]))
+            else:
+                _print_json(jsonout.fit_json(svc.fit(fit_request(query))))
+        except (json.JSONDecodeError, CliError, BadValue, NotFound, ValueError, TypeError) as exc:
+            _print_json({"error": str(exc) or type(exc).__name__})
+    return 0
+
+
+# --- catalog ---------------------------------------------------------------------------------------
+
+GPU_KEYS = ("id", "name", "aliases", "vendor", "vram_gb", "bandwidth_gbs", "fp16_tflops", "int8_tops", "tdp_w",
+            "source")
+MODEL_KEYS = ("id", "name", "aliases", "hf_repo", "params_b", "active_params_b", "layers", "hidden_size",
+              "attention_heads", "kv_heads", "head_dim", "intermediate_size", "vocab_size", "max_context", "source")
+
+
+def cmd_catalog(svc: Service, args: argparse.Namespace) -> int:
+    cat = svc.catalog
+    if args.action == "list":
+        kinds = [args.kind] if args.kind else ["gpu", "model", "quant"]
+        if args.json:
+            out: list[dict[str, Any]] = []
+            for kind in kinds:
+                if kind == "gpu":
+                    out += [{**{k: g.model_dump(mode="json")[k] for k in GPU_KEYS},
+                             **g.model_dump(mode="json")} for g in cat.gpus]
+                elif kind == "model":
+                    out += [{**{k: m.model_dump(mode="json")[k] for k in MODEL_KEYS},
+                             **m.model_dump(mode="json")} for m in cat.models]
+                else:
+                    out += [q.model_dump(mode="json") for q in cat.quants]
+            _print_json(out)
+            return 0
+        for kind in kinds:
+            if kind == "gpu":
+                print(_table(["id", "name", "VRAM GB", "GB/s", "FP16 TFLOPS"],
+                             [[g.id, g.name, g.vram_gb, g.bandwidth_gbs, g.fp16_tflops or "?"] for g in cat.gpus]))
+            elif kind == "model":
+                print(_table(["id", "name", "params B", "active B", "layers", "max ctx"],
+                             [[m.id, m.name, m.params_b, m.active_params_b, m.layers, format_tokens(m.max_context)]
+                              for m in cat.models]))
+            else:
+                print(_table(["id", "name", "bits/weight", "engines"],
+                             [[q.id, q.name, q.bits_per_weight, ", ".join(q.engines)] for q in cat.quants]))
+        return 0
+    if args.action == "show":
+        text = " ".join(args.text)
+        entry: Any
+        try:
+            entry = svc.gpu(text)
+        except NotFound:
+            entry = svc.model(text)[0]
+        data = entry.model_dump(mode="json")
+        if args.json:
+            _print_json(data)
+        else:
+            for key, value in data.items():
+                print(f"{key:24s} {value}")
+        return 0
+    text = " ".join(args.text)
+    hits = [{"kind": "gpu", "id": s.id, "name": s.label} for s in svc.resolver.complete_gpu(text, 10)]
+    hits += [{"kind": "model", "id": s.id, "name": s.label} for s in svc.resolver.complete_model(text, 10)]
+    if args.json:
+        _print_json(hits)
+    else:
+        print(_table(["kind", "id", "name"], [[h["kind"], h["id"], h["name"]] for h in hits]))
+    return 0
+
+
+# --- parser ----------------------------------------------------------------------------------------
+
+def _add_fit_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--gpu", required=True, help="GPU as people type it: 't4', 'rtx 4090', 'a100 40gb'")
+    p.add_argument("--model", required=True, help="model: 'qwen3-8b', 'Qwen/Qwen3-8B', 'llama3.1:8b-instruct-q4_K_M'")
+    p.add_argument("--quant", help="format (Q4_K_M, Q8_0, AWQ …) or level (int4, int8, fp16); default: compare three")
+    p.add_argument("--engine", default="llama.cpp", help="llama.cpp (also Ollama, LM Studio), vllm or mlx")
+    p.add_argument("--ctx", default="8k", help="context length: 8192, 32k, 128K, 1M")
+    p.add_argument("--prompt", default="2048", help="prompt tokens for TTFT (0 = empty context)")
+    p.add_argument("--kv", default="f16", help="KV cache precision: f16, q8_0, q4_0, fp8")
+    p.add_argument("--gpus", type=int, default=1, help="number of GPUs (1-8)")
+    p.add_argument("--batch", type=int, default=1, help="concurrent sequences")
+    p.add_argument("--json", action="store_true")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rigcheck", description="Does this LLM run on that GPU, and how fast?")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("fit", help="memory, speed and max context of one model on one GPU setup")
+    _add_fit_flags(p)
+    p.set_defaults(func=cmd_fit)
+
+    p = sub.add_parser("rank", help="the best models that fit a GPU setup")
+    p.add_argument("--gpu", required=True)
+    p.add_argument("--ctx", default="8k")
+    p.add_argument("--sort", default="quality", choices=["quality", "speed", "size"])
+    p.add_argument("--kv", default="f16")
+    p.add_argument("--gpus", type=int, default=1)
+    p.add_argument("--engine", default="llama.cpp")
+    p.add_argument("--quant")
+    p.add_argument("--limit", type=int)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_rank)
+
+    p = sub.add_parser("gpu", help="a GPU's spec card: capability, fine-tuning, recommendation")
+    p.add_argument("--gpu", required=True)
+    p.add_argument("--ctx", default="8k")
+    p.add_argument("--gpus", type=int, default=1)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_gpu)
+
+    p = sub.add_parser("batch", help="JSON lines of fit queries on stdin → one JSON answer per line")
+    p.set_defaults(func=cmd_batch)
+
+    p = sub.add_parser("catalog", help="inspect the catalog")
+    p.add_argument("action", choices=["list", "show", "search"])
+    p.add_argument("text", nargs="*")
+    p.add_argument("--kind", choices=["gpu", "model", "quant"])
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_catalog)
+
+    for register in EXTRA_COMMANDS:
+        register(sub)
+    return parser
+
+
+EXTRA_COMMANDS: list[Callable[[Any], None]] = []
+
+
+def _register_optional() -> None:
+    """Commands whose modules pull in discord.py or aiohttp register themselves lazily."""
+    from bot import cli_extra
+
+    EXTRA_COMMANDS.extend(cli_extra.REGISTER)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    _register_optional()
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(Service(), args) or 0)
+    except NotFound as exc:
+        print(f"rigcheck: {exc}", file=sys.stderr)
+    except (BadValue, CliError) as exc:
+        print(f"rigcheck: {exc}", file=sys.stderr)
+    except KeyboardInterrupt:
+        return 130
+    return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

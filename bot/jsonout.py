@@ -1,0 +1,99 @@
+"""The JSON shapes other tools read from `rigcheck … --json`. Keys here are a contract: keep them stable."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from catalog.schema import GPU, Model
+from estimator.capability import LargestModel
+from estimator.constants import GIB
+from estimator.fit import FitResult
+from estimator.rank import RankRow
+
+
+def gb(nbytes: float) -> float:
+    """Bytes → GiB rounded for display; engines log GiB and vendors' memory 'GB' are GiB."""
+    return round(nbytes / GIB, 2)
+
+
+def gpu_brief(gpu: GPU, count: int = 1) -> dict[str, Any]:
+    return {"id": gpu.id, "name": gpu.name, "count": count, "vram_gb": gpu.vram_gb, "bandwidth_gbs": gpu.bandwidth_gbs}
+
+
+def model_brief(model: Model) -> dict[str, Any]:
+    return {"id": model.id, "name": model.name, "params_b": model.params_b, "active_params_b": model.active_params_b}
+
+
+def fit_json(result: FitResult) -> dict[str, Any]:
+    q = result.query
+    return {
+        "gpu": gpu_brief(q.gpu, q.gpus),
+        "model": model_brief(q.model),
+        "engine": q.engine,
+        "ctx": q.ctx,
+        "prompt_tokens": q.prompt_tokens,
+        "kv_dtype": q.kv,
+        "batch": q.batch,
+        "options": [
+            {
+                "quant": o.quant.id,
+                "quant_name": o.quant.name,
+                "fits": o.fits,
+                "verdict": o.memory.verdict,
+                "memory_gb": {
+                    "weights": gb(o.memory.weights_bytes),
+                    "kv_cache": gb(o.memory.kv_cache_bytes),
+                    "overhead": gb(o.memory.overhead_bytes),
+                    "total": gb(o.memory.total_bytes),
+                    "usable": gb(o.memory.usable_bytes),
+                    "headroom": gb(o.memory.headroom_bytes),
+                },
+                "decode_tps": round(o.speed.decode_tps, 1),
+                "aggregate_tps": round(o.speed.aggregate_tps, 1),
+                "prefill_tps": round(o.speed.prefill_tps, 1),
+                "ttft_s": round(o.speed.ttft_s, 3),
+                "max_ctx": o.max_ctx,
+            }
+            for o in result.options
+        ],
+    }
+
+
+def rank_json(gpu: GPU, gpus: int, ctx: int, rows: list[RankRow]) -> dict[str, Any]:
+    return {
+        "gpu": gpu_brief(gpu, gpus),
+        "ctx": ctx,
+        "rows": [
+            {
+                "rank": i + 1,
+                "model": {**model_brief(r.model), "seed_rank": r.model.seed_rank},
+                "quant": r.best.quant.id,
+                "decode_tps": round(r.best.speed.decode_tps, 1),
+                "prefill_tps": round(r.best.speed.prefill_tps, 1),
+                "ttft_s": round(r.best.speed.ttft_s, 3),
+                "memory_gb": {"total": gb(r.best.memory.total_bytes), "usable": gb(r.best.memory.usable_bytes)},
+                "verdict": r.best.memory.verdict,
+                "fitting_quants": [f.quant.id for f in r.fitting],
+            }
+            for i, r in enumerate(rows)
+        ],
+    }
+
+
+def capability_json(items: list[LargestModel]) -> dict[str, Any]:
+    return {
+        it.level: {
+            "quant": it.quant.id,
+            "model": model_brief(it.model) if it.model else None,
+            "size_class_b": it.size_class_b,
+        }
+        for it in items
+    }
+
+
+def gpu_facts(gpu: GPU) -> dict[str, Any]:
+    return gpu.model_dump(mode="json")
+
+
+def model_facts(model: Model) -> dict[str, Any]:
+    return model.model_dump(mode="json")

@@ -1,0 +1,163 @@
+"""One place that turns a question in people's words into estimator calls.
+
+The CLI, the Discord commands and the daily summaries all go through `Service`, so a name resolves the
+same way and an answer is computed the same way wherever it is asked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from bot.params import BadValue, parse_tokens
+from catalog.resolve import NotFound, Resolver
+from catalog.schema import GPU, Model, QuantFormat
+from catalog.store import Catalog, load_catalog
+from estimator import ESTIMATOR_VERSION
+from estimator.capability import LargestModel, largest_that_fits
+from estimator.curve import VramCurves, vram_curves
+from estimator.engines import DEFAULT_FORMAT, DEFAULT_LEVELS, supports
+from estimator.fit import FitResult, default_formats, fit
+from estimator.query import ENGINES, KV_DTYPES, MAX_GPUS, Engine, KVDtype, Query
+from estimator.rank import RankRow, Sort, rank
+
+
+@dataclass(frozen=True)
+class FitRequest:
+    gpu: str
+    model: str
+    quant: str | None = None
+    engine: str = "llama.cpp"
+    ctx: str | int = 8192
+    prompt: str | int = 2048
+    kv: str = "f16"
+    gpus: int = 1
+    batch: int = 1
+
+
+@dataclass(frozen=True)
+class RankRequest:
+    gpu: str
+    ctx: str | int = 8192
+    sort: str = "quality"
+    kv: str = "f16"
+    gpus: int = 1
+    engine: str = "llama.cpp"
+    quant: str | None = None
+    limit: int | None = None
+
+
+@dataclass
+class Service:
+    catalog: Catalog = field(default_factory=load_catalog)
+    extra_models: dict[str, Model] = field(default_factory=dict)
+
+    @cached_property
+    def resolver(self) -> Resolver:
+        return Resolver(self.catalog)
+
+    @property
+    def version(self) -> str:
+        return f"{self.catalog.version}+{ESTIMATOR_VERSION}"
+
+    # --- parsing ----------------------------------------------------------------------------------
+
+    def gpu(self, text: str) -> GPU:
+        return self.resolver.gpu(text)
+
+    def model(self, text: str) -> tuple[Model, QuantFormat | None]:
+        key = text.strip()
+        if key in self.extra_models:
+            return self.extra_models[key], None
+        choice = self.resolver.model(text)
+        return choice.model, choice.quant
+
+    @staticmethod
+    def engine(text: str) -> Engine:
+        value = text.strip().lower().replace("llamacpp", "llama.cpp").replace("ollama", "llama.cpp")
+        value = value.replace("lm studio", "llama.cpp").replace("lmstudio", "llama.cpp")
+        if value not in ENGINES:
+            raise BadValue(f"engine must be one of {', '.join(ENGINES)} (Ollama and LM Studio run llama.cpp)")
+        return value  # type: ignore[return-value]
+
+    @staticmethod
+    def kv(text: str) -> KVDtype:
+        value = text.strip().lower().replace("fp16", "f16").replace("q8", "q8_0").replace("q8_0_0", "q8_0")
+        value = value.replace("q4", "q4_0").replace("q4_0_0", "q4_0")
+        if value not in KV_DTYPES:
+            raise BadValue(f"kv must be one of {', '.join(KV_DTYPES)}")
+        return value  # type: ignore[return-value]
+
+    @staticmethod
+    def gpus(count: int) -> int:
+        if not 1 <= int(count) <= MAX_GPUS:
+            raise BadValue(f"gpus must be between 1 and {MAX_GPUS}")
+        return int(count)
+
+    def quant(self, text: str, engine: Engine) -> QuantFormat:
+        key = text.strip().lower()
+        if key in DEFAULT_FORMAT[engine]:
+            return self.catalog.quant(DEFAULT_FORMAT[engine][key])
+        fmt = self.resolver.quant_or_none(key)
+        if fmt is None:
+            levels = ", ".join(DEFAULT_FORMAT[engine])
+            formats = ", ".join(q.name for q in self.catalog.quants if engine in q.engines)
+            raise BadValue(f"unknown quantization {text[:30]!r}; use a level ({levels}) or a format ({formats})")
+        if engine not in fmt.engines:
+            raise BadValue(f"{fmt.name} is not a {engine} format; try "
+                           + ", ".join(q.name for q in self.catalog.quants if engine in q.engines))
+        return fmt
+
+    def formats(self, engine: Engine, quant: str | None) -> list[QuantFormat]:
+        if quant:
+            return [self.quant(quant, engine)]
+        return default_formats(self.catalog, engine)
+
+    # --- questions --------------------------------------------------------------------------------
+
+    def base_query(self, req: FitRequest) -> tuple[Query, list[QuantFormat]]:
+        gpu = self.gpu(req.gpu)
+        model, tagged = self.model(req.model)
+        engine = self.engine(req.engine)
+        if not supports(engine, gpu):
+            raise BadValue(f"{engine} does not run on {gpu.name}; use llama.cpp" +
+                           (" or mlx" if gpu.vendor == "apple" else ""))
+        formats = self.formats(engine, req.quant) if req.quant or tagged is None else [tagged]
+        ctx = parse_tokens(req.ctx)
+        prompt = parse_tokens(req.prompt, name="prompt", allow_zero=True)
+        q = Query(gpu=gpu, gpus=self.gpus(req.gpus), model=model, quant=formats[0], engine=engine, ctx=ctx,
+                  prompt_tokens=min(prompt, ctx), kv=self.kv(req.kv), batch=max(1, int(req.batch)))
+        return q, formats
+
+    def fit(self, req: FitRequest) -> FitResult:
+        q, formats = self.base_query(req)
+        return fit(q, formats)
+
+    def curves(self, req: FitRequest) -> VramCurves:
+        q, formats = self.base_query(req)
+        return vram_curves(q, formats)
+
+    def rank(self, req: RankRequest) -> tuple[GPU, list[RankRow]]:
+        gpu = self.gpu(req.gpu)
+        engine = self.engine(req.engine)
+        if req.sort not in ("quality", "speed", "size"):
+            raise BadValue("sort must be quality, speed or size")
+        sort: Sort = req.sort  # type: ignore[assignment]
+        rows = rank(self.catalog.models, self.formats(engine, req.quant), gpu, gpus=self.gpus(req.gpus),
+                    ctx=parse_tokens(req.ctx), engine=engine, kv=self.kv(req.kv), sort=sort)
+        return gpu, rows[: req.limit] if req.limit else rows
+
+    def capability(self, gpu: GPU, *, ctx: int = 8192, gpus: int = 1, engine: Engine = "llama.cpp") -> list[LargestModel]:
+        out = []
+        for level in ("int4", "int8", "fp16"):
+            fmt = self.catalog.quant(DEFAULT_FORMAT[engine][level])
+            out.append(largest_that_fits(self.catalog.models, fmt, level, gpu, gpus=gpus, ctx=ctx, engine=engine))
+        return out
+
+
+def suggestions_of(err: NotFound) -> list[dict[str, Any]]:
+    return [{"id": s.id, "name": s.label} for s in err.suggestions]
+
+
+__all__ = ["DEFAULT_LEVELS", "FitRequest", "RankRequest", "Service", "suggestions_of"]

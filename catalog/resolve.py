@@ -1,0 +1,188 @@
+"""What people type → catalog entries.
+
+`t4`, `Tesla T4`, `a100 40gb`, `4090`; `Qwen3 8B`, `Qwen/Qwen3-8B`, Ollama tags such as
+`llama3.1:8b-instruct-q4_K_M` (the tag also picks the quantization). Input that matches several entries
+or none raises `NotFound` with ranked suggestions: the resolver never picks arbitrarily.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+from typing import Generic, Literal, TypeVar
+
+from catalog.schema import GPU, Model, QuantFormat
+from catalog.store import Catalog
+
+MAX_QUERY_CHARS = 200
+_NOISE = frozenset({"nvidia", "geforce", "tesla", "amd", "radeon", "apple", "intel", "gpu", "the"})
+_TAG_FILLER = frozenset({"instruct", "chat", "it", "text", "latest", "base"})
+_SPLIT = re.compile(r"[^a-z0-9.]+")
+
+E = TypeVar("E", GPU, Model)
+Kind = Literal["gpu", "model"]
+
+
+def normalise(text: str) -> str:
+    """Lowercase, keep letters, digits and dots: 'RTX-4090' and 'rtx 4090' both become 'rtx4090'."""
+    return _SPLIT.sub("", text.lower()).strip(".")
+
+
+def tokens(text: str) -> tuple[str, ...]:
+    return tuple(t.strip(".") for t in _SPLIT.split(text.lower()) if t.strip("."))
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    id: str
+    label: str
+
+
+class NotFound(LookupError):
+    """Nothing, or more than one thing, matches; `suggestions` says what the person may have meant."""
+
+    def __init__(self, kind: Kind, query: str, suggestions: list[Suggestion], ambiguous: bool = False) -> None:
+        self.kind = kind
+        self.query = query
+        self.suggestions = suggestions
+        self.ambiguous = ambiguous
+        shown = query if len(query) <= 60 else query[:57] + "…"
+        what = "matches several" if ambiguous else "matches no"
+        hint = ", ".join(s.label for s in suggestions[:5])
+        super().__init__(f"{shown!r} {what} {kind}s" + (f"; did you mean {hint}?" if hint else ""))
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    model: Model
+    quant: QuantFormat | None
+
+
+class _Index(Generic[E]):
+    def __init__(self, kind: Kind, entries: tuple[E, ...]) -> None:
+        self.kind = kind
+        self.entries = {e.id: e for e in entries}
+        self.exact: dict[str, set[str]] = {}
+        self.keys: list[tuple[str, str]] = []  # (normalised key, id), for prefix and fuzzy search
+        self.token_sets: dict[str, list[frozenset[str]]] = {}
+        for e in entries:
+            for raw in self._names(e):
+                key = normalise(raw)
+                if not key:
+                    continue
+                self.exact.setdefault(key, set()).add(e.id)
+                self.keys.append((key, e.id))
+                self.token_sets.setdefault(e.id, []).append(frozenset(tokens(raw)))
+
+    @staticmethod
+    def _names(e: GPU | Model) -> list[str]:
+        names = [e.id, e.name, *e.aliases]
+        if isinstance(e, Model) and e.hf_repo:
+            names += [e.hf_repo, e.hf_repo.split("/")[-1]]
+        return names
+
+    def label(self, entry_id: str) -> str:
+        return self.entries[entry_id].name
+
+    def suggest(self, ids: list[str]) -> list[Suggestion]:
+        return [Suggestion(i, self.label(i)) for i in ids]
+
+    def find(self, text: str) -> E:
+        query = text.strip()[: MAX_QUERY_CHARS + 1]
+        if not normalise(query) or len(query) > MAX_QUERY_CHARS:
+            raise NotFound(self.kind, text[:MAX_QUERY_CHARS], self.suggest(self.ranked(query)[:5]))
+        hits = self.exact.get(normalise(query), set())
+        if len(hits) == 1:
+            return self.entries[next(iter(hits))]
+        if not hits:
+            hits = self.by_tokens(query)
+        if len(hits) == 1:
+            return self.entries[next(iter(hits))]
+        if hits:
+            ordered = sorted(hits, key=lambda i: (len(self.label(i)), self.label(i)))
+            raise NotFound(self.kind, query, self.suggest(ordered[:10]), ambiguous=True)
+        raise NotFound(self.kind, query, self.suggest(self.ranked(query)[:5]))
+
+    def by_tokens(self, query: str) -> set[str]:
+        """Entries one of whose names contains every word typed (vendor words optional)."""
+        words = [t for t in tokens(query) if t not in _NOISE] or list(tokens(query))
+        if not words:
+            return set()
+        wanted = frozenset(words)
+        return {i for i, sets in self.token_sets.items() if any(wanted <= s for s in sets)}
+
+    def ranked(self, query: str, limit: int = 25) -> list[str]:
+        """Ids ordered by how well they match `query` as typed so far (prefix beats substring beats fuzzy)."""
+        key = normalise(query)
+        if not key:
+            return sorted(self.entries, key=lambda i: self.label(i))[:limit]
+        best: dict[str, float] = {}
+        for k, i in self.keys:
+            if k == key:
+                score = 4.0
+            elif k.startswith(key):
+                score = 3.0 - len(k) / 1000
+            elif key in k:
+                score = 2.0 - len(k) / 1000
+            else:
+                continue
+            if score > best.get(i, 0.0):
+                best[i] = score
+        for i in self.by_tokens(query):
+            best[i] = max(best.get(i, 0.0), 2.5)
+        if len(best) < limit:
+            close = difflib.get_close_matches(key, [k for k, _ in self.keys], n=limit, cutoff=0.6)
+            for rank, k in enumerate(close):
+                for i in self.exact.get(k, ()):
+                    best.setdefault(i, 1.0 - rank / 100)
+        return sorted(best, key=lambda i: (-best[i], self.label(i)))[:limit]
+
+
+class Resolver:
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self._gpus = _Index[GPU]("gpu", catalog.gpus)
+        self._models = _Index[Model]("model", catalog.models)
+        self._quants: dict[str, QuantFormat] = {}
+        for q in catalog.quants:
+            for name in (q.id, q.name, *q.aliases):
+                self._quants.setdefault(normalise(name), q)
+
+    def gpu(self, text: str) -> GPU:
+        return self._gpus.find(text)
+
+    def model(self, text: str) -> ModelChoice:
+        """A model, and the quantization when an Ollama-style tag names one (`qwen3:8b-q8_0`)."""
+        try:
+            return ModelChoice(self._models.find(text), None)
+        except NotFound as first:
+            if ":" not in text:
+                raise
+            base, _, tag = text.partition(":")
+            quant = self._quant_in_tag(tag)
+            words = [w for w in tag.split("-") if w and self.quant_or_none(w) is None]
+            size = [w for w in words if re.fullmatch(r"[a-z]?\d+(\.\d+)?[bm](-a\d+b)?|e\d+b|\d+x\d+b", w.lower())]
+            rest = [w for w in words if w.lower() not in _TAG_FILLER and w not in size]
+            for attempt in (f"{base} {' '.join(size)}", f"{base} {' '.join(size + rest)}", base):
+                try:
+                    return ModelChoice(self._models.find(attempt), quant)
+                except NotFound:
+                    continue
+            raise first from None
+
+    def _quant_in_tag(self, tag: str) -> QuantFormat | None:
+        for part in reversed(tag.split("-")):
+            quant = self.quant_or_none(part)
+            if quant is not None:
+                return quant
+        return None
+
+    def quant_or_none(self, text: str) -> QuantFormat | None:
+        return self._quants.get(normalise(text))
+
+    def complete_gpu(self, prefix: str, limit: int = 25) -> list[Suggestion]:
+        return self._gpus.suggest(self._gpus.ranked(prefix[:MAX_QUERY_CHARS], limit))
+
+    def complete_model(self, prefix: str, limit: int = 25) -> list[Suggestion]:
+        return self._models.suggest(self._models.ranked(prefix[:MAX_QUERY_CHARS], limit))

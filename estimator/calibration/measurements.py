@@ -1,0 +1,136 @@
+"""Published measurements, matched to catalog entries, as rows the fit and the validation read.
+
+Rows name GPUs and models the way their sources print them; `GPU_NAMES` and `MODEL_NAMES` map the
+spellings the resolver cannot place. A row whose GPU, model or format is not in the catalog is skipped
+(and counted), never guessed. About a quarter of the rows are held out of the fit, chosen by a hash of
+the row's identity so the split is stable and independent of the numbers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from catalog.resolve import NotFound, Resolver
+from catalog.schema import GPU, Model, QuantFormat
+from catalog.store import Catalog
+
+DATA_DIR = Path(__file__).parent / "data"
+HOLDOUT_PERCENT = 25
+
+GPU_NAMES: dict[str, str] = {
+    "a100-sxm4-80gb": "nvidia-a100-80gb-sxm",
+    "a100 80gb pcie": "nvidia-a100-80gb-pcie",
+    "h100 pcie": "nvidia-h100-pcie",
+    "rtx 4000 ada generation": "nvidia-rtx-4000-ada",
+    "rtx 5000 ada generation": "nvidia-rtx-5000-ada",
+    "rtx 6000 ada generation": "nvidia-rtx-6000-ada",
+    "amd instinct mi300x": "amd-mi300x",
+    "m1 max 32-core gpu 64gb": "apple-m1-max-64gb",
+    "m2 ultra 76-core gpu 192gb": "apple-m2-ultra-192gb",
+    "m3 max 40-core gpu 64gb": "apple-m3-max-64gb",
+    "m1 7-core gpu 8gb": "apple-m1-8gb",
+    "m1 (7-core gpu, 68 gb/s)": "apple-m1-8gb",
+    "m1 (8-core gpu, 68 gb/s)": "apple-m1-8gb",
+}
+MODEL_NAMES: dict[str, str] = {
+    "llama 3 8b": "llama-3-8b",
+    "llama 3 70b": "llama-3-70b",
+    "llama 2 7b": "llama-2-7b",
+    "llama 2 13b": "llama-2-13b",
+    "llama 3.1 8b": "llama-3.1-8b",
+    "llama 3.3 70b instruct": "llama-3.3-70b",
+    # LLaMA 1 7B and CodeLlama 7B share Llama 2 7B's shapes (32 layers, 4096 hidden, 32 heads, 11008 FFN);
+    # CodeLlama's vocabulary is 16 rows larger, a 0.01 % difference in bytes.
+    "llama 7b": "llama-2-7b",
+    "codellama 7b": "llama-2-7b",
+}
+QUANT_NAMES: dict[str, str] = {"f16": "f16", "q4_0": "q4_0", "q4_k_m": "q4_k_m", "q8_0": "q8_0", "q6_k": "q6_k",
+                               "q5_k_m": "q5_k_m", "bf16": "bf16", "fp16": "bf16"}
+BACKENDS = {"CUDA": "cuda", "ROCm": "rocm", "Metal": "metal", "SYCL": "sycl"}
+
+Kind = Literal["decode", "prefill"]
+
+
+@dataclass(frozen=True)
+class Row:
+    kind: Kind
+    gpu: GPU
+    gpus: int
+    model: Model
+    quant: QuantFormat
+    tokens: int  # tokens generated (decode) or prompt length (prefill)
+    depth: int  # context already in the cache when the test starts
+    measured_tps: float
+    source: str
+    holdout: bool
+
+    @property
+    def family(self) -> str:
+        return f"{self.gpu.vendor}/{self.gpu.architecture}"
+
+
+def _held_out(*identity: object) -> bool:
+    digest = hashlib.sha256("|".join(map(str, identity)).encode()).digest()
+    return digest[0] * 100 // 256 < HOLDOUT_PERCENT
+
+
+def _gpu(resolver: Resolver, catalog: Catalog, name: str) -> GPU | None:
+    key = name.strip().lower()
+    if key in GPU_NAMES:
+        try:
+            return catalog.gpu(GPU_NAMES[key])
+        except KeyError:
+            return None
+    try:
+        return resolver.gpu(name)
+    except NotFound:
+        return None
+
+
+def _model(resolver: Resolver, catalog: Catalog, name: str) -> Model | None:
+    key = re.sub(r"\s*\(.*\)$", "", name.strip().lower())
+    if key in MODEL_NAMES:
+        try:
+            return catalog.model(MODEL_NAMES[key])
+        except KeyError:
+            return None
+    try:
+        return resolver.model(name).model
+    except NotFound:
+        return None
+
+
+_TEST = re.compile(r"^(pp|tg)(\d+)(?:\s*@\s*d(\d+))?$")
+
+
+def llamacpp_rows(catalog: Catalog) -> tuple[list[Row], int]:
+    """llama-bench rows on each vendor's native backend; returns (rows, skipped)."""
+    resolver = Resolver(catalog)
+    doc = tomllib.loads((DATA_DIR / "llamacpp.toml").read_text())
+    rows: list[Row] = []
+    skipped = 0
+    for m in doc["measurement"]:
+        test = _TEST.match(m["test"].replace(" ", "").replace("@d", " @ d"))
+        backend = BACKENDS.get(m.get("backend", ""))
+        gpu = _gpu(resolver, catalog, m["gpu"])
+        model = _model(resolver, catalog, m["model"])
+        quant_id = QUANT_NAMES.get(m["quant"].lower())
+        if not (test and backend and gpu and model and quant_id):
+            skipped += 1
+            continue
+        if {"nvidia": "cuda", "amd": "rocm", "apple": "metal", "intel": "sycl"}[gpu.vendor] != backend:
+            skipped += 1
+            continue
+        kind: Kind = "decode" if test.group(1) == "tg" else "prefill"
+        rows.append(Row(
+            kind=kind, gpu=gpu, gpus=int(m.get("gpu_count", 1)), model=model, quant=catalog.quant(quant_id),
+            tokens=int(test.group(2)), depth=int(test.group(3) or 0), measured_tps=float(m["tps"]),
+            source=m["source"],
+            holdout=_held_out(m["gpu"], m["model"], m["quant"], m["test"], m.get("gpu_count", 1), m["source"]),
+        ))
+    return rows, skipped

@@ -1,0 +1,60 @@
+"""Named constants the estimate rests on, each with where it comes from.
+
+Fitted constants (efficiencies, utilisations, per-token latencies) live in
+`estimator/calibration/constants.py`, written by `python -m estimator.calibration.fit`.
+"""
+
+from __future__ import annotations
+
+GIB = 2**30
+MIB = 2**20
+
+# Bytes per cached K or V element. q8_0 / q4_0 are ggml blocks of 32 (34 and 18 bytes).
+KV_BYTES_PER_ELEMENT: dict[str, float] = {"f16": 2.0, "bf16": 2.0, "fp8": 1.0, "q8_0": 34 / 32, "q4_0": 18 / 32}
+
+# Recurrent (SSM / linear-attention) state is kept in fp32 by llama.cpp (ggml_ssm_scan, rs cache) and
+# by vLLM's mamba cache by default.
+RECURRENT_STATE_BYTES_PER_ELEMENT = 4.0
+
+# CUDA context + cuBLAS workspace that the engine's own memory log does not count (nvidia-smi shows
+# 250–500 MiB per process on Ampere/Hopper before any allocation).
+CUDA_CONTEXT_BYTES = 0.45 * GIB
+# Metal and ROCm runtimes reserve less outside the engine's buffers.
+OTHER_CONTEXT_BYTES = 0.25 * GIB
+
+# llama.cpp's physical micro-batch (n_ubatch default 512, common/common.h) sizes its compute buffer and
+# how many prompt tokens share one pass over the weights.
+LLAMACPP_UBATCH = 512
+# llama.cpp compute buffer: logits for a micro-batch in fp32 plus the FFN and attention intermediates
+# of one layer (flash attention on: no n_ctx x n_ubatch score matrix).
+COMPUTE_BUFFER_FLOATS_PER_TOKEN_FACTOR = 1.0
+
+# vLLM: the share of GPU memory it takes (gpu_memory_utilization default 0.9, vllm/config), the prompt
+# tokens of its profiling pass (max_num_batched_tokens default 8192 with chunked prefill) and the memory
+# its CUDA graphs keep (≈0.5 GiB logged as "Graph capturing finished ... took 0.5 GiB" for 7–8B models).
+VLLM_GPU_MEMORY_UTILIZATION = 0.90
+VLLM_PROFILE_TOKENS = 8192
+VLLM_CUDA_GRAPH_BYTES = 0.5 * GIB
+
+# NVIDIA: enabling ECC on GDDR6 data-center boards (T4, A2, A10, A16, A40, L4, L40, L40S) sets aside
+# 1/16 of memory for check bits — nvidia-smi shows 15360 MiB on a 16 GiB T4.
+GDDR_ECC_RESERVE_FRACTION = 1 / 16
+# Display-attached consumer cards lose a little to the desktop compositor; headless servers do not.
+DESKTOP_RESERVE_BYTES = 0.3 * GIB
+
+# Apple silicon: by default macOS lets the GPU wire about 2/3 of unified memory up to 36 GB and 3/4
+# above it (recommendedMaxWorkingSetSize; llama.cpp ggml-metal logs it at start-up).
+APPLE_GPU_FRACTION_SMALL = 2 / 3
+APPLE_GPU_FRACTION_LARGE = 3 / 4
+APPLE_FRACTION_THRESHOLD_GB = 36
+
+# A fit is "tight" when less than this share of usable memory is left over.
+TIGHT_HEADROOM_FRACTION = 0.05
+
+# Prefill attention: QK^T and AV each cost 2·P·P·d FLOPs per head; the causal mask halves both.
+ATTENTION_FLOPS_CAUSAL_FACTOR = 0.5
+
+# One all-reduce over the interconnect per attention block and per FFN block in tensor parallel
+# (Megatron-LM, Shoeybi et al. 2019), each a fixed latency for the small decode activations.
+ALLREDUCES_PER_LAYER = 2
+ALLREDUCE_LATENCY_S = {"nvlink": 8e-6, "pcie": 25e-6, "infinity fabric": 10e-6}

@@ -1,0 +1,60 @@
+"""`fit`: does this model run on these GPUs, in which formats, how fast, with how much context."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from catalog.schema import QuantFormat
+from catalog.store import Catalog
+from estimator.engines import DEFAULT_FORMAT, DEFAULT_LEVELS
+from estimator.memory import MemoryBreakdown, max_context, memory
+from estimator.query import Engine, Query
+from estimator.speed import Speed, speed
+
+
+class FitOption(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    quant: QuantFormat
+    memory: MemoryBreakdown
+    speed: Speed
+    max_ctx: int
+
+    @property
+    def fits(self) -> bool:
+        return self.memory.verdict != "does_not_fit"
+
+
+class FitResult(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    query: Query
+    options: tuple[FitOption, ...]
+
+    @property
+    def best(self) -> FitOption | None:
+        """The highest-precision option that fits (the seed pages' rule: quality first)."""
+        fitting = [o for o in self.options if o.fits]
+        return max(fitting, key=lambda o: o.quant.bits_per_weight) if fitting else None
+
+
+def default_formats(catalog: Catalog, engine: Engine, levels: tuple[str, ...] = DEFAULT_LEVELS) -> list[QuantFormat]:
+    return [catalog.quant(DEFAULT_FORMAT[engine][lvl]) for lvl in levels if lvl in DEFAULT_FORMAT[engine]]
+
+
+def format_for(catalog: Catalog, engine: Engine, text_level_or_id: str) -> QuantFormat:
+    """A generic level ('int4') picks the engine's default format; an exact format id is taken as is."""
+    table = DEFAULT_FORMAT[engine]
+    if text_level_or_id in table:
+        return catalog.quant(table[text_level_or_id])
+    return catalog.quant(text_level_or_id)
+
+
+def fit_option(q: Query) -> FitOption:
+    return FitOption(quant=q.quant, memory=memory(q), speed=speed(q), max_ctx=max_context(q))
+
+
+def fit(base: Query, formats: list[QuantFormat]) -> FitResult:
+    """One option per format, all under the same GPUs, engine and workload as `base`."""
+    options = tuple(fit_option(base.model_copy(update={"quant": f})) for f in formats)
+    return FitResult(query=base, options=options)

@@ -1,0 +1,206 @@
+"""Where the bytes go: weights, KV cache, runtime buffers, and how much of the card can hold them.
+
+    total(ctx) = weight_bytes + kv_cache_bytes(ctx) + runtime_overhead_bytes(ctx)
+    fits      ⇔ total(ctx) ≤ usable_vram_bytes
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from catalog.schema import GPU, Model, QuantFormat
+from estimator import constants as k
+from estimator.query import Engine, KVDtype, Query
+
+Verdict = Literal["fits", "tight", "does_not_fit"]
+CTX_STEP = 256  # max-context answers are multiples of this many tokens
+
+
+# --- weights ---------------------------------------------------------------------------------------
+
+def embedding_table_params(model: Model) -> int:
+    return model.vocab_size * model.hidden_size
+
+
+def body_params(model: Model) -> float:
+    """Parameters outside the token embedding and LM head: the ones a format quantizes."""
+    tables = embedding_table_params(model) * (1 if model.tied_embeddings else 2)
+    return max(model.params - tables, 0.0)
+
+
+def weight_bytes(model: Model, fmt: QuantFormat) -> float:
+    """Bytes of the model file in this format (bits per weight / 8 per tensor class)."""
+    table = embedding_table_params(model)
+    if model.tied_embeddings:
+        # One shared matrix; engines store it at the LM head's type because it is used as one.
+        tables_bits = table * fmt.output_bits
+    else:
+        tables_bits = table * (fmt.embedding_bits + fmt.output_bits)
+    return (body_params(model) * fmt.bits_per_weight + tables_bits) / 8
+
+
+# --- KV cache --------------------------------------------------------------------------------------
+
+def kv_bytes_per_token_per_layer(model: Model, kv: KVDtype) -> float:
+    """One token's cache entry in one growing layer: K and V for every KV head, or MLA's latent."""
+    a = model.attention
+    if a.kv_lora_rank is not None and a.qk_rope_head_dim is not None:  # MLA, alone or in a hybrid
+        return (a.kv_lora_rank + a.qk_rope_head_dim) * k.KV_BYTES_PER_ELEMENT[kv]
+    return 2 * model.kv_heads * model.head_dim * k.KV_BYTES_PER_ELEMENT[kv]
+
+
+def kv_cache_bytes(model: Model, ctx: int, kv: KVDtype = "f16", sequences: int = 1) -> float:
+    """KV cache for `sequences` sequences of `ctx` tokens each.
+
+    Sliding-window layers keep at most their window; linear-attention / SSM layers keep a constant
+    recurrent state instead of a cache.
+    """
+    a = model.attention
+    per_token = kv_bytes_per_token_per_layer(model, kv)
+    if a.kind in ("full", "mla"):
+        per_seq = model.layers * per_token * ctx
+    elif a.kind == "sliding":
+        assert a.global_layers is not None and a.sliding_window is not None
+        local = model.layers - a.global_layers
+        per_seq = per_token * (a.global_layers * ctx + local * min(ctx, a.sliding_window))
+    else:
+        assert a.global_layers is not None
+        linear = model.layers - a.global_layers
+        state = linear * (a.state_elements_per_layer or 0) * k.RECURRENT_STATE_BYTES_PER_ELEMENT
+        per_seq = a.global_layers * per_token * ctx + state
+    return per_seq * sequences
+
+
+# --- runtime buffers -------------------------------------------------------------------------------
+
+def llamacpp_compute_buffer_bytes(model: Model, ctx: int) -> float:
+    """llama.cpp's per-GPU compute buffer for one micro-batch (flash attention on).
+
+    fp32 logits for the micro-batch (n_ubatch × vocab) plus one layer's widest intermediates
+    (FFN up/gate, attention Q/K/V/O), also fp32; a small term grows with the context for the
+    KV views and masks (n_ctx × n_ubatch fp16 mask).
+    """
+    ffn = model.intermediate_size or (model.moe.moe_intermediate_size if model.moe else 0) or 0
+    widest = model.vocab_size + 2 * ffn + 4 * model.hidden_size
+    mask = ctx * 2  # fp16 mask row per micro-batch token
+    return k.LLAMACPP_UBATCH * (widest * 4 + mask) * k.COMPUTE_BUFFER_FLOATS_PER_TOKEN_FACTOR
+
+
+def vllm_activation_bytes(model: Model) -> float:
+    """vLLM's profiled activation peak: one pass of max_num_batched_tokens through the widest layer."""
+    ffn = model.intermediate_size or (model.moe.moe_intermediate_size if model.moe else 0) or 0
+    return k.VLLM_PROFILE_TOKENS * (2 * ffn + 4 * model.hidden_size) * 2
+
+
+def context_bytes(gpu: GPU) -> float:
+    return k.CUDA_CONTEXT_BYTES if gpu.vendor == "nvidia" else k.OTHER_CONTEXT_BYTES
+
+
+def runtime_overhead_bytes(model: Model, gpu: GPU, engine: Engine, ctx: int, gpus: int = 1) -> float:
+    """Everything beside weights and KV cache, summed over all GPUs in the setup."""
+    if engine == "vllm":
+        per_gpu = context_bytes(gpu) + vllm_activation_bytes(model) / gpus + k.VLLM_CUDA_GRAPH_BYTES
+    else:
+        per_gpu = context_bytes(gpu) + llamacpp_compute_buffer_bytes(model, ctx)
+    return per_gpu * gpus
+
+
+# --- capacity --------------------------------------------------------------------------------------
+
+def apple_gpu_fraction(gpu: GPU) -> float:
+    if gpu.gpu_memory_fraction is not None:
+        return gpu.gpu_memory_fraction
+    if gpu.vram_gb > k.APPLE_FRACTION_THRESHOLD_GB:
+        return k.APPLE_GPU_FRACTION_LARGE
+    return k.APPLE_GPU_FRACTION_SMALL
+
+
+def ecc_reserve_fraction(gpu: GPU) -> float:
+    if gpu.vendor == "nvidia" and gpu.ecc_on_by_default and (gpu.memory_type or "").upper().startswith("GDDR"):
+        return k.GDDR_ECC_RESERVE_FRACTION
+    return 0.0
+
+
+def usable_vram_bytes(gpu: GPU, engine: Engine = "llama.cpp") -> float:
+    """Memory one GPU gives an engine: less ECC check bits, the desktop, macOS's share, vLLM's cap."""
+    total = gpu.vram_bytes
+    if gpu.unified_memory:
+        usable = total * apple_gpu_fraction(gpu)
+    else:
+        usable = total * (1 - ecc_reserve_fraction(gpu))
+        if gpu.display_outputs:
+            usable -= k.DESKTOP_RESERVE_BYTES
+    if engine == "vllm":
+        usable = min(usable, total * k.VLLM_GPU_MEMORY_UTILIZATION)
+    return usable
+
+
+class MemoryBreakdown(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    weights_bytes: float
+    kv_cache_bytes: float
+    overhead_bytes: float
+    total_bytes: float
+    usable_bytes: float
+    vram_bytes: float
+    headroom_bytes: float
+    verdict: Verdict
+
+
+def verdict_for(total: float, usable: float) -> Verdict:
+    if total > usable:
+        return "does_not_fit"
+    if usable - total < k.TIGHT_HEADROOM_FRACTION * usable:
+        return "tight"
+    return "fits"
+
+
+def memory(q: Query) -> MemoryBreakdown:
+    weights = weight_bytes(q.model, q.quant)
+    kv = kv_cache_bytes(q.model, q.ctx, q.kv, q.batch)
+    overhead = runtime_overhead_bytes(q.model, q.gpu, q.engine, q.ctx, q.gpus)
+    total = weights + kv + overhead
+    usable = usable_vram_bytes(q.gpu, q.engine) * q.gpus
+    return MemoryBreakdown(
+        weights_bytes=weights,
+        kv_cache_bytes=kv,
+        overhead_bytes=overhead,
+        total_bytes=total,
+        usable_bytes=usable,
+        vram_bytes=q.gpu.vram_bytes * q.gpus,
+        headroom_bytes=usable - total,
+        verdict=verdict_for(total, usable),
+    )
+
+
+def total_bytes_at(q: Query, ctx: int) -> float:
+    return (
+        weight_bytes(q.model, q.quant)
+        + kv_cache_bytes(q.model, ctx, q.kv, q.batch)
+        + runtime_overhead_bytes(q.model, q.gpu, q.engine, ctx, q.gpus)
+    )
+
+
+def max_context(q: Query) -> int:
+    """Largest context (multiple of CTX_STEP, at most the model's own maximum) whose total fits; 0 if none.
+
+    Memory grows monotonically with context, so a bisection over CTX_STEP multiples finds the edge.
+    """
+    usable = usable_vram_bytes(q.gpu, q.engine) * q.gpus
+    cap = q.model.max_context
+    if total_bytes_at(q, cap) <= usable:
+        return cap
+    lo, hi = 0, cap // CTX_STEP  # lo fits (or is 0), hi does not
+    if total_bytes_at(q, CTX_STEP) > usable:
+        return 0
+    lo = 1
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if total_bytes_at(q, mid * CTX_STEP) <= usable:
+            lo = mid
+        else:
+            hi = mid
+    return lo * CTX_STEP

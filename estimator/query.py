@@ -1,0 +1,42 @@
+"""The question every estimate answers, and the names of its knobs."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from catalog.schema import GPU, Model, QuantFormat
+
+Engine = Literal["llama.cpp", "vllm", "mlx"]
+KVDtype = Literal["f16", "bf16", "q8_0", "q4_0", "fp8"]
+Level = Literal["int2", "int3", "int4", "int5", "int6", "int8", "fp8", "fp4", "fp16"]
+Backend = Literal["cuda", "rocm", "metal", "sycl"]
+
+ENGINES: tuple[Engine, ...] = ("llama.cpp", "vllm", "mlx")
+KV_DTYPES: tuple[KVDtype, ...] = ("f16", "bf16", "q8_0", "q4_0", "fp8")
+MAX_GPUS = 8
+
+
+class Query(BaseModel):
+    """One normalised question: this model, in this format, on these GPUs, with this workload."""
+
+    model_config = ConfigDict(frozen=True)
+
+    gpu: GPU
+    gpus: int = Field(default=1, ge=1, le=MAX_GPUS)
+    model: Model
+    quant: QuantFormat
+    engine: Engine = "llama.cpp"
+    ctx: int = Field(default=8192, ge=1, description="context the KV cache is sized for, tokens")
+    prompt_tokens: int = Field(default=2048, ge=0, description="prompt length for TTFT; decode runs after it")
+    kv: KVDtype = "f16"
+    batch: int = Field(default=1, ge=1, le=256, description="concurrent sequences")
+
+    def with_ctx(self, ctx: int) -> Query:
+        return self.model_copy(update={"ctx": ctx})
+
+
+def backend_of(gpu: GPU) -> Backend:
+    """The compute backend llama.cpp and vLLM use on this vendor's GPUs."""
+    return {"nvidia": "cuda", "amd": "rocm", "apple": "metal", "intel": "sycl"}[gpu.vendor]  # type: ignore[return-value]

@@ -1,0 +1,255 @@
+"""The fine-tuning memory terms against hand-computed cases, and the orderings any estimate must respect."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from catalog import Model, load_catalog
+from estimator import finetune as ft
+from estimator.finetune import FinetuneSettings
+
+# A tiny dense decoder whose terms can be checked by hand.
+TINY = Model(
+    id="tiny", name="Tiny", family="test", params_b=0.001, active_params_b=0.001, layers=2, hidden_size=64,
+    attention_heads=4, kv_heads=2, head_dim=16, intermediate_size=128, vocab_size=1000, max_context=4096,
+    source="synthetic test model",
+)
+# Parameters the formula understands: embeddings 2*1000*64 = 128,000; per layer attention
+# 64*64 + 2*64*32 + 64*64 = 12,288 and MLP 3*64*128 = 24,576.
+TINY_PARAMS = 128_000 + 2 * (12_288 + 24_576)
+EXACT = TINY.model_copy(update={"params_b": TINY_PARAMS / 1e9, "active_params_b": TINY_PARAMS / 1e9})
+
+
+def qwen3_8b() -> Model:
+    return load_catalog().model("qwen3-8b")
+
+
+def test_defaults_follow_the_usual_trainers() -> None:
+    q = FinetuneSettings(method="qlora")
+    assert (q.seq, q.batch, q.rank, q.targets, q.checkpointing, q.double_quant) == (2048, 1, 16, "all", True, True)
+    assert q.optimizer_used == "paged_adamw8bit"
+    assert FinetuneSettings(method="full").optimizer_used == "adamw"
+    assert FinetuneSettings(method="lora", optimizer="sgd").optimizer_used == "sgd"
+
+
+def test_nf4_bits_per_param() -> None:
+    assert ft.nf4_bits_per_param(double_quant=False) == pytest.approx(4.5)
+    assert ft.nf4_bits_per_param(double_quant=True) == pytest.approx(4 + 8 / 64 + 32 / (64 * 256))
+
+
+def test_base_weight_bytes() -> None:
+    assert ft.base_weight_bytes(EXACT, FinetuneSettings(method="lora")) == pytest.approx(2 * TINY_PARAMS)
+    qlora = FinetuneSettings(method="qlora", master_weights_fp32=False, double_quant=False)
+    linear = TINY_PARAMS - 128_000
+    assert ft.base_weight_bytes(EXACT, qlora) == pytest.approx(linear * 4.5 / 8 + 128_000 * 2)
+    sharded = FinetuneSettings(method="full", gpus=4, sharding="zero3")
+    assert ft.base_weight_bytes(EXACT, sharded) == pytest.approx(2 * TINY_PARAMS / 4)
+
+
+def test_lora_params() -> None:
+    r = 8
+    qv = r * ((64 + 64) + (64 + 32))
+    attention = qv + r * ((64 + 32) + (64 + 64))
+    mlp = r * 3 * (64 + 128)
+    assert ft.lora_params(TINY, FinetuneSettings(method="lora", rank=r, targets="qv")) == 2 * qv
+    assert ft.lora_params(TINY, FinetuneSettings(method="lora", rank=r, targets="attention")) == 2 * attention
+    assert ft.lora_params(TINY, FinetuneSettings(method="lora", rank=r, targets="all")) == 2 * (attention + mlp)
+    assert ft.lora_params(TINY, FinetuneSettings(method="full")) == 0
+
+
+def test_lora_params_llama_like_matches_litgpt_count() -> None:
+    # LitGPT reports 4,194,304 trainable parameters for Llama 2 7B with rank 8 on query and value.
+    llama2 = Model(
+        id="l2", name="l2", family="t", params_b=6.74, active_params_b=6.74, layers=32, hidden_size=4096,
+        attention_heads=32, kv_heads=32, head_dim=128, intermediate_size=11008, vocab_size=32000,
+        max_context=4096, source="synthetic test model",
+    )
+    assert ft.lora_params(llama2, FinetuneSettings(method="lora", rank=8, targets="qv")) == 4_194_304
+
+
+def test_full_mixed_precision_is_sixteen_bytes_per_param() -> None:
+    s = FinetuneSettings(method="full")
+    per_param = (
+        ft.base_weight_bytes(EXACT, s) + ft.trainable_bytes(EXACT, s) + ft.gradient_bytes(EXACT, s)
+        + ft.optimizer_bytes(EXACT, s)
+    ) / TINY_PARAMS
+    assert per_param == pytest.approx(2 + 4 + 2 + 8)
+
+
+def test_optimizer_bytes_per_param() -> None:
+    def per_param(**kw: object) -> float:
+        return ft.optimizer_bytes(EXACT, FinetuneSettings(method="full", **kw)) / TINY_PARAMS  # type: ignore[arg-type]
+
+    assert per_param(optimizer="adamw") == 8
+    assert per_param(optimizer="adamw", master_weights_fp32=False) == 4
+    assert per_param(optimizer="adamw_bf16") == 4
+    assert per_param(optimizer="adamw8bit") == 2
+    assert per_param(optimizer="paged_adamw8bit") == 2
+    assert per_param(optimizer="sgd") == 4
+    assert per_param(optimizer="adamw", gpus=4, sharding="zero1") == 2
+
+
+def test_gradients_sharded_from_zero2_and_dropped_in_backward() -> None:
+    s = FinetuneSettings(method="full")
+    assert ft.gradient_bytes(EXACT, s) == pytest.approx(2 * TINY_PARAMS)
+    assert ft.gradient_bytes(EXACT, s.model_copy(update={"gpus": 2, "sharding": "zero1"})) == pytest.approx(
+        2 * TINY_PARAMS
+    )
+    assert ft.gradient_bytes(EXACT, s.model_copy(update={"gpus": 2, "sharding": "zero2"})) == pytest.approx(
+        TINY_PARAMS
+    )
+    assert ft.gradient_bytes(EXACT, s.model_copy(update={"optimizer_in_backward": True})) == 0
+
+
+def test_activation_bytes_by_hand() -> None:
+    s = FinetuneSettings(method="lora", seq=10, batch=3, checkpointing=False)
+    # attention 64 * (4 + 2 * 2/4) = 320, MLP 2*64 + 4*128 = 640 elements per token and layer, 2 bytes each
+    per_layer = (320 + 640) * 30 * 2 * ft.ACTIVATION_FACTOR
+    assert ft.activation_bytes(TINY, s) == pytest.approx(2 * per_layer)
+    ckpt = s.model_copy(update={"checkpointing": True})
+    assert ft.activation_bytes(TINY, ckpt) == pytest.approx(2 * 64 * 30 * 2 + per_layer)
+    eager = s.model_copy(update={"flash_attention": False})
+    assert ft.activation_bytes(TINY, eager) == pytest.approx(2 * (per_layer + 4 * 4 * 10 * 10 * 3))
+
+
+def test_logits_bytes() -> None:
+    s = FinetuneSettings(method="lora", seq=10, batch=3)
+    assert ft.logits_bytes(TINY, s) == 30 * 1000 * 18
+    assert ft.logits_bytes(TINY, s.model_copy(update={"loss": "chunked"})) == 30 * 1000 * 4
+
+
+def test_total_is_the_peak_of_its_terms() -> None:
+    s = FinetuneSettings(method="full", seq=512)
+    m = ft.finetune_memory(EXACT, s)
+    allocated = m.weights + m.trainable + m.optimizer + max(m.gradients, m.activations + m.logits)
+    assert m.total == pytest.approx(allocated + ft.overhead_bytes(allocated))
+    assert m.allocated == pytest.approx(allocated)
+    assert m.total_gib == pytest.approx(m.total / 2**30)
+    assert m.gb("weights") == pytest.approx(m.weights / 1e9)
+    acc = ft.finetune_memory(EXACT, s.model_copy(update={"gradient_accumulation": True}))
+    assert acc.total > m.total
+
+
+def test_qwen3_8b_qlora_is_a_plausible_size() -> None:
+    total = ft.finetune_memory(qwen3_8b(), FinetuneSettings(method="qlora")).total_gib
+    assert 6 < total < 14
+
+
+# --- properties -------------------------------------------------------------------------------------------
+models = st.builds(
+    lambda layers, kv, heads_per_kv, head_dim, width, vocab, tied: _model(
+        layers, kv, heads_per_kv, head_dim, width, vocab, tied
+    ),
+    st.integers(1, 48),
+    st.sampled_from([1, 2, 4, 8]),
+    st.sampled_from([1, 2, 4, 8]),
+    st.sampled_from([64, 128]),
+    st.integers(1, 6),
+    st.integers(1_000, 160_000),
+    st.booleans(),
+)
+
+
+def _model(layers: int, kv: int, heads_per_kv: int, head_dim: int, width: int, vocab: int, tied: bool) -> Model:
+    heads = kv * heads_per_kv
+    hidden = heads * head_dim
+    m = Model(
+        id="prop", name="prop", family="t", params_b=1, active_params_b=1, layers=layers, hidden_size=hidden,
+        attention_heads=heads, kv_heads=kv, head_dim=head_dim, intermediate_size=width * hidden,
+        vocab_size=vocab, tied_embeddings=tied, max_context=32768, source="synthetic test model",
+    )
+    from catalog.arch import decoder_params
+
+    params_b = decoder_params(m) / 1e9
+    return m.model_copy(update={"params_b": params_b, "active_params_b": params_b})
+
+
+runs = st.builds(
+    FinetuneSettings,
+    method=st.sampled_from(["full", "lora", "qlora"]),
+    seq=st.integers(1, 16384),
+    batch=st.integers(1, 8),
+    rank=st.sampled_from([4, 8, 16, 64]),
+    targets=st.sampled_from(["qv", "attention", "all"]),
+    optimizer=st.sampled_from([None, "adamw", "adamw8bit", "paged_adamw8bit", "sgd"]),
+    precision=st.sampled_from(["bf16", "fp32"]),
+    checkpointing=st.booleans(),
+    flash_attention=st.booleans(),
+    loss=st.sampled_from(["fp32_upcast", "chunked"]),
+    gpus=st.integers(1, 8),
+    sharding=st.sampled_from(["none", "zero1", "zero2", "zero3", "fsdp"]),
+)
+
+
+def total(model: Model, s: FinetuneSettings, **update: object) -> float:
+    return ft.finetune_memory(model, s.model_copy(update=update)).total
+
+
+@given(models, runs)
+def test_checkpointing_never_increases_memory(model: Model, s: FinetuneSettings) -> None:
+    assert total(model, s, checkpointing=True) <= total(model, s, checkpointing=False)
+
+
+@given(models, runs)
+def test_8bit_adam_below_fp32_adam(model: Model, s: FinetuneSettings) -> None:
+    assert total(model, s, optimizer="adamw8bit") < total(model, s, optimizer="adamw", master_weights_fp32=True)
+
+
+@given(models, runs)
+def test_qlora_below_lora_below_full(model: Model, s: FinetuneSettings) -> None:
+    common = {"optimizer": None}
+    assert total(model, s, method="qlora", **common) < total(model, s, method="lora", **common)
+    assert total(model, s, method="lora", **common) < total(model, s, method="full", **common)
+
+
+@given(models, runs, st.integers(1, 4096), st.integers(1, 4))
+def test_memory_grows_with_seq_and_batch(model: Model, s: FinetuneSettings, more_seq: int, more_batch: int) -> None:
+    assert total(model, s, seq=s.seq + more_seq) > total(model, s)
+    assert total(model, s, batch=s.batch + more_batch) > total(model, s)
+
+
+@given(models, runs, st.integers(1, 7))
+def test_more_gpus_with_zero3_never_increase_per_gpu_memory(model: Model, s: FinetuneSettings, extra: int) -> None:
+    gpus = min(s.gpus + extra, 8)
+    assert total(model, s, sharding="zero3", gpus=gpus) <= total(model, s, sharding="zero3")
+
+
+@settings(max_examples=40)
+@given(models, runs, st.floats(1 * 2**30, 200 * 2**30), st.sampled_from([1, 64, 256]))
+def test_max_seq_fits_and_one_step_more_does_not(model: Model, s: FinetuneSettings, budget: float, step: int) -> None:
+    seq = ft.max_seq(model, s, budget, step=step)
+    if seq is None:
+        assert total(model, s, seq=step) > budget
+        return
+    assert seq % step == 0
+    assert seq <= model.max_context
+    assert total(model, s, seq=seq) <= budget
+    if seq + step <= model.max_context:
+        assert total(model, s, seq=seq + step) > budget
+
+
+@settings(max_examples=40)
+@given(models, runs, st.floats(1 * 2**30, 200 * 2**30))
+def test_max_batch_fits_and_one_more_does_not(model: Model, s: FinetuneSettings, budget: float) -> None:
+    batch = ft.max_batch(model, s, budget)
+    if batch is None:
+        assert total(model, s, batch=1) > budget
+        return
+    assert total(model, s, batch=batch) <= budget
+    if batch < ft.MAX_BATCH_SEARCHED:
+        assert total(model, s, batch=batch + 1) > budget
+
+
+def test_largest_trainable_per_method() -> None:
+    small = EXACT
+    big = qwen3_8b()
+    budget = 24 * 2**30
+    best = ft.largest_trainable([small, big], FinetuneSettings(method="full", seq=1024), budget)
+    assert best["qlora"] == big
+    assert best["lora"] == big
+    assert best["full"] == small
+    assert ft.largest_trainable([big], FinetuneSettings(method="qlora"), 1.0) == {
+        "full": None, "lora": None, "qlora": None,
+    }
