@@ -33,38 +33,168 @@ PEAKS = ROOT / "estimator" / "calibration" / "finetune_peaks.toml"
 UNIT_BYTES = {"GB": 1e9, "GiB": 2**30}
 
 
-def _llama(id_: str, name: str, params_b: float, layers: int, hidden: int, heads: int, kv: int, inter: int,
-           vocab: int, ctx: int, source: str, tied: bool = False) -> Model:
-    return Model(id=id_, name=name, family="Llama", params_b=params_b, active_params_b=params_b, layers=layers,
-                 hidden_size=hidden, attention_heads=heads, kv_heads=kv, head_dim=hidden // heads,
-                 intermediate_size=inter, vocab_size=vocab, tied_embeddings=tied, max_context=ctx, source=source)
+def _llama(
+    id_: str,
+    name: str,
+    params_b: float,
+    layers: int,
+    hidden: int,
+    heads: int,
+    kv: int,
+    inter: int,
+    vocab: int,
+    ctx: int,
+    source: str,
+    tied: bool = False,
+) -> Model:
+    return Model(
+        id=id_,
+        name=name,
+        family="Llama",
+        params_b=params_b,
+        active_params_b=params_b,
+        layers=layers,
+        hidden_size=hidden,
+        attention_heads=heads,
+        kv_heads=kv,
+        head_dim=hidden // heads,
+        intermediate_size=inter,
+        vocab_size=vocab,
+        tied_embeddings=tied,
+        max_context=ctx,
+        source=source,
+    )
 
 
 REFERENCE_MODELS: dict[str, Model] = {
     m.id: m
     for m in (
-        _llama("llama-2-7b", "Llama 2 7B", 6.74, 32, 4096, 32, 32, 11008, 32000, 4096,
-               "huggingface.co/meta-llama/Llama-2-7b-hf config.json"),
-        _llama("llama-2-13b", "Llama 2 13B", 13.02, 40, 5120, 40, 40, 13824, 32000, 4096,
-               "huggingface.co/meta-llama/Llama-2-13b-hf config.json"),
-        _llama("llama-2-70b", "Llama 2 70B", 68.98, 80, 8192, 64, 8, 28672, 32000, 4096,
-               "huggingface.co/meta-llama/Llama-2-70b-hf config.json"),
-        _llama("llama-3.1-8b", "Llama 3.1 8B", 8.03, 32, 4096, 32, 8, 14336, 128256, 131072,
-               "huggingface.co/meta-llama/Llama-3.1-8B config.json"),
-        _llama("llama-3.1-70b", "Llama 3.1 70B", 70.55, 80, 8192, 64, 8, 28672, 128256, 131072,
-               "huggingface.co/meta-llama/Llama-3.1-70B config.json"),
-        _llama("llama-3.3-70b", "Llama 3.3 70B", 70.55, 80, 8192, 64, 8, 28672, 128256, 131072,
-               "huggingface.co/meta-llama/Llama-3.3-70B-Instruct config.json"),
-        _llama("llama-3.2-3b", "Llama 3.2 3B", 3.21, 28, 3072, 24, 8, 8192, 128256, 131072,
-               "huggingface.co/meta-llama/Llama-3.2-3B config.json", tied=True),
-        Model(id="phi-1.5", name="phi-1.5", family="Phi", params_b=1.42, active_params_b=1.42, layers=24,
-              hidden_size=2048, attention_heads=32, kv_heads=32, head_dim=64, intermediate_size=8192,
-              mlp="plain", vocab_size=51200, max_context=2048,
-              source="huggingface.co/microsoft/phi-1_5 config.json"),
-        Model(id="stablelm-base-alpha-3b", name="StableLM Base Alpha 3B", family="StableLM", params_b=3.64,
-              active_params_b=3.64, layers=16, hidden_size=4096, attention_heads=32, kv_heads=32,
-              head_dim=128, intermediate_size=16384, mlp="plain", vocab_size=50688, max_context=4096,
-              source="huggingface.co/stabilityai/stablelm-base-alpha-3b config.json (vocab padded to 512)"),
+        _llama(
+            "llama-2-7b",
+            "Llama 2 7B",
+            6.74,
+            32,
+            4096,
+            32,
+            32,
+            11008,
+            32000,
+            4096,
+            "huggingface.co/meta-llama/Llama-2-7b-hf config.json",
+        ),
+        _llama(
+            "llama-2-13b",
+            "Llama 2 13B",
+            13.02,
+            40,
+            5120,
+            40,
+            40,
+            13824,
+            32000,
+            4096,
+            "huggingface.co/meta-llama/Llama-2-13b-hf config.json",
+        ),
+        _llama(
+            "llama-2-70b",
+            "Llama 2 70B",
+            68.98,
+            80,
+            8192,
+            64,
+            8,
+            28672,
+            32000,
+            4096,
+            "huggingface.co/meta-llama/Llama-2-70b-hf config.json",
+        ),
+        _llama(
+            "llama-3.1-8b",
+            "Llama 3.1 8B",
+            8.03,
+            32,
+            4096,
+            32,
+            8,
+            14336,
+            128256,
+            131072,
+            "huggingface.co/meta-llama/Llama-3.1-8B config.json",
+        ),
+        _llama(
+            "llama-3.1-70b",
+            "Llama 3.1 70B",
+            70.55,
+            80,
+            8192,
+            64,
+            8,
+            28672,
+            128256,
+            131072,
+            "huggingface.co/meta-llama/Llama-3.1-70B config.json",
+        ),
+        _llama(
+            "llama-3.3-70b",
+            "Llama 3.3 70B",
+            70.55,
+            80,
+            8192,
+            64,
+            8,
+            28672,
+            128256,
+            131072,
+            "huggingface.co/meta-llama/Llama-3.3-70B-Instruct config.json",
+        ),
+        _llama(
+            "llama-3.2-3b",
+            "Llama 3.2 3B",
+            3.21,
+            28,
+            3072,
+            24,
+            8,
+            8192,
+            128256,
+            131072,
+            "huggingface.co/meta-llama/Llama-3.2-3B config.json",
+            tied=True,
+        ),
+        Model(
+            id="phi-1.5",
+            name="phi-1.5",
+            family="Phi",
+            params_b=1.42,
+            active_params_b=1.42,
+            layers=24,
+            hidden_size=2048,
+            attention_heads=32,
+            kv_heads=32,
+            head_dim=64,
+            intermediate_size=8192,
+            mlp="plain",
+            vocab_size=51200,
+            max_context=2048,
+            source="huggingface.co/microsoft/phi-1_5 config.json",
+        ),
+        Model(
+            id="stablelm-base-alpha-3b",
+            name="StableLM Base Alpha 3B",
+            family="StableLM",
+            params_b=3.64,
+            active_params_b=3.64,
+            layers=16,
+            hidden_size=4096,
+            attention_heads=32,
+            kv_heads=32,
+            head_dim=128,
+            intermediate_size=16384,
+            mlp="plain",
+            vocab_size=50688,
+            max_context=4096,
+            source="huggingface.co/stabilityai/stablelm-base-alpha-3b config.json (vocab padded to 512)",
+        ),
     )
 }
 
@@ -141,14 +271,18 @@ def median_abs(results: list[dict[str, Any]]) -> float:
 
 
 def report(results: list[dict[str, Any]], skipped: list[str]) -> None:
-    print(f"{'split':7} {'method':6} {'model':24} {'seq':>6} {'bs':>3} {'gpu':>3} {'measure':9} "
-          f"{'measured':>9} {'estimate':>9} {'error':>7}  trainer")
+    print(
+        f"{'split':7} {'method':6} {'model':24} {'seq':>6} {'bs':>3} {'gpu':>3} {'measure':9} "
+        f"{'measured':>9} {'estimate':>9} {'error':>7}  trainer"
+    )
     for r in sorted(results, key=lambda r: (r["holdout"], r["method"], r["catalog"], r["seq"], r["batch"])):
         split = "holdout" if r["holdout"] else "fit"
         model = r["catalog"] + ("*" if r["origin"] == "reference" else "")
-        print(f"{split:7} {r['method']:6} {model:24} {r['seq']:>6} {r['batch']:>3} {r['gpus']:>3} "
-              f"{r['measure']:9} {r['measured_gb']:>6.2f}{r['unit']:>3} {r['estimated']:>6.2f}{r['unit']:>3} "
-              f"{r['error']:>+7.1%}  {r['trainer'][:60]}")
+        print(
+            f"{split:7} {r['method']:6} {model:24} {r['seq']:>6} {r['batch']:>3} {r['gpus']:>3} "
+            f"{r['measure']:9} {r['measured_gb']:>6.2f}{r['unit']:>3} {r['estimated']:>6.2f}{r['unit']:>3} "
+            f"{r['error']:>+7.1%}  {r['trainer'][:60]}"
+        )
     print("* architecture from REFERENCE_MODELS (not in the catalog yet)")
     if skipped:
         print("not evaluated (model unknown):", ", ".join(sorted(set(skipped))))
@@ -169,15 +303,15 @@ def fit(rows: list[dict[str, Any]], models: dict[str, Model]) -> None:
     best: tuple[float, float, float] | None = None
     for act in [x / 100 for x in range(80, 201, 2)]:
         for frag in [x / 100 for x in range(0, 21, 1)]:
-            with mock.patch.object(ft, "ACTIVATION_FACTOR", act), mock.patch.object(
-                ft, "FRAGMENTATION_FRACTION", frag
-            ):
+            with mock.patch.object(ft, "ACTIVATION_FACTOR", act), mock.patch.object(ft, "FRAGMENTATION_FRACTION", frag):
                 score = median_abs(evaluate(fit_rows, models))
             if best is None or score < best[0]:
                 best = (score, act, frag)
     assert best is not None
-    print(f"\nfit rows: ACTIVATION_FACTOR = {best[1]:.2f}, FRAGMENTATION_FRACTION = {best[2]:.2f} "
-          f"(median |error| {best[0]:.1%})")
+    print(
+        f"\nfit rows: ACTIVATION_FACTOR = {best[1]:.2f}, FRAGMENTATION_FRACTION = {best[2]:.2f} "
+        f"(median |error| {best[0]:.1%})"
+    )
 
 
 def main() -> None:
@@ -186,10 +320,14 @@ def main() -> None:
     args = parser.parse_args()
     models = {m.id: m for m in load_catalog().models}
     rows = load_rows()
-    skipped = [r["catalog"] or r["model"] for r in rows
-               if r["use"] and not r["estimate"] and resolve_model(r["catalog"], models)[0] is None]
-    print(f"constants: ACTIVATION_FACTOR = {ft.ACTIVATION_FACTOR}, "
-          f"FRAGMENTATION_FRACTION = {ft.FRAGMENTATION_FRACTION}\n")
+    skipped = [
+        r["catalog"] or r["model"]
+        for r in rows
+        if r["use"] and not r["estimate"] and resolve_model(r["catalog"], models)[0] is None
+    ]
+    print(
+        f"constants: ACTIVATION_FACTOR = {ft.ACTIVATION_FACTOR}, FRAGMENTATION_FRACTION = {ft.FRAGMENTATION_FRACTION}\n"
+    )
     report(evaluate(rows, models), skipped)
     if args.fit:
         fit(rows, models)

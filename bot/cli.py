@@ -123,12 +123,8 @@ def finetune_capability(svc: Service, gpu: Any, gpus: int = 1) -> dict[str, Any]
     from estimator.memory import usable_vram_bytes
 
     budget = usable_vram_bytes(gpu) * gpus
-    out: dict[str, Any] = {}
-    for method in ("qlora", "lora", "full"):
-        settings = finetune.FinetuneSettings(method=method, gpus=gpus)  # type: ignore[arg-type]
-        best = finetune.largest_trainable(svc.catalog.models, settings, budget)
-        out[method] = jsonout.model_brief(best) if best else None
-    return out
+    best = finetune.largest_trainable(svc.catalog.models, finetune.FinetuneSettings(method="qlora", gpus=gpus), budget)
+    return {method: jsonout.model_brief(m) if m else None for method, m in best.items()}
 
 
 def cmd_gpu(svc: Service, args: argparse.Namespace) -> int:

@@ -58,3 +58,8 @@ ATTENTION_FLOPS_CAUSAL_FACTOR = 0.5
 # (Megatron-LM, Shoeybi et al. 2019), each a fixed latency for the small decode activations.
 ALLREDUCES_PER_LAYER = 2
 ALLREDUCE_LATENCY_S = {"nvlink": 8e-6, "pcie": 25e-6, "infinity fabric": 10e-6}
+
+# Apple GPU FP32 throughput per byte/s of memory bandwidth where Apple quotes no TFLOPS: the M1 Max
+# (32 cores × 128 ALUs × 2 FLOPs × 1.296 GHz = 10.6 TFLOPS, 400 GB/s) gives 26.5 FLOP/byte; M1 (2.6
+# TFLOPS announced, 68.25 GB/s) gives 38. Metal runs FP16 at the FP32 rate on M1–M3.
+APPLE_FLOPS_PER_BYTE = 26.5

@@ -6,10 +6,12 @@ from __future__ import annotations
 from typing import TypeVar
 
 from catalog.schema import GPU, QuantFormat
+from estimator import constants as k
 from estimator.calibration import constants as fitted
 from estimator.calibration.model import DecodeFit, PrefillFit
 from estimator.query import Backend, Engine, backend_of
 
+LLAMACPP_PREFILL_PEAK = "fp16"
 T = TypeVar("T", DecodeFit, PrefillFit)
 
 # The format each engine reaches for when someone asks for a generic level.
@@ -41,13 +43,13 @@ def compute_tflops(engine: Engine, fmt: QuantFormat, gpu: GPU) -> float:
     weight-only INT4 (Marlin) dequantizes to fp16; FP8 and INT8 W8A8 use those tensor cores where the
     GPU has them and fall back to fp16 otherwise.
     """
-    fp16 = gpu.fp16_tflops or gpu.bf16_tflops or gpu.fp32_tflops or 1.0
     if gpu.vendor == "apple":
-        return fp16
+        return apple_tflops(gpu)
+    fp16 = gpu.fp16_tflops or gpu.bf16_tflops or gpu.fp32_tflops or 1.0
     if engine == "llama.cpp":
         if fmt.kernel in ("f16",):
             return fp16
-        return gpu.int8_tops or fp16
+        return fp16 if LLAMACPP_PREFILL_PEAK == "fp16" else (gpu.int8_tops or fp16)
     if fmt.compute == "fp8" and gpu.fp8 and gpu.fp8_tflops:
         return gpu.fp8_tflops
     if fmt.compute == "int8" and gpu.int8_tops:
@@ -55,6 +57,12 @@ def compute_tflops(engine: Engine, fmt: QuantFormat, gpu: GPU) -> float:
     if fmt.compute == "fp4" and gpu.fp4_tflops:
         return gpu.fp4_tflops
     return gpu.bf16_tflops or fp16
+
+
+def apple_tflops(gpu: GPU) -> float:
+    """Apple publishes no FLOPS for most chips; its GPU cores scale with its memory channels, so the
+    throughput is taken as bandwidth × a FLOP-per-byte ratio from the chips Apple did quote."""
+    return gpu.fp16_tflops or gpu.fp32_tflops or gpu.bandwidth_gbs * k.APPLE_FLOPS_PER_BYTE / 1000
 
 
 def compute_class(engine: Engine, fmt: QuantFormat, gpu: GPU) -> str:
@@ -77,8 +85,19 @@ def decode_fit(engine: Engine, fmt: QuantFormat, gpu: GPU) -> DecodeFit:
     return _lookup(fitted.DECODE, engine, backend_of(gpu), fmt.kernel)
 
 
+def prefill_group(gpu: GPU) -> str:
+    """Prefill kernels reach very different shares of the datasheet peak per GPU generation (llama.cpp's
+    mma.sync kernels use none of Hopper's wgmma), so utilisation is fitted per backend and architecture."""
+    return f"{backend_of(gpu)}/{gpu.architecture.split(' (')[0]}"
+
+
 def prefill_fit(engine: Engine, fmt: QuantFormat, gpu: GPU) -> PrefillFit:
-    return _lookup(fitted.PREFILL, engine, backend_of(gpu), compute_class(engine, fmt, gpu))
+    cls = compute_class(engine, fmt, gpu)
+    table = fitted.PREFILL
+    for key in ((engine, prefill_group(gpu), cls), (engine, prefill_group(gpu), "*")):
+        if key in table:
+            return table[key]
+    return _lookup(table, engine, backend_of(gpu), cls)
 
 
 def backend(gpu: GPU) -> Backend:

@@ -151,7 +151,11 @@ def check_message(
                 )
         total += embed_text_length(embed)
     if total > EMBED_TOTAL_MAX:
-        _put(errors, ["embeds"], _leaf("MAX_EMBED_SIZE_EXCEEDED", f"Embed size exceeds maximum size of {EMBED_TOTAL_MAX}"))
+        _put(
+            errors,
+            ["embeds"],
+            _leaf("MAX_EMBED_SIZE_EXCEEDED", f"Embed size exceeds maximum size of {EMBED_TOTAL_MAX}"),
+        )
     errors.update(check_components(payload.get("components") or []))
     return errors
 
@@ -223,7 +227,10 @@ def _check_option(option: dict[str, Any], path: list[str | int], errors: ErrorTr
                     _put(
                         errors,
                         [*path, "options", index, "required"],
-                        _leaf("APPLICATION_COMMAND_OPTIONS_REQUIRED_INVALID", "Required options must be placed before non-required options"),
+                        _leaf(
+                            "APPLICATION_COMMAND_OPTIONS_REQUIRED_INVALID",
+                            "Required options must be placed before non-required options",
+                        ),
                     )
             else:
                 seen_optional = True
@@ -240,10 +247,18 @@ def check_command_list(commands: list[dict[str, Any]], *, is_global: bool) -> Er
     for index, command in enumerate(commands):
         key = (int(command.get("type", 1)), _text(command.get("name")))
         if key in seen:
-            _put(errors, [index, "name"], _leaf("APPLICATION_COMMANDS_DUPLICATE_NAME", "Application command names must be unique"))
+            _put(
+                errors,
+                [index, "name"],
+                _leaf("APPLICATION_COMMANDS_DUPLICATE_NAME", "Application command names must be unique"),
+            )
         seen.add(key)
         if key[0] != 1:
             continue
         if _check_option(command, [index], errors) > COMMAND_TOTAL_CHARS_MAX:
-            _put(errors, [index], _leaf("APPLICATION_COMMAND_TOO_LARGE", f"Command exceeds maximum size ({COMMAND_TOTAL_CHARS_MAX})"))
+            _put(
+                errors,
+                [index],
+                _leaf("APPLICATION_COMMAND_TOO_LARGE", f"Command exceeds maximum size ({COMMAND_TOTAL_CHARS_MAX})"),
+            )
     return errors

@@ -22,7 +22,7 @@ class Notifier:
         self._event.set()
         self._event = asyncio.Event()
 
-    async def wait_until(self, check: Callable[[], T | None], timeout: float) -> T:
+    async def wait_until(self, check: Callable[[], T | None], timeout: float) -> T:  # noqa: ASYNC109 - a plain deadline, as in asyncio.wait_for
         """Returns the first non-None result of `check`; raises TimeoutError after `timeout` seconds."""
         deadline = time.monotonic() + timeout
         while True:
@@ -74,7 +74,7 @@ class RequestLog:
         *,
         after_seq: int = 0,
         answered: bool = True,
-        timeout: float = 10.0,
+        timeout: float = 10.0,  # noqa: ASYNC109 - a plain deadline, as in asyncio.wait_for
     ) -> RecordedRequest:
         """The first request (after `after_seq`) whose method and route match; by default once answered."""
 

@@ -7,7 +7,16 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.sandbox.http_util import PARSED, RECORDED, RESPONSE_JSON, STATE, discord_error, invalid_form_body, json_response, no_content
+from bot.sandbox.http_util import (
+    PARSED,
+    RECORDED,
+    RESPONSE_JSON,
+    STATE,
+    discord_error,
+    invalid_form_body,
+    json_response,
+    no_content,
+)
 from bot.sandbox.limits import check_autocomplete, check_message
 from bot.sandbox.models import DiscordError
 from bot.sandbox.routes_rest import new_message, validate_new_message
@@ -44,12 +53,16 @@ def _state(request: web.Request) -> SandboxState:
 def _error_of(response: web.Response) -> DiscordError:
     body = response.get(RESPONSE_JSON) or {}
     return DiscordError(
-        status=response.status, code=int(body.get("code", 0)), message=str(body.get("message", "")),
+        status=response.status,
+        code=int(body.get("code", 0)),
+        message=str(body.get("message", "")),
         errors=body.get("errors"),
     )
 
 
-def _fail(state: SandboxState, record: InteractionRecord, request: web.Request, kind: str, response: web.Response) -> web.Response:
+def _fail(
+    state: SandboxState, record: InteractionRecord, request: web.Request, kind: str, response: web.Response
+) -> web.Response:
     state.add_exchange(
         record, Exchange(kind=kind, request=request[RECORDED], at=time.monotonic(), error=_error_of(response))
     )
@@ -122,7 +135,9 @@ async def interaction_callback(request: web.Request) -> web.Response:
     if record is None or record.token != request.match_info["token"]:
         return discord_error(404, 10062, "Unknown interaction")
     if record.acknowledged:
-        return _fail(state, record, request, "callback", discord_error(400, 40060, "Interaction has already been acknowledged."))
+        return _fail(
+            state, record, request, "callback", discord_error(400, 40060, "Interaction has already been acknowledged.")
+        )
     if time.monotonic() - record.dispatched_at > state.response_deadline_s:
         return _fail(state, record, request, "callback", discord_error(404, 10062, "Unknown interaction"))
     body = request[PARSED].json_body or {}
@@ -139,17 +154,27 @@ async def interaction_callback(request: web.Request) -> web.Response:
     if response_type in (CALLBACK_MESSAGE, CALLBACK_DEFERRED_MESSAGE):
         flags = record.ack_flags | (FLAG_LOADING if response_type == CALLBACK_DEFERRED_MESSAGE else 0)
         message = new_message(
-            state, request, channel_id=record.channel_id, guild_id=record.guild_id,
-            payload=data if response_type == CALLBACK_MESSAGE else {}, author=_bot_author(state), flags=flags,
-            webhook_id=state.world.application_id, application_id=state.world.application_id,
-            interaction_metadata=_interaction_metadata(state, record), type=MESSAGE_TYPE_CHAT_INPUT_COMMAND,
+            state,
+            request,
+            channel_id=record.channel_id,
+            guild_id=record.guild_id,
+            payload=data if response_type == CALLBACK_MESSAGE else {},
+            author=_bot_author(state),
+            flags=flags,
+            webhook_id=state.world.application_id,
+            application_id=state.world.application_id,
+            interaction_metadata=_interaction_metadata(state, record),
+            type=MESSAGE_TYPE_CHAT_INPUT_COMMAND,
         )
         record.original_message_id = message.id
     elif response_type == CALLBACK_UPDATE_MESSAGE:
         message = state.messages[record.original_message_id or 0]
         apply_edit(state, request, message, size_limit=record.attachment_size_limit, payload=data)
     exchange = Exchange(
-        kind="callback", request=request[RECORDED], at=time.monotonic(), response_type=response_type,
+        kind="callback",
+        request=request[RECORDED],
+        at=time.monotonic(),
+        response_type=response_type,
         message=message.to_json() if message is not None else None,
         files=list(message.files) if message is not None and response_type != CALLBACK_DEFERRED_MESSAGE else [],
     )
@@ -175,7 +200,13 @@ def _check_callback(
 ) -> web.Response | None:
     def wrong_type() -> web.Response:
         return invalid_form_body(
-            {"type": {"_errors": [{"code": "INTERACTION_RESPONSE_TYPE_INVALID", "message": "Invalid interaction response type"}]}}
+            {
+                "type": {
+                    "_errors": [
+                        {"code": "INTERACTION_RESPONSE_TYPE_INVALID", "message": "Invalid interaction response type"}
+                    ]
+                }
+            }
         )
 
     if record.type == INTERACTION_AUTOCOMPLETE:
@@ -197,14 +228,18 @@ def _check_callback(
             if "attachments" in data:
                 ids = {str(a.get("id")) for a in data.get("attachments") or [] if isinstance(a, dict)}
                 kept = {a["filename"] for a in message.attachments if a["id"] in ids}
-            errors = check_message(data, {f.filename for f in request[PARSED].files}, retained_filenames=kept, is_edit=True)
+            errors = check_message(
+                data, {f.filename for f in request[PARSED].files}, retained_filenames=kept, is_edit=True
+            )
             return invalid_form_body({"data": errors}) if errors else None
         return None
     if response_type == CALLBACK_DEFERRED_MESSAGE:
         return None
     if response_type == CALLBACK_MODAL:
         if not data.get("custom_id") or not data.get("title") or not data.get("components"):
-            return invalid_form_body({"data": {"_errors": [{"code": "BASE_TYPE_REQUIRED", "message": "This field is required"}]}})
+            return invalid_form_body(
+                {"data": {"_errors": [{"code": "BASE_TYPE_REQUIRED", "message": "This field is required"}]}}
+            )
         return None
     return wrong_type()
 
@@ -236,12 +271,21 @@ async def execute_webhook(request: web.Request) -> web.Response:
         return problem
     webhook_id = int(request.match_info["webhook_id"])
     author = {
-        "id": str(webhook_id), "username": payload.get("username") or "Sandbox Webhook", "discriminator": "0000",
-        "avatar": None, "bot": True,
+        "id": str(webhook_id),
+        "username": payload.get("username") or "Sandbox Webhook",
+        "discriminator": "0000",
+        "avatar": None,
+        "bot": True,
     }
     message = new_message(
-        state, request, channel_id=channel_id, guild_id=found[0].id if found else None, payload=payload,
-        author=author, flags=int(payload.get("flags") or 0), webhook_id=webhook_id,
+        state,
+        request,
+        channel_id=channel_id,
+        guild_id=found[0].id if found else None,
+        payload=payload,
+        author=author,
+        flags=int(payload.get("flags") or 0),
+        webhook_id=webhook_id,
     )
     if request.query.get("wait") in ("1", "true", "True"):
         return json_response(message.to_json())
@@ -267,15 +311,25 @@ async def _followup(state: SandboxState, record: InteractionRecord, request: web
         message = original
     else:
         message = new_message(
-            state, request, channel_id=record.channel_id, guild_id=record.guild_id, payload=payload,
-            author=_bot_author(state), flags=flags, webhook_id=state.world.application_id,
-            application_id=state.world.application_id, interaction_metadata=_interaction_metadata(state, record),
+            state,
+            request,
+            channel_id=record.channel_id,
+            guild_id=record.guild_id,
+            payload=payload,
+            author=_bot_author(state),
+            flags=flags,
+            webhook_id=state.world.application_id,
+            application_id=state.world.application_id,
+            interaction_metadata=_interaction_metadata(state, record),
             type=MESSAGE_TYPE_CHAT_INPUT_COMMAND,
         )
     state.add_exchange(
         record,
         Exchange(
-            kind="followup", request=request[RECORDED], at=time.monotonic(), message=message.to_json(),
+            kind="followup",
+            request=request[RECORDED],
+            at=time.monotonic(),
+            message=message.to_json(),
             files=list(message.files),
         ),
     )
@@ -326,7 +380,10 @@ async def edit_webhook_message(request: web.Request) -> web.Response:
         state.add_exchange(
             record,
             Exchange(
-                kind=kind, request=request[RECORDED], at=time.monotonic(), message=message.to_json(),
+                kind=kind,
+                request=request[RECORDED],
+                at=time.monotonic(),
+                message=message.to_json(),
                 files=list(message.files),
             ),
         )
@@ -355,8 +412,13 @@ async def get_webhook(request: web.Request) -> web.Response:
     found = state.world.channel(webhook[1])
     return json_response(
         {
-            "id": request.match_info["webhook_id"], "type": 1, "token": webhook[0], "channel_id": str(webhook[1]),
-            "guild_id": str(found[0].id) if found else None, "name": "Sandbox Webhook", "avatar": None,
+            "id": request.match_info["webhook_id"],
+            "type": 1,
+            "token": webhook[0],
+            "channel_id": str(webhook[1]),
+            "guild_id": str(found[0].id) if found else None,
+            "name": "Sandbox Webhook",
+            "avatar": None,
             "application_id": None,
         }
     )

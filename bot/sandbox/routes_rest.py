@@ -74,7 +74,7 @@ async def gateway_bot(request: web.Request) -> web.Response:
     )
 
 
-def _command_scope(request: web.Request) -> int | None | web.Response:
+def _command_scope(request: web.Request) -> int | web.Response | None:
     state = _state(request)
     if request.match_info["app_id"] != str(state.world.application_id):
         return discord_error(403, 50001, "Missing Access")
@@ -103,7 +103,9 @@ async def put_commands(request: web.Request) -> web.Response:
         return scope
     body = request[PARSED].json_body
     if not isinstance(body, list):
-        return invalid_form_body({"_errors": [{"code": "LIST_TYPE_CONVERT", "message": "Only iterables may be used in a ListType"}]})
+        return invalid_form_body(
+            {"_errors": [{"code": "LIST_TYPE_CONVERT", "message": "Only iterables may be used in a ListType"}]}
+        )
     errors = check_command_list(body, is_global=scope is None)
     if errors:
         return invalid_form_body(errors)
@@ -144,7 +146,12 @@ async def typing(request: web.Request) -> web.Response:
 
 
 def validate_new_message(
-    state: SandboxState, payload: dict[str, Any], request: web.Request, *, size_limit: int, prefix: list[str] | None = None
+    state: SandboxState,
+    payload: dict[str, Any],
+    request: web.Request,
+    *,
+    size_limit: int,
+    prefix: list[str] | None = None,
 ) -> web.Response | None:
     files = request[PARSED].files
     for recorded in files:
@@ -210,7 +217,12 @@ async def create_channel_message(request: web.Request) -> web.Response:
         return problem
     author = {**state.world.bot_user.to_json(), "bot": True}
     message = new_message(
-        state, request, channel_id=channel_id, guild_id=found[0].id, payload=payload, author=author,
+        state,
+        request,
+        channel_id=channel_id,
+        guild_id=found[0].id,
+        payload=payload,
+        author=author,
         flags=int(payload.get("flags") or 0),
     )
     return json_response(message.to_json())
@@ -291,4 +303,3 @@ async def get_attachment(request: web.Request) -> web.Response:
     if recorded is None:
         raise web.HTTPNotFound()
     return web.Response(body=recorded.data, content_type=recorded.content_type or "application/octet-stream")
-

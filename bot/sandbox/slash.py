@@ -165,7 +165,9 @@ def _check_visibility(command: dict[str, Any], member_permissions: int | None, i
             raise ClientRejection(f"/{command['name']} is hidden from members without its permissions")
 
 
-def _wrap(sub_path: list[str], leaf: dict[str, Any], command: dict[str, Any], options: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _wrap(
+    sub_path: list[str], leaf: dict[str, Any], command: dict[str, Any], options: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
     if not sub_path:
         return options
     wrapped = options
@@ -272,9 +274,7 @@ def convert(
     return _convert_mention(option, text, resolver, resolved)
 
 
-def _convert_mention(
-    option: dict[str, Any], text: str, resolver: Resolver, resolved: dict[str, dict[str, Any]]
-) -> str:
+def _convert_mention(option: dict[str, Any], text: str, resolver: Resolver, resolved: dict[str, dict[str, Any]]) -> str:
     name, kind = option["name"], option["type"]
     mention = _MENTION.match(text)
     sigil, raw_id = (mention.group(1), mention.group(2)) if mention else ("", text.lstrip("#@"))

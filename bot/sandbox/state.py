@@ -202,7 +202,7 @@ class SandboxState:
         self.attachments: dict[int, RecordedFile] = {}
         self.webhooks: dict[int, tuple[str, int]] = {}
         self.changed = Notifier()
-        self._channel_cursor: dict[int, int] = {}
+        self._handed_out: dict[int, set[int]] = {}
 
     # -- urls --------------------------------------------------------------------------------------
     @property
@@ -226,7 +226,11 @@ class SandboxState:
         self.changed.notify()
 
     async def wait_for_reply(
-        self, interaction_id: int, *, timeout: float = 10.0, error_grace_s: float = 0.5
+        self,
+        interaction_id: int,
+        *,
+        timeout: float = 10.0,  # noqa: ASYNC109 - a plain deadline, as in asyncio.wait_for
+        error_grace_s: float = 0.5,
     ) -> tuple[InteractionRecord, Exchange]:
         record = self.interactions[interaction_id]
 
@@ -288,15 +292,27 @@ class SandboxState:
     def channel_messages_json(self, channel_id: int) -> list[dict[str, Any]]:
         return [self.messages[m].to_json() for m in self.channel_messages.get(channel_id, [])]
 
-    async def wait_for_message(self, channel_id: int, *, timeout: float = 10.0) -> StoredMessage:
-        """The next message in the channel not yet handed out by this method."""
+    async def wait_for_message(
+        self,
+        channel_id: int,
+        *,
+        timeout: float = 10.0,  # noqa: ASYNC109 - a plain deadline, as in asyncio.wait_for
+        include_interactions: bool = False,
+    ) -> StoredMessage:
+        """The oldest message in the channel not yet handed out by this method.
+
+        Interaction replies live in channels too, but by default only channel posts and webhook
+        executions count: those are what scheduled jobs produce.
+        """
+        handed_out = self._handed_out.setdefault(channel_id, set())
 
         def check() -> StoredMessage | None:
-            ids = self.channel_messages.get(channel_id, [])
-            cursor = self._channel_cursor.get(channel_id, 0)
-            if cursor < len(ids):
-                self._channel_cursor[channel_id] = cursor + 1
-                return self.messages[ids[cursor]]
+            for message_id in self.channel_messages.get(channel_id, []):
+                message = self.messages[message_id]
+                if message_id in handed_out or (message.interaction_metadata and not include_interactions):
+                    continue
+                handed_out.add(message_id)
+                return message
             return None
 
         return await self.changed.wait_until(check, timeout)

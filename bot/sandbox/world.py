@@ -117,7 +117,7 @@ class World(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    token: str = "sandbox-token.not-a-real-secret"
+    token: str = "sandbox-token.not-a-real-secret"  # noqa: S105 - a placeholder the loopback stand-in checks, never a credential
     application_id: int = snowflake_at(_BASE_MS - 10_000)
     bot_user: SandboxUser = SandboxUser(id=snowflake_at(_BASE_MS - 10_000), username="rigcheck", bot=True)
     owner: SandboxUser = SandboxUser(id=snowflake_at(_BASE_MS - 20_000), username="owner")

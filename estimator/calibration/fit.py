@@ -23,7 +23,7 @@ from catalog.store import load_catalog
 from estimator import speed
 from estimator.calibration.measurements import Row, llamacpp_rows
 from estimator.calibration.model import DecodeFit, PrefillFit
-from estimator.engines import compute_class, compute_tflops
+from estimator.engines import compute_class, compute_tflops, prefill_group
 from estimator.memory import weight_bytes
 
 CONSTANTS_PATH = Path(__file__).with_name("constants.py")
@@ -104,6 +104,8 @@ def fit_all(rows: list[Row]) -> tuple[dict[tuple[str, str, str], DecodeFit], dic
         if r.kind == "prefill":
             cls = compute_class(ENGINE, r.quant, r.gpu)
             prefill_groups[(ENGINE, backend_of_row(r), cls)].append(r)
+            prefill_groups[(ENGINE, prefill_group(r.gpu), cls)].append(r)
+            prefill_groups[(ENGINE, prefill_group(r.gpu), "*")].append(r)
             prefill_groups[(ENGINE, backend_of_row(r), "*")].append(r)
             prefill_groups[(ENGINE, "*", "*")].append(r)
     prefill = {key: fit for key, group in prefill_groups.items() if (fit := fit_prefill(group, decode))}

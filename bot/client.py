@@ -1,0 +1,236 @@
+"""The Bot: opens its stores in `setup_hook`, loads one extension per feature, syncs commands only when
+their payload changed, and closes everything in `close()`."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import io
+import json
+import logging
+import time
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import discord
+import yarl
+from discord import app_commands
+from discord.ext import commands
+
+from bot.params import BadValue
+from bot.render.embeds import locale_key
+from bot.render.reply import Reply
+from bot.render.views import error_reply
+from bot.service import Service
+from bot.settings import Settings
+from catalog.resolve import NotFound
+
+log = logging.getLogger(__name__)
+
+EXTENSIONS = (
+    "bot.commands.fit",
+    "bot.commands.rank",
+    "bot.commands.gpu",
+    "bot.commands.compare",
+    "bot.commands.finetune",
+    "bot.commands.browse",
+    "bot.commands.help",
+    "bot.commands.settings",
+)
+
+
+def point_at(settings: Settings) -> None:
+    """discord.py has no option for its endpoints; the sandbox (or a proxy) is reached by setting them."""
+    if settings.discord_api_base:
+        discord.http.Route.BASE = settings.discord_api_base.rstrip("/")
+    if settings.discord_gateway_url:
+        discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(settings.discord_gateway_url)
+
+
+def interaction_locale(interaction: discord.Interaction) -> str:
+    return str(interaction.locale.value if interaction.locale else "en-US")
+
+
+async def send_reply(interaction: discord.Interaction, reply: Reply, view: discord.ui.View | None = None) -> None:
+    """First response if there has been none, a follow-up after a defer."""
+    embeds = [discord.Embed.from_dict(e) for e in reply.embeds]
+    files = [discord.File(io.BytesIO(f.data), filename=f.filename) for f in reply.files]
+    kwargs: dict[str, Any] = {"embeds": embeds, "ephemeral": reply.ephemeral}
+    if view is not None:
+        kwargs["view"] = view
+    if reply.content:
+        kwargs["content"] = reply.content
+    if files:
+        kwargs["files"] = files
+    if interaction.response.is_done():
+        await interaction.followup.send(**kwargs)
+    else:
+        await interaction.response.send_message(**kwargs)
+
+
+class RigTree(app_commands.CommandTree["RigBot"]):
+    """Every command error becomes a friendly ephemeral reply; unexpected ones get an id in the log."""
+
+    async def on_error(self, interaction: discord.Interaction, error: app_commands.AppCommandError) -> None:
+        original = getattr(error, "original", error)
+        locale = interaction_locale(interaction)
+        zh = locale_key(locale) == "zh-CN"
+        bot: RigBot = interaction.client  # type: ignore[assignment]
+        bot.metrics_outcome(interaction, "error")
+        if isinstance(original, NotFound):
+            kind = {"gpu": "显卡" if zh else "GPU", "model": "模型" if zh else "model"}[original.kind]
+            title = (f"找不到{kind}" if not original.ambiguous else f"{kind}名称不明确") if zh else (
+                f"Unknown {kind}" if not original.ambiguous else f"Which {kind}?")
+            message = (f"`{original.query[:80]}` " + ("对应多个条目。" if original.ambiguous else "不在目录中。")) if zh else (
+                f"`{original.query[:80]}` " + ("matches several entries." if original.ambiguous
+                                               else "is not in the catalog."))
+            reply = error_reply(title, message, locale, [s.label for s in original.suggestions[:8]])
+        elif isinstance(original, BadValue | app_commands.TransformerError | ValueError) and not isinstance(
+            original, app_commands.CommandInvokeError
+        ):
+            reply = error_reply("参数无效" if zh else "That option does not work", str(original)[:1500], locale)
+        elif isinstance(original, app_commands.CommandOnCooldown):
+            reply = error_reply("请稍候" if zh else "Slow down",
+                                (f"{original.retry_after:.0f} 秒后再试" if zh
+                                 else f"Try again in {original.retry_after:.0f} s."), locale)
+        elif isinstance(original, app_commands.CheckFailure):
+            reply = error_reply("没有权限" if zh else "Not allowed",
+                                "此命令需要“管理服务器”权限。" if zh else "This needs the Manage Server permission.",
+                                locale)
+        else:
+            error_id = uuid.uuid4().hex[:8]
+            log.error("command failed [%s] %s", error_id, interaction.command and interaction.command.qualified_name,
+                      exc_info=original)
+            reply = error_reply("出错了" if zh else "Something went wrong",
+                                "这是我们的问题，不是你的。" if zh else "That one is on us, not you.", locale,
+                                error_id=error_id)
+        try:
+            await send_reply(interaction, reply)
+        except discord.HTTPException:
+            log.warning("could not deliver the error reply", exc_info=True)
+
+
+class RigBot(commands.AutoShardedBot):
+    def __init__(self, settings: Settings, service: Service | None = None) -> None:
+        kwargs: dict[str, Any] = {}
+        if settings.shard_ids is not None:
+            kwargs["shard_ids"] = settings.shard_ids
+        if settings.rigcheck_shard_count is not None:
+            kwargs["shard_count"] = settings.rigcheck_shard_count
+        super().__init__(
+            command_prefix=commands.when_mentioned,
+            intents=discord.Intents.none() | discord.Intents(guilds=True),
+            tree_cls=RigTree,
+            help_command=None,
+            guild_ready_timeout=settings.rigcheck_guild_ready_timeout,
+            **kwargs,
+        )
+        self.settings = settings
+        self.service = service or Service()
+        self.started_at = time.monotonic()
+        self.cache: Any = None
+        self.state: Any = None
+        self.metrics: Any = None
+        self.web_runner: Any = None
+
+    def metrics_outcome(self, interaction: discord.Interaction, outcome: str) -> None:
+        if self.metrics is not None and interaction.command is not None:
+            self.metrics.command(interaction.command.qualified_name, outcome)
+
+    async def setup_hook(self) -> None:
+        data_dir = Path(self.settings.rigcheck_data_dir)
+        data_dir.mkdir(parents=True, exist_ok=True)
+        await self.open_stores(data_dir)
+        for ext in EXTENSIONS:
+            await self.load_extension(ext)
+        await self.sync_if_changed(data_dir)
+        await self.start_web()
+
+    async def open_stores(self, data_dir: Path) -> None:
+        try:
+            from bot.store.cache import ReplyCache
+            from bot.store.state import StateStore
+        except ImportError:  # the stores are optional only while building; production always has them
+            log.warning("stores unavailable; answers are not cached")
+            return
+        self.cache = await ReplyCache.open(data_dir / "cache.sqlite3",
+                                           max_bytes=self.settings.rigcheck_cache_max_mb * 1024 * 1024)
+        self.state = await StateStore.open(data_dir / "state.sqlite3")
+
+    async def start_web(self) -> None:
+        if not self.settings.rigcheck_http_enabled:
+            return
+        try:
+            from bot.web.app import start_web
+        except ImportError:
+            return
+        self.web_runner = await start_web(self)
+
+    async def sync_if_changed(self, data_dir: Path) -> None:
+        guild = discord.Object(self.settings.rigcheck_dev_guild) if self.settings.rigcheck_dev_guild else None
+        if guild is not None:
+            self.tree.copy_global_to(guild=guild)
+        payload = [c.to_dict(self.tree) for c in self.tree.get_commands(guild=guild)]
+        digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+        marker = data_dir / f"commands-{self.application_id}-{guild.id if guild else 'global'}.sha256"
+        if marker.exists() and marker.read_text().strip() == digest:
+            log.info("commands unchanged; not syncing")
+            return
+        await self.tree.sync(guild=guild)
+        marker.write_text(digest)
+        log.info("synced %d commands", len(payload))
+
+    async def close(self) -> None:
+        if self.web_runner is not None:
+            await self.web_runner.cleanup()
+        await super().close()
+        for store in (self.cache, self.state):
+            if store is not None:
+                await store.close()
+
+    async def answer(
+        self,
+        interaction: discord.Interaction,
+        command: str,
+        key_parts: dict[str, Any],
+        render: Any,
+        view: discord.ui.View | None = None,
+    ) -> None:
+        """Serve from the cache, or defer, render off the event loop, store, and follow up."""
+        started = time.perf_counter()
+        locale = interaction_locale(interaction)
+        key = None
+        reply: Reply | None = None
+        if self.cache is not None:
+            from bot.store.cache import make_key
+
+            key = make_key({"command": command, "locale": locale_key(locale), **key_parts},
+                                      self.service.catalog.version, self.service.version)
+            cached = await self.cache.get(key)
+            if cached is not None:
+                reply = Reply(content=cached.content, embeds=cached.embeds, ephemeral=cached.ephemeral,
+                              files=[{"filename": f.filename, "data": f.data} for f in cached.files])  # type: ignore[misc]
+        hit = reply is not None
+        if reply is None:
+            await interaction.response.defer(thinking=True)
+            reply = await asyncio.to_thread(render, locale)
+            if self.cache is not None and key is not None:
+                from bot.store.cache import CachedFile, CachedReply
+
+                await self.cache.put(key, CachedReply(
+                    content=reply.content, embeds=reply.embeds, ephemeral=reply.ephemeral, components=[],
+                    files=[CachedFile(filename=f.filename, data=f.data) for f in reply.files]))
+        await send_reply(interaction, reply, view)
+        latency_ms = (time.perf_counter() - started) * 1000
+        if self.metrics is not None:
+            self.metrics.observe(command, latency_ms / 1000, hit)
+        self.metrics_outcome(interaction, "ok")
+        if self.state is not None:
+            try:
+                await self.state.log_query(
+                    command=command, args=key_parts, guild_id=interaction.guild_id, user_id=interaction.user.id,
+                    latency_ms=latency_ms, cache_hit=hit, outcome="ok", at=datetime.now(UTC))
+            except Exception:
+                log.warning("query log write failed", exc_info=True)

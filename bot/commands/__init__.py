@@ -1,0 +1,1 @@
+"""One extension per feature; each ends in `async def setup(bot)`."""

@@ -1,0 +1,78 @@
+"""/fit: does a model run on a GPU, in which format, how fast, with how much context."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import discord
+from discord import app_commands
+from discord.ext import commands
+
+from bot.commands.common import (
+    ENGINE_CHOICES,
+    KV_CHOICES,
+    Batch,
+    GpuCount,
+    gpu_autocomplete,
+    model_autocomplete,
+    quant_autocomplete,
+)
+from bot.params import parse_tokens
+from bot.render.views import fit_reply
+from bot.service import FitRequest
+
+if TYPE_CHECKING:
+    from bot.client import RigBot
+
+
+class Fit(commands.Cog):
+    def __init__(self, bot: RigBot) -> None:
+        self.bot = bot
+
+    @app_commands.command(name="fit", description="Does a model run on a GPU? VRAM, speed, max context")
+    @app_commands.describe(
+        gpu="GPU, e.g. T4, RTX 4090, A100 40GB, M2 Max 64GB",
+        model="Model, e.g. qwen3-8b, Qwen/Qwen3-8B, llama3.1:8b-instruct-q4_K_M",
+        quant="Format (Q4_K_M, Q8_0, AWQ…) or level (int4, int8, fp16); default compares three",
+        ctx="Context length: 8k, 32k, 128K, 1M",
+        engine="Inference engine",
+        kv="KV cache precision",
+        gpus="Number of GPUs (1-8)",
+        prompt="Prompt length for time to first token (default 2048)",
+        batch="Concurrent sequences (default 1)",
+    )
+    @app_commands.choices(engine=ENGINE_CHOICES, kv=KV_CHOICES)
+    @app_commands.autocomplete(gpu=gpu_autocomplete, model=model_autocomplete, quant=quant_autocomplete)
+    async def fit(
+        self,
+        interaction: discord.Interaction,
+        gpu: str,
+        model: str,
+        quant: str | None = None,
+        ctx: str | None = None,
+        engine: str | None = None,
+        kv: str | None = None,
+        gpus: GpuCount = 1,
+        prompt: str | None = None,
+        batch: Batch = 1,
+    ) -> None:
+        defaults = await self.bot_defaults(interaction)
+        req = FitRequest(
+            gpu=gpu, model=model, quant=quant, engine=engine or defaults.get("engine") or "llama.cpp",
+            ctx=parse_tokens(ctx or defaults.get("ctx") or 8192), prompt=parse_tokens(prompt or 2048, name="prompt",
+                                                                                       allow_zero=True),
+            kv=kv or "f16", gpus=gpus, batch=batch,
+        )
+        svc = self.bot.service
+        # Resolve now so a typo gets its "did you mean" at once, before any defer.
+        svc.base_query(req)
+        await self.bot.answer(interaction, "fit", req.__dict__, lambda locale: fit_reply(svc, req, locale))
+
+    async def bot_defaults(self, interaction: discord.Interaction) -> dict[str, object]:
+        from bot.commands.settings import defaults_for
+
+        return await defaults_for(self.bot, interaction)
+
+
+async def setup(bot: RigBot) -> None:
+    await bot.add_cog(Fit(bot))

@@ -1,0 +1,94 @@
+"""/rank: the best models that fit a GPU setup, 10 a page, with buttons only the asker can press."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+from typing import TYPE_CHECKING
+
+import discord
+from discord import app_commands
+from discord.ext import commands
+
+from bot.commands.common import ENGINE_CHOICES, KV_CHOICES, SORT_CHOICES, GpuCount, gpu_autocomplete
+from bot.params import parse_tokens
+from bot.render.embeds import locale_key
+from bot.render.views import PAGE_SIZE, rank_reply
+from bot.service import RankRequest
+
+if TYPE_CHECKING:
+    from bot.client import RigBot
+
+
+class RankPages(discord.ui.View):
+    def __init__(self, bot: RigBot, req: RankRequest, owner_id: int, locale: str, page: int, pages: int) -> None:
+        super().__init__(timeout=600)
+        self.bot, self.req, self.owner_id, self.locale = bot, req, owner_id, locale
+        self.page, self.pages = page, pages
+        self._sync_buttons()
+
+    def _sync_buttons(self) -> None:
+        self.previous.disabled = self.page <= 1
+        self.next.disabled = self.page >= self.pages
+
+    async def interaction_check(self, interaction: discord.Interaction) -> bool:
+        if interaction.user.id != self.owner_id:
+            zh = locale_key(str(interaction.locale.value)) == "zh-CN"
+            await interaction.response.send_message(
+                "只有发起查询的人可以翻页。" if zh else "Only the person who asked can turn the pages.", ephemeral=True)
+            return False
+        return True
+
+    async def show(self, interaction: discord.Interaction) -> None:
+        reply = await asyncio.to_thread(rank_reply, self.bot.service, self.req, self.locale, self.page)
+        self._sync_buttons()
+        files = [discord.File(io.BytesIO(f.data), filename=f.filename) for f in reply.files]
+        await interaction.response.edit_message(embeds=[discord.Embed.from_dict(e) for e in reply.embeds],
+                                                attachments=files, view=self)
+
+    @discord.ui.button(label="◀", style=discord.ButtonStyle.secondary, custom_id="rank:prev")
+    async def previous(self, interaction: discord.Interaction, button: discord.ui.Button[RankPages]) -> None:
+        self.page -= 1
+        await self.show(interaction)
+
+    @discord.ui.button(label="▶", style=discord.ButtonStyle.secondary, custom_id="rank:next")
+    async def next(self, interaction: discord.Interaction, button: discord.ui.Button[RankPages]) -> None:
+        self.page += 1
+        await self.show(interaction)
+
+
+class Rank(commands.Cog):
+    def __init__(self, bot: RigBot) -> None:
+        self.bot = bot
+
+    @app_commands.command(name="rank", description="Best models that run on a GPU, with speed and memory")
+    @app_commands.describe(gpu="GPU, e.g. A30, RTX 4090", ctx="Context length: 8k, 32k, 128K",
+                           sort="Order: quality, speed or size", kv="KV cache precision", gpus="Number of GPUs",
+                           engine="Inference engine", quant="Only this format or level (e.g. int4, Q8_0)")
+    @app_commands.choices(sort=SORT_CHOICES, kv=KV_CHOICES, engine=ENGINE_CHOICES)
+    @app_commands.autocomplete(gpu=gpu_autocomplete)
+    @app_commands.checks.cooldown(5, 30.0)
+    async def rank(
+        self,
+        interaction: discord.Interaction,
+        gpu: str,
+        ctx: str | None = None,
+        sort: str = "quality",
+        kv: str = "f16",
+        gpus: GpuCount = 1,
+        engine: str = "llama.cpp",
+        quant: str | None = None,
+    ) -> None:
+        req = RankRequest(gpu=gpu, ctx=parse_tokens(ctx or 8192), sort=sort, kv=kv, gpus=gpus, engine=engine,
+                          quant=quant)
+        svc = self.bot.service
+        _, rows = svc.rank(req)  # resolve and validate before answering
+        pages = max(1, -(-len(rows) // PAGE_SIZE))
+        locale = str(interaction.locale.value)
+        view = RankPages(self.bot, req, interaction.user.id, locale, 1, pages)
+        await self.bot.answer(interaction, "rank", req.__dict__, lambda loc: rank_reply(svc, req, loc, 1),
+                              view=view if pages > 1 else None)
+
+
+async def setup(bot: RigBot) -> None:
+    await bot.add_cog(Rank(bot))

@@ -1,0 +1,553 @@
+"""PNG charts for Discord replies: VRAM against context, ranked decode speed, a GPU's reference fits.
+
+Every function builds its own `Figure` on an Agg canvas and never touches pyplot or the global
+rcParams, so renders can run concurrently in worker threads (`asyncio.to_thread`). Styling is passed
+to each artist explicitly for the same reason.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import math
+import threading
+from dataclasses import dataclass
+from functools import cache
+from typing import Literal
+
+from matplotlib import font_manager
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.font_manager import FontProperties
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+from matplotlib.text import Text
+from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLocator
+
+from estimator.curve import VramCurves
+from estimator.rank import RankRow
+
+Theme = Literal["dark", "light"]
+
+WIDTH_PX, HEIGHT_PX, DPI = 1200, 675, 100
+GIB = 1024**3
+
+# Sizes in points at 100 dpi. Discord shrinks a 1200 px image to roughly a third of that on a
+# phone, so anything smaller than ~14 pt becomes illegible there.
+TITLE_PT = 22
+LABEL_PT = 17
+TICK_PT = 15
+NOTE_PT = 15
+LEGEND_PT = 15
+
+# Families known to cover simplified Chinese, best-looking first; the file-name hints find them when
+# the font was installed after matplotlib's font cache was built.
+_CJK_FAMILIES = (
+    "Noto Sans CJK SC", "Noto Sans SC", "Source Han Sans SC", "Source Han Sans CN",
+    "WenQuanYi Micro Hei", "WenQuanYi Zen Hei", "Droid Sans Fallback", "Microsoft YaHei", "SimHei",
+    "PingFang SC", "Hiragino Sans GB", "Arial Unicode MS",
+)
+_CJK_FILE_HINTS = ("notosanscjk", "notosanssc", "sourcehansans", "wqy", "droidsansfallback", "msyh", "simhei")
+_LATIN_FAMILY = "DejaVu Sans"
+_font_lock = threading.Lock()
+
+# PNGs past this are re-encoded with a 256-colour palette; Discord previews stay quick on mobile data.
+SIZE_BUDGET_BYTES = 190 * 1024
+
+
+class _NoBoldFallbackWarning(logging.Filter):
+    # Most CJK fonts have no bold face; matplotlib warns each time a bold title falls back to one.
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("findfont: Failed to find font weight")
+
+
+logging.getLogger("matplotlib.font_manager").addFilter(_NoBoldFallbackWarning())
+
+
+@dataclass(frozen=True)
+class _Palette:
+    bg: str
+    fg: str
+    muted: str
+    grid: str
+    spine: str
+    oom: str
+    oom_fill_alpha: float
+    series: tuple[str, ...]
+    dense: str
+    moe: str
+    fits: str
+
+
+# Dark matches Discord's embed/message background; series colours are Okabe–Ito-like hues, lightened
+# for dark and deepened for light so each keeps >= 3:1 contrast against its background.
+_PALETTES: dict[str, _Palette] = {
+    "dark": _Palette(
+        bg="#2b2d31", fg="#f2f3f5", muted="#b5bac1", grid="#3f4248", spine="#5c6069",
+        oom="#ff6b6b", oom_fill_alpha=0.13,
+        series=("#5aa9ff", "#ffb648", "#4fd18b", "#d19bff", "#ff85a8", "#5fe0e0", "#e8e36b", "#ff9a5c"),
+        dense="#5aa9ff", moe="#ffb648", fits="#4fd18b",
+    ),
+    "light": _Palette(
+        bg="#ffffff", fg="#1e1f22", muted="#4e5058", grid="#e3e5e8", spine="#b5bac1",
+        oom="#d62828", oom_fill_alpha=0.09,
+        series=("#1f6fd1", "#c46a00", "#16803c", "#7e3bb5", "#c2185b", "#0e7490", "#8a7a00", "#b4461a"),
+        dense="#1f6fd1", moe="#c46a00", fits="#16803c",
+    ),
+}
+
+_MARKERS = ("o", "s", "D", "^", "v", "P", "X", "h")
+
+_TEXT: dict[str, dict[str, str]] = {
+    "en": {
+        "vram_axis": "VRAM (GiB)",
+        "ctx_axis": "Context length (tokens)",
+        "oom": "Out of memory (OOM)",
+        "usable": "{gpu} usable {gib} GiB",
+        "one_gpu": "1× GPU {gib} GiB",
+        "max": "max {ctx}",
+        "no_fit": "does not fit",
+        "tps_axis": "Decode speed (tokens/s, one user)",
+        "tps": "{tps} tok/s",
+        "ttft": "TTFT {t}",
+        "dense": "Dense",
+        "moe": "MoE (mixture of experts)",
+        "nothing": "Nothing fits this setup",
+        "nothing_hint": "Try a shorter context, a lower-bit format or more GPUs.",
+        "need_axis": "VRAM needed (GiB)",
+        "fits": "Fits",
+        "at_ctx": "{gib} GiB @ {ctx}",
+        "no_points": "No reference models to show",
+    },
+    "zh": {
+        "vram_axis": "显存 (GiB)",
+        "ctx_axis": "上下文长度",
+        "oom": "显存不足 (OOM)",
+        "usable": "{gpu} 可用 {gib} GiB",
+        "one_gpu": "单卡 {gib} GiB",
+        "max": "最大 {ctx}",
+        "no_fit": "放不下",
+        "tps_axis": "解码速度 (tokens/s, 单用户)",
+        "tps": "{tps} tok/s",
+        "ttft": "首字延迟 {t}",
+        "dense": "稠密模型",
+        "moe": "MoE (混合专家)",
+        "nothing": "没有模型能放下",
+        "nothing_hint": "试试更短的上下文、更低位的量化格式或更多 GPU。",
+        "need_axis": "所需显存 (GiB)",
+        "fits": "放得下",
+        "at_ctx": "{gib} GiB @ {ctx}",
+        "no_points": "没有可显示的参考模型",
+    },
+}
+
+
+# --- fonts and locale ------------------------------------------------------------------------------
+
+@cache
+def cjk_font_family() -> str | None:
+    """A font family that renders simplified Chinese, or None if the system has none."""
+    with _font_lock:
+        known = {f.name for f in font_manager.fontManager.ttflist}
+        for family in _CJK_FAMILIES:
+            if family in known:
+                return family
+        # matplotlib's font list is cached on disk and misses fonts installed after it was written.
+        for path in sorted(font_manager.findSystemFonts()):
+            if any(hint in path.lower().replace("-", "").replace("_", "") for hint in _CJK_FILE_HINTS):
+                try:
+                    font_manager.fontManager.addfont(path)
+                except (OSError, RuntimeError, ValueError):
+                    continue
+        known = {f.name for f in font_manager.fontManager.ttflist}
+        return next((family for family in _CJK_FAMILIES if family in known), None)
+
+
+def chart_language(locale: str) -> Literal["en", "zh"]:
+    """The label language a locale gets: Chinese only when a CJK font can draw it, else English."""
+    if locale.lower().startswith("zh") and cjk_font_family() is not None:
+        return "zh"
+    return "en"
+
+
+@dataclass(frozen=True)
+class _Style:
+    pal: _Palette
+    text: dict[str, str]
+    family: tuple[str, ...]
+
+    def font(self, size: float, weight: str = "normal") -> FontProperties:
+        return FontProperties(family=list(self.family), size=size, weight=weight)
+
+
+def _style(theme: Theme, locale: str) -> _Style:
+    if theme not in _PALETTES:
+        raise ValueError(f"theme must be 'dark' or 'light', not {theme!r}")
+    lang = chart_language(locale)
+    cjk = cjk_font_family()
+    # The CJK family rides along as a per-glyph fallback so Chinese in model names or titles still
+    # renders under en-US; Latin glyphs keep coming from DejaVu.
+    family = (_LATIN_FAMILY, cjk) if cjk else (_LATIN_FAMILY,)
+    return _Style(pal=_PALETTES[theme], text=_TEXT[lang], family=family)
+
+
+# --- formatting ------------------------------------------------------------------------------------
+
+def ctx_label(tokens: float) -> str:
+    """1024 -> '1k', 40960 -> '40k', 128000 -> '128k', 1048576 -> '1M', 10115072 -> '9.6M'."""
+    tokens = round(tokens)
+    if tokens < 1000:
+        return str(tokens)
+    # Model cards give contexts either in binary (131072) or decimal (128000) thousands.
+    binary = tokens % 1000 != 0
+    value, unit = (tokens / 1024, "k") if binary else (tokens / 1000, "k")
+    if value >= 1000:
+        value, unit = value / (1024 if binary else 1000), "M"
+    if abs(value - round(value)) < 0.05 or value >= 10:
+        return f"{value:.0f}{unit}"
+    return f"{value:.1f}{unit}"
+
+
+def _gib(value: float) -> str:
+    return f"{value:.1f}" if value < 100 else f"{value:.0f}"
+
+
+def _tps(value: float) -> str:
+    return f"{value:.1f}" if value < 10 else f"{value:.0f}"
+
+
+def _seconds(value: float) -> str:
+    if value < 1:
+        return f"{value * 1000:.0f} ms"
+    return f"{value:.1f} s" if value < 10 else f"{value:.0f} s"
+
+
+def _plain(s: str) -> str:
+    # Labels are user-visible names; a '$' must not switch matplotlib into mathtext.
+    return s.replace("$", r"\$")
+
+
+def _truncate(s: str, n: int) -> str:
+    return s if len(s) <= n else s[: n - 1].rstrip() + "…"
+
+
+# --- figure plumbing -------------------------------------------------------------------------------
+
+def _figure(st: _Style, title: str) -> tuple[Figure, Axes]:
+    fig = Figure(figsize=(WIDTH_PX / DPI, HEIGHT_PX / DPI), dpi=DPI, facecolor=st.pal.bg, layout="constrained")
+    FigureCanvasAgg(fig)
+    fig.get_layout_engine().set(w_pad=0.12, h_pad=0.1)
+    fig.suptitle(_plain(title), fontproperties=st.font(TITLE_PT, "bold"), color=st.pal.fg)
+    ax = fig.add_subplot()
+    ax.set_facecolor(st.pal.bg)
+    for side, spine in ax.spines.items():
+        spine.set_color(st.pal.spine)
+        spine.set_visible(side in ("left", "bottom"))
+    ax.tick_params(colors=st.pal.muted, labelcolor=st.pal.fg, labelsize=TICK_PT, labelfontfamily=list(st.family),
+                   length=5, width=1)
+    ax.grid(True, color=st.pal.grid, linewidth=1, zorder=0)
+    ax.set_axisbelow(True)
+    return fig, ax
+
+
+def _axis_label(ax: Axes, which: Literal["x", "y"], text: str, st: _Style) -> None:
+    setter = ax.set_xlabel if which == "x" else ax.set_ylabel
+    setter(_plain(text), fontproperties=st.font(LABEL_PT), color=st.pal.fg, labelpad=8)
+
+
+def _legend(ax: Axes, handles: list, st: _Style, ncols: int) -> None:
+    # Above the plot area, never on top of the data.
+    ax.legend(handles=handles, loc="lower left", bbox_to_anchor=(0, 1.01, 1, 0.1), mode="expand",
+                    ncols=ncols, frameon=False, prop=st.font(LEGEND_PT), labelcolor=st.pal.fg,
+                    handlelength=2.2, borderaxespad=0.2, columnspacing=1.2)
+
+
+def _png(fig: Figure, budget: int = SIZE_BUDGET_BYTES) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=DPI, facecolor=fig.get_facecolor(), metadata={"Software": None})
+    png = buf.getvalue()
+    return png if len(png) <= budget else _palette_png(png)
+
+
+def _palette_png(png: bytes) -> bytes:
+    """The same image with at most 256 colours: flat chart colours survive, antialiasing barely shows."""
+    from PIL import Image  # a matplotlib dependency; only needed for the rare oversized chart
+
+    with Image.open(io.BytesIO(png)) as im:
+        small = im.convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT)
+        out = io.BytesIO()
+        small.save(out, format="PNG", optimize=True)
+    return out.getvalue()
+
+
+def png_size(png: bytes) -> tuple[int, int]:
+    """(width, height) from a PNG's IHDR chunk."""
+    if len(png) < 24 or png[:8] != b"\x89PNG\r\n\x1a\n" or png[12:16] != b"IHDR":
+        raise ValueError("not a PNG")
+    return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+
+
+NOTE_OFFSET_PT = 6
+
+
+def _bar_note(ax: Axes, x: float, y: float, text: str, st: _Style, **kw) -> Text:
+    # Kept out of the layout: constrained layout would otherwise shrink the axes to make room for a
+    # note that _fit_notes is about to bring inside them anyway.
+    note = ax.annotate(_plain(text), (x, y), xytext=(NOTE_OFFSET_PT, 0), textcoords="offset points", va="center",
+                       ha="left", fontproperties=st.font(NOTE_PT), color=st.pal.fg, zorder=5, annotation_clip=False,
+                       **kw)
+    note.set_in_layout(False)
+    return note
+
+
+def _bar_height(n: int) -> float:
+    # Bars keep the thickness they have in a five-row chart, so one or two rows are not fat slabs.
+    return 0.68 * min(1.0, n / 5)
+
+
+def _fit_notes(fig: Figure, ax: Axes, notes: list[tuple[float, Text]]) -> None:
+    """Widen the x range until every note right of its bar ends inside the axes."""
+    fig.draw_without_rendering()  # runs the layout, so the axes' width is final
+    renderer = fig.canvas.get_renderer()
+    width = ax.get_window_extent(renderer).width
+    offset = NOTE_OFFSET_PT * fig.dpi / 72
+    lo, hi = ax.get_xlim()
+    need = hi
+    for x, text in notes:
+        room = width * 0.99 - text.get_window_extent(renderer).width - offset
+        if room > width * 0.2:
+            need = max(need, x * width / room)
+    ax.set_xlim(lo, need)
+
+
+def _message(ax: Axes, st: _Style, headline: str, hint: str) -> None:
+    ax.set_axis_off()
+    ax.text(0.5, 0.56, _plain(headline), transform=ax.transAxes, ha="center", va="center",
+            fontproperties=st.font(28, "bold"), color=st.pal.fg)
+    ax.text(0.5, 0.42, _plain(hint), transform=ax.transAxes, ha="center", va="center",
+            fontproperties=st.font(LABEL_PT), color=st.pal.muted)
+
+
+# --- VRAM against context --------------------------------------------------------------------------
+
+def _ctx_ticks(first: int, last: int) -> list[int]:
+    ticks, ctx = [], 1 << max(math.ceil(math.log2(max(first, 1))), 0)
+    while ctx <= last:
+        ticks.append(ctx)
+        ctx *= 2
+    if last not in ticks:
+        # A non-power-of-two maximum (40k, 160k) gets its own tick; a power of two too close to it
+        # on the log axis would collide with its label, so it gives way.
+        if ticks and last / ticks[-1] < 1.45:
+            ticks.pop()
+        ticks.append(last)
+    return ticks
+
+
+def _text_width_px(text: str, size_pt: float) -> float:
+    """Rough rendered width: wide glyphs are one em, Latin ones about two thirds (bold DejaVu)."""
+    em = size_pt * DPI / 72
+    return sum(em if ord(ch) >= 0x2E80 else 0.68 * em for ch in text)
+
+
+def _label_crossings(ax: Axes, crossings: list[tuple[float, str]], usable: float, xlim: tuple[float, float],
+                     st: _Style) -> None:
+    """'max 24k' labels at the points where lines cross the OOM line: each goes above the line, else
+    below it, else is left out (the legend repeats every maximum), so labels never pile up."""
+    axes_px = WIDTH_PX * 0.88  # the plot area's width after the y axis labels, near enough for spacing
+    span = math.log2(xlim[1]) - math.log2(xlim[0])
+    slots: dict[bool, float] = {True: -math.inf, False: -math.inf}  # right edge of the last label, px
+    for x, color in sorted(crossings):
+        text = st.text["max"].format(ctx=ctx_label(x))
+        width = _text_width_px(text, NOTE_PT) + 10
+        centre = (math.log2(x) - math.log2(xlim[0])) / span * axes_px
+        # Near the right edge a centred label would run off the plot; right-align it to the point there.
+        ha, left = ("center", centre - width / 2) if centre + width / 2 <= axes_px else ("right", centre - width)
+        for above in (True, False):
+            if left >= slots[above] + 6:
+                slots[above] = left + width
+                ax.annotate(text, (x, usable), xytext=(0, 12 if above else -12), textcoords="offset points", ha=ha,
+                            va="bottom" if above else "top", fontproperties=st.font(NOTE_PT, "bold"), color=color,
+                            zorder=8, bbox={"boxstyle": "round,pad=0.2", "facecolor": st.pal.bg, "edgecolor": "none",
+                                            "alpha": 0.85})
+                break
+
+
+def vram_chart(curves: VramCurves, *, title: str, gpu_label: str, locale: str = "en-US",
+               theme: Theme = "dark") -> bytes:
+    """VRAM (GiB) against context length, one line per format, with the out-of-memory line."""
+    st = _style(theme, locale)
+    t, pal = st.text, st.pal
+    fig, ax = _figure(st, title)
+    usable = curves.usable_bytes / GIB
+    series = [c for c in curves.curves if c.ctx]
+    if not series:
+        _message(ax, st, t["no_fit"], "")
+        return _png(fig)
+
+    x_min = min(c.ctx[0] for c in series)
+    x_max = max(c.ctx[-1] for c in series)
+    all_y = [b / GIB for c in series for b in c.total_bytes]
+    starts = [c.total_bytes[0] / GIB for c in series]
+    # Keep the OOM line and the start of every curve in view, but do not let a huge format that
+    # shoots far past the card squash the interesting region around the line.
+    y_top = min(max(all_y) * 1.08, max(usable * 1.4, max(starts) * 1.12))
+    y_top = max(y_top, usable * 1.22)
+    ax.set_ylim(0, y_top)
+    ax.set_xscale("log", base=2)
+    ax.set_xlim(x_min / 1.12, x_max * 1.12)
+    ticks = _ctx_ticks(x_min, x_max)
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: ctx_label(v)))
+    ax.yaxis.set_major_locator(MaxNLocator(nbins=7, steps=[1, 2, 2.5, 5, 10]))
+    _axis_label(ax, "x", t["ctx_axis"], st)
+    _axis_label(ax, "y", t["vram_axis"], st)
+
+    ax.axhspan(usable, y_top * 2, color=pal.oom, alpha=pal.oom_fill_alpha, linewidth=0, zorder=1)
+    ax.axhline(usable, color=pal.oom, linewidth=2.4, zorder=3)
+    if curves.gpus > 1:
+        per_gpu = curves.usable_per_gpu_bytes / GIB
+        ax.axhline(per_gpu, color=pal.muted, linewidth=1.8, linestyle=(0, (6, 4)), zorder=3)
+        ax.text(0.01, per_gpu, " " + t["one_gpu"].format(gib=_gib(per_gpu)), transform=ax.get_yaxis_transform(),
+                ha="left", va="bottom", fontproperties=st.font(NOTE_PT), color=pal.muted, zorder=6,
+                bbox={"boxstyle": "round,pad=0.2", "facecolor": pal.bg, "edgecolor": "none", "alpha": 0.85})
+
+    handles = []
+    crossings: list[tuple[float, str]] = []
+    ends: list[tuple[float, float, str]] = []
+    for i, c in enumerate(series):
+        color, marker = pal.series[i % len(pal.series)], _MARKERS[i % len(_MARKERS)]
+        ys = [b / GIB for b in c.total_bytes]
+        ax.plot(c.ctx, ys, color=color, linewidth=2.8, marker=marker, markersize=8, zorder=4,
+                markeredgecolor=pal.bg, markeredgewidth=1.2, clip_on=True)
+        name = _plain(c.quant.name)
+        if c.max_ctx <= 0:
+            legend_label = f"{name} · {t['no_fit']}"
+        else:
+            legend_label = f"{name} · {t['max'].format(ctx=ctx_label(c.max_ctx))}"
+        handles.append(Line2D([], [], color=color, marker=marker, linewidth=2.8, markersize=8,
+                              markeredgecolor=pal.bg, label=legend_label))
+        if c.max_ctx <= 0:
+            continue
+        if c.max_ctx >= c.ctx[-1]:
+            ends.append((c.ctx[-1], ys[-1], color))
+        else:
+            crossings.append((c.max_ctx, color))
+            ax.plot([c.max_ctx, c.max_ctx], [0, usable], color=color, linewidth=1.6, linestyle=(0, (2, 3)),
+                    zorder=2, alpha=0.9)
+            ax.plot([c.max_ctx], [usable], marker="o", markersize=12, color=color, zorder=7,
+                    markeredgecolor=pal.fg, markeredgewidth=1.6)
+
+    _label_crossings(ax, crossings, usable, (x_min / 1.12, x_max * 1.12), st)
+    for x, y, color in ends:
+        if y <= y_top:
+            ax.plot([x], [y], marker="o", markersize=12, color=color, zorder=7, markeredgecolor=pal.fg,
+                    markeredgewidth=1.6)
+
+    usable_text = t["usable"].format(gpu=gpu_label, gib=_gib(usable))
+    # Curves climb to the right, so the left end of the line is usually the clear side.
+    ax.text(0.01, usable, " " + usable_text, transform=ax.get_yaxis_transform(), ha="left", va="bottom",
+            fontproperties=st.font(NOTE_PT, "bold"), color=pal.oom, zorder=6,
+            bbox={"boxstyle": "round,pad=0.2", "facecolor": pal.bg, "edgecolor": "none", "alpha": 0.85})
+    ax.text(0.01, 0.975, " " + t["oom"], transform=ax.transAxes, ha="left", va="top", fontproperties=st.font(NOTE_PT),
+            color=pal.oom, zorder=6,
+            bbox={"boxstyle": "round,pad=0.2", "facecolor": pal.bg, "edgecolor": "none", "alpha": 0.7})
+    _legend(ax, handles, st, ncols=min(len(handles), 4))
+    return _png(fig)
+
+
+# --- ranked decode speed ---------------------------------------------------------------------------
+
+def rank_chart(rows: list[RankRow], *, title: str, limit: int = 10, locale: str = "en-US",
+               theme: Theme = "dark") -> bytes:
+    """Decode tokens/s of the best format of the top `limit` rows, in the order given."""
+    st = _style(theme, locale)
+    t, pal = st.text, st.pal
+    fig, ax = _figure(st, title)
+    shown = rows[: max(limit, 0)]
+    if not shown:
+        _message(ax, st, t["nothing"], t["nothing_hint"])
+        return _png(fig)
+
+    labels = [_plain(_truncate(f"{r.model.name} · {r.best.quant.name}", 40)) for r in shown]
+    values = [r.best.speed.decode_tps for r in shown]
+    ys = list(range(len(shown)))
+    colors = [pal.moe if r.model.is_moe else pal.dense for r in shown]
+    hatches = ["//" if r.model.is_moe else "" for r in shown]
+    bars = ax.barh(ys, values, height=_bar_height(len(shown)), color=colors, edgecolor=pal.bg, linewidth=0,
+                   zorder=3)
+    for bar, hatch in zip(bars, hatches, strict=True):
+        if hatch:
+            bar.set_hatch(hatch)
+            bar.set_edgecolor(pal.bg)
+    top = max(values) if max(values) > 0 else 1.0
+    ax.set_xlim(0, top * 1.05)
+    ax.set_ylim(len(shown) - 0.5, -0.5)
+    ax.set_yticks(ys, labels)
+    ax.tick_params(axis="y", length=0)
+    ax.grid(False, axis="y")
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=6))
+    _axis_label(ax, "x", t["tps_axis"], st)
+    notes = []
+    for y, v, r in zip(ys, values, shown, strict=True):
+        note = f"{t['tps'].format(tps=_tps(v))}  ·  {t['ttft'].format(t=_seconds(r.best.speed.ttft_s))}"
+        notes.append((v, _bar_note(ax, v, y, note, st)))
+
+    handles = [Patch(facecolor=pal.dense, label=t["dense"]),
+               Patch(facecolor=pal.moe, hatch="//", edgecolor=pal.bg, label=t["moe"])]
+    _legend(ax, handles, st, ncols=4)
+    _fit_notes(fig, ax, notes)
+    return _png(fig)
+
+
+# --- GPU spec card ---------------------------------------------------------------------------------
+
+def gpu_chart(points: list[tuple[str, float, float]], *, usable_gib: float, title: str, locale: str = "en-US",
+              theme: Theme = "dark") -> bytes:
+    """Required VRAM of reference models against the card's usable VRAM.
+
+    `points` are `(label, ctx_tokens, required_gib)`, drawn top to bottom in the order given; a
+    ctx of 0 leaves the context out of the annotation.
+    """
+    st = _style(theme, locale)
+    t, pal = st.text, st.pal
+    fig, ax = _figure(st, title)
+    if not points:
+        _message(ax, st, t["no_points"], "")
+        return _png(fig)
+
+    needs = [p[2] for p in points]
+    # A 400 GiB model next to 8 GiB ones would flatten the rest; clip long bars and say so.
+    x_cap = max(min(max(needs), usable_gib * 3.0), usable_gib) * 1.3
+    ys = list(range(len(points)))
+    colors = [pal.fits if need <= usable_gib else pal.oom for need in needs]
+    # Clipped bars run off the right edge whatever the final x range turns out to be.
+    ax.barh(ys, [n if n <= x_cap else x_cap * 100 for n in needs], height=_bar_height(len(points)), color=colors,
+            linewidth=0, zorder=3)
+    ax.set_xlim(0, x_cap)
+    ax.set_ylim(len(points) - 0.5, -0.5)
+    ax.set_yticks(ys, [_plain(_truncate(p[0], 36)) for p in points])
+    ax.tick_params(axis="y", length=0)
+    ax.grid(False, axis="y")
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=7, steps=[1, 2, 2.5, 5, 10]))
+    _axis_label(ax, "x", t["need_axis"], st)
+    notes = []
+    for y, (_label, ctx, need) in zip(ys, points, strict=True):
+        note = t["at_ctx"].format(gib=_gib(need), ctx=ctx_label(ctx)) if ctx > 0 else f"{_gib(need)} GiB"
+        if need > x_cap:
+            ax.text(0.99, y, note + " ▸", transform=ax.get_yaxis_transform(), va="center", ha="right",
+                    fontproperties=st.font(NOTE_PT, "bold"), color=pal.bg, zorder=5)
+        else:
+            # The note may sit across the usable line; its backdrop keeps it legible.
+            notes.append((need, _bar_note(ax, need, y, note, st, bbox={
+                "boxstyle": "round,pad=0.15", "facecolor": pal.bg, "edgecolor": "none", "alpha": 0.8})))
+    ax.axvline(usable_gib, color=pal.oom, linewidth=2.4, zorder=4)
+    ax.axvspan(usable_gib, x_cap * 100, color=pal.oom, alpha=pal.oom_fill_alpha, linewidth=0, zorder=1)
+    usable_text = t["usable"].format(gpu="", gib=_gib(usable_gib)).strip()
+    handles = [Patch(facecolor=pal.fits, label=t["fits"]), Patch(facecolor=pal.oom, label=t["oom"]),
+               Line2D([], [], color=pal.oom, linewidth=2.4, label=usable_text)]
+    _legend(ax, handles, st, ncols=3)
+    _fit_notes(fig, ax, notes)
+    return _png(fig)

@@ -1,0 +1,108 @@
+"""Answers to commands without Discord: for `rigcheck ask` and `rigcheck run` without a token."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bot.sandbox.driver import ReplyTimeout
+from bot.sandbox.harness import BotProcess, Sandbox
+from bot.sandbox.models import Reply
+from bot.sandbox.server import ensure_loopback
+
+
+def reply_summary(command: str, reply: Reply | None) -> dict[str, Any]:
+    """Exactly the keys `rigcheck ask` prints: command, latency_ms, ephemeral, content, embeds, files."""
+    if reply is None:
+        return {"command": command, "latency_ms": None, "ephemeral": False, "content": None, "embeds": [], "files": []}
+    content = reply.content
+    if reply.rejected_by_client:
+        content = f"(Discord would not send this: {reply.reason})"
+    elif reply.error is not None:
+        content = f"(Discord rejected the reply: {reply.error.status} code {reply.error.code} {reply.error.message})"
+    return {
+        "command": command,
+        "latency_ms": round(reply.latency_ms, 1) if reply.latency_ms is not None else None,
+        "ephemeral": reply.ephemeral,
+        "content": content,
+        "embeds": reply.embeds,
+        "files": [{"filename": f.filename, "bytes": f.bytes, "sha256": f.sha256} for f in reply.files],
+    }
+
+
+async def ask(
+    commands: list[str],
+    *,
+    bot_argv: list[str],
+    locale: str = "en-US",
+    save_dir: str | Path | None = None,
+    reply_timeout_s: float = 30.0,
+) -> list[dict[str, Any]]:
+    """Starts a sandbox and the bot process, runs each command in turn, and returns one dict per command."""
+    results: list[dict[str, Any]] = []
+    target = Path(save_dir) if save_dir is not None else None
+    async with Sandbox(reply_timeout_s=reply_timeout_s, playground=False) as sandbox:
+        process = await sandbox.start_bot(bot_argv)
+        try:
+            for index, command in enumerate(commands):
+                try:
+                    reply: Reply | None = await sandbox.driver.invoke(command, locale=locale)
+                except ReplyTimeout:
+                    reply = None
+                results.append(reply_summary(command, reply))
+                if target is not None and reply is not None:
+                    _save_files(target, index, reply)
+        finally:
+            await sandbox.stop_bot(process)
+    return results
+
+
+def _save_files(target: Path, index: int, reply: Reply) -> None:
+    target.mkdir(parents=True, exist_ok=True)
+    for file in reply.files:
+        # The command index keeps two answers' `chart.png` apart.
+        (target / f"{index:02d}-{Path(file.filename).name}").write_bytes(file.data)
+
+
+class PlaygroundSession:
+    """A running sandbox with the bot process behind it; `url` opens the playground page."""
+
+    def __init__(self, sandbox: Sandbox, process: BotProcess) -> None:
+        self.sandbox = sandbox
+        self.process = process
+
+    @property
+    def url(self) -> str:
+        return self.sandbox.url + "/"
+
+    async def wait(self) -> int:
+        """Returns when the bot process exits, with its status."""
+        return await self.process.process.wait()
+
+    async def close(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            await self.sandbox.stop_bot(self.process)
+        await self.sandbox.__aexit__(None, None, None)
+
+    async def __aenter__(self) -> PlaygroundSession:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+async def serve_playground(
+    bot_argv: Sequence[str], host: str = "127.0.0.1", port: int = 0, *, reply_timeout_s: float = 30.0
+) -> PlaygroundSession:
+    """Starts the sandbox (with its playground page) and the bot; call `close()` when done."""
+    ensure_loopback(host)
+    sandbox = Sandbox(host=host, port=port, reply_timeout_s=reply_timeout_s)
+    await sandbox.__aenter__()
+    try:
+        process = await sandbox.start_bot(list(bot_argv))
+    except BaseException:
+        await sandbox.__aexit__(None, None, None)
+        raise
+    return PlaygroundSession(sandbox, process)

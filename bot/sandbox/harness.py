@@ -1,0 +1,249 @@
+"""One place that starts the stand-in Discord and runs the bot against it as a separate process."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+import time
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+
+from bot.sandbox.driver import Driver
+from bot.sandbox.faults import FaultInjector
+from bot.sandbox.models import RecordedRequest, Reply
+from bot.sandbox.server import SandboxServer
+from bot.sandbox.state import SandboxState, StoredMessage
+from bot.sandbox.world import World
+
+log = logging.getLogger(__name__)
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+STDERR_TAIL_LINES = 200
+
+
+class BotStartError(RuntimeError):
+    """The bot process exited, or did not sync and connect in time."""
+
+
+class BotProcess:
+    """A running bot process and the tail of what it printed."""
+
+    def __init__(self, process: asyncio.subprocess.Process, argv: Sequence[str]) -> None:
+        self.process = process
+        self.argv = list(argv)
+        self.output: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
+        self._pump = asyncio.create_task(self._read_output())
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self.process.returncode
+
+    def output_tail(self, lines: int = 60) -> str:
+        return "\n".join(list(self.output)[-lines:])
+
+    async def _read_output(self) -> None:
+        stream = self.process.stdout
+        if stream is None:
+            return
+        async for raw in stream:
+            self.output.append(raw.decode(errors="replace").rstrip())
+
+    async def stop(self, timeout: float = 5.0) -> int:  # noqa: ASYNC109 - a plain deadline, as in asyncio.wait_for
+        """SIGTERM, then SIGKILL after `timeout` seconds; returns the exit status."""
+        if self.process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.process.send_signal(signal.SIGTERM)
+            try:
+                await asyncio.wait_for(self.process.wait(), timeout)
+            except TimeoutError:
+                with contextlib.suppress(ProcessLookupError):
+                    self.process.kill()
+                await self.process.wait()
+        with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+            await asyncio.wait_for(self._pump, 2.0)
+        return self.process.returncode if self.process.returncode is not None else -1
+
+
+class Sandbox:
+    """`async with Sandbox() as sb:` — a loopback Discord with a driver, ready for a bot process."""
+
+    def __init__(
+        self,
+        world: World | None = None,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        response_deadline_s: float = 3.0,
+        reply_timeout_s: float = 10.0,
+        playground: bool = True,
+    ) -> None:
+        self.server = SandboxServer(
+            world, host=host, port=port, response_deadline_s=response_deadline_s, playground=playground
+        )
+        self.driver = Driver(self.server.state, default_timeout=reply_timeout_s)
+        self._bots: list[BotProcess] = []
+
+    # -- shortcuts -----------------------------------------------------------------------------------
+    @property
+    def state(self) -> SandboxState:
+        return self.server.state
+
+    @property
+    def world(self) -> World:
+        return self.server.state.world
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    @property
+    def api_base(self) -> str:
+        return self.state.api_base
+
+    @property
+    def gateway_url(self) -> str:
+        return self.state.gateway_url
+
+    @property
+    def faults(self) -> FaultInjector:
+        return self.state.faults
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        return self.state.log.requests
+
+    def bot_env(self) -> dict[str, str]:
+        return {
+            "DISCORD_TOKEN": self.world.token,
+            "DISCORD_API_BASE": self.api_base,
+            "DISCORD_GATEWAY_URL": self.gateway_url,
+        }
+
+    async def invoke(self, text: str, **kwargs: object) -> Reply:
+        return await self.driver.invoke(text, **kwargs)  # type: ignore[arg-type]
+
+    async def wait_for_reply(self, interaction_id: int, *, timeout: float | None = None) -> Reply:  # noqa: ASYNC109 - a plain deadline, as in asyncio.wait_for
+        return await self.driver.wait_for_reply(interaction_id, timeout=timeout)
+
+    async def wait_for_message(
+        self,
+        channel_id: int,
+        *,
+        timeout: float = 10.0,  # noqa: ASYNC109 - a plain deadline, as in asyncio.wait_for
+        include_interactions: bool = False,
+    ) -> StoredMessage:
+        return await self.state.wait_for_message(channel_id, timeout=timeout, include_interactions=include_interactions)
+
+    async def wait_for_request(
+        self,
+        method: str | None = None,
+        route_glob: str | None = None,
+        *,
+        after_seq: int = 0,
+        timeout: float = 10.0,  # noqa: ASYNC109 - a plain deadline, as in asyncio.wait_for
+    ) -> RecordedRequest:
+        return await self.state.log.wait_for(method, route_glob, after_seq=after_seq, timeout=timeout)
+
+    async def drop_gateway(self, shard_id: int | None = None) -> list[int]:
+        """Closes the gateway socket(s); the client should RESUME on its own."""
+        return await self.state.hub.drop(shard_id)
+
+    async def wait_for_resume(self, shard_id: int = 0, *, resumes: int = 1, timeout: float = 10.0) -> None:  # noqa: ASYNC109 - a plain deadline, as in asyncio.wait_for
+        def check() -> bool | None:
+            session = self.state.hub.by_shard.get(shard_id)
+            return True if session is not None and session.resumes >= resumes and session.connected else None
+
+        await self.state.hub.changed.wait_until(check, timeout)
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+    async def __aenter__(self) -> Sandbox:
+        await self.server.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        for bot in list(self._bots):
+            await self.stop_bot(bot)
+        await self.server.stop()
+
+    async def start_bot(
+        self,
+        argv: Sequence[str],
+        env: Mapping[str, str] | None = None,
+        *,
+        cwd: str | os.PathLike[str] | None = None,
+        ready_timeout: float = 30.0,
+        wait_for_sync: bool = True,
+    ) -> BotProcess:
+        """Starts the bot and returns once it has synced commands and finished IDENTIFY → READY."""
+        full_env = dict(os.environ)
+        full_env.update(env or {})
+        full_env.update(self.bot_env())
+        full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), full_env.get("PYTHONPATH")]))
+        full_env["PYTHONUNBUFFERED"] = "1"
+        full_env["NO_PROXY"] = "127.0.0.1,localhost,::1"
+        syncs_before = self.state.commands.syncs
+        identifies_before = self.state.hub.identifies
+        process = await asyncio.create_subprocess_exec(
+            *argv,
+            cwd=str(cwd or PROJECT_ROOT),
+            env=full_env,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+        )
+        bot = BotProcess(process, argv)
+        self._bots.append(bot)
+
+        def ready() -> bool:
+            if process.returncode is not None:
+                return True
+            synced = not wait_for_sync or self.state.commands.syncs > syncs_before
+            return synced and self.state.hub.identifies > identifies_before and self.state.hub.all_ready()
+
+        started = time.monotonic()
+        try:
+            await _poll_until(ready, ready_timeout)
+        except TimeoutError:
+            await self.stop_bot(bot)
+            raise BotStartError(
+                f"bot {list(argv)} did not sync and connect within {ready_timeout:.0f}s\n--- its output ---\n"
+                + bot.output_tail()
+            ) from None
+        if process.returncode is not None:
+            await self.stop_bot(bot)
+            raise BotStartError(
+                f"bot {list(argv)} exited with status {process.returncode}\n--- its output ---\n" + bot.output_tail()
+            )
+        log.info("bot pid %s ready after %.2fs", process.pid, time.monotonic() - started)
+        return bot
+
+    async def stop_bot(self, bot: BotProcess, timeout: float = 5.0) -> int:  # noqa: ASYNC109 - a plain deadline, as in asyncio.wait_for
+        status = await bot.stop(timeout)
+        if bot in self._bots:
+            self._bots.remove(bot)
+        return status
+
+
+async def _poll_until(check: Callable[[], bool], timeout: float, interval: float = 0.05) -> None:  # noqa: ASYNC109 - a plain deadline, as in asyncio.wait_for
+    """Polls rather than waits on events because a process exit must end the wait too."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() >= deadline:
+            raise TimeoutError
+        await asyncio.sleep(interval)
+
+
+def default_bot_argv() -> list[str]:
+    return [sys.executable, "-m", "bot"]

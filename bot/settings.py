@@ -1,0 +1,35 @@
+"""Every setting in one pydantic model, read from the environment (and an optional `.env`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore")
+
+    discord_token: SecretStr | None = Field(default=None, description="bot token; none → the local sandbox")
+    discord_api_base: str | None = Field(default=None, description="REST base, e.g. the sandbox's /api/v10")
+    discord_gateway_url: str | None = Field(default=None, description="gateway websocket URL")
+    rigcheck_data_dir: Path = Path("data")
+    rigcheck_dev_guild: int | None = Field(default=None, description="sync commands to this guild only")
+    rigcheck_shard_ids: str | None = Field(default=None, description="comma-separated shard ids this process runs")
+    rigcheck_shard_count: int | None = None
+    rigcheck_cache_max_mb: int = 256
+    rigcheck_http_host: str = "127.0.0.1"
+    rigcheck_http_port: int = 8080
+    rigcheck_http_enabled: bool = True
+    rigcheck_webhook_secret: SecretStr | None = None
+    rigcheck_hf_base_url: str = "https://huggingface.co"
+    rigcheck_hf_token: SecretStr | None = None
+    rigcheck_guild_ready_timeout: float = 2.0
+    rigcheck_log_level: str = "INFO"
+
+    @property
+    def shard_ids(self) -> list[int] | None:
+        if not self.rigcheck_shard_ids:
+            return None
+        return [int(s) for s in self.rigcheck_shard_ids.split(",") if s.strip()]

@@ -1,0 +1,93 @@
+"""Small pieces both stores share: opening handles, corruption detection, timestamps."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Coroutine, Generator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Generic, Protocol, TypeVar
+
+import aiosqlite
+
+# Stamped into each file's header so neither store adopts a file that belongs to the other.
+STATE_APPLICATION_ID = 0x72634B53  # "rcKS"
+CACHE_APPLICATION_ID = 0x72634B43  # "rcKC"
+
+_CORRUPTION_CODES = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
+
+
+class _Closable(Protocol):
+    async def close(self) -> None: ...
+
+
+StoreT = TypeVar("StoreT", bound=_Closable)
+
+
+class Opening(Generic[StoreT]):
+    """What `open()` returns, so a store can be awaited or used directly in `async with`."""
+
+    __slots__ = ("_factory", "_store")
+
+    def __init__(self, factory: Callable[[], Coroutine[Any, Any, StoreT]]) -> None:
+        self._factory = factory
+        self._store: StoreT | None = None
+
+    def __await__(self) -> Generator[Any, None, StoreT]:
+        return self._factory().__await__()
+
+    async def __aenter__(self) -> StoreT:
+        self._store = await self._factory()
+        return self._store
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._store is not None:
+            await self._store.close()
+
+
+def is_corruption(exc: BaseException) -> bool:
+    """True when SQLite says the file itself is bad, as opposed to busy, full or misused."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    # Extended result codes carry the primary code in their low byte.
+    return isinstance(code, int) and (code & 0xFF) in _CORRUPTION_CODES
+
+
+async def integrity_problems(db: aiosqlite.Connection) -> list[str]:
+    """What `PRAGMA integrity_check` reports; empty when the file is sound."""
+    rows = await db.execute_fetchall("PRAGMA integrity_check")
+    messages = [str(row[0]) for row in rows]
+    return [] if messages == ["ok"] else messages
+
+
+async def fetch_one(db: aiosqlite.Connection, sql: str, params: Sequence[object] = ()) -> Sequence[Any] | None:
+    """The first row of a query, or None."""
+    async with db.execute(sql, params) as cursor:
+        row = await cursor.fetchone()
+    return None if row is None else tuple(row)
+
+
+async def fetch_all(db: aiosqlite.Connection, sql: str, params: Sequence[object] = ()) -> list[Sequence[Any]]:
+    return [tuple(row) for row in await db.execute_fetchall(sql, params)]
+
+
+def sidecar_paths(path: Path) -> list[Path]:
+    """The database file and the WAL files SQLite keeps next to it."""
+    return [path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")]
+
+
+def to_db_time(moment: datetime) -> str:
+    """A fixed-width UTC string, so that SQL string comparison is time order."""
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        raise ValueError(f"timestamp {moment!r} has no timezone; pass an aware datetime")
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def from_db_time(text: str) -> datetime:
+    return datetime.fromisoformat(text)
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)

@@ -1,0 +1,109 @@
+"""The state database schema, as the ordered steps that build it.
+
+Step N (1-based) takes a database from user_version N-1 to N. Steps are append-only: once released,
+a step is never edited, because databases in the field have already run it. A step may add or
+reshape, but it must carry existing rows across — never drop data.
+"""
+
+from __future__ import annotations
+
+Migration = tuple[str, ...]
+
+MIGRATIONS: tuple[Migration, ...] = (
+    # 1: per-guild and per-user defaults, daily-summary subscriptions and their deliveries,
+    #    webhook replay protection.
+    (
+        """
+        CREATE TABLE settings (
+            scope TEXT NOT NULL CHECK (scope IN ('guild', 'user')),
+            subject_id INTEGER NOT NULL,
+            -- JSON, so a new optional setting needs a model field, not a migration.
+            data TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            PRIMARY KEY (scope, subject_id)
+        )
+        """,
+        """
+        CREATE TABLE subscriptions (
+            id INTEGER PRIMARY KEY,
+            guild_id INTEGER NOT NULL,
+            channel_id INTEGER,
+            webhook_url TEXT,
+            gpus TEXT NOT NULL,
+            ctx INTEGER NOT NULL CHECK (ctx > 0),
+            locale TEXT NOT NULL,
+            active INTEGER NOT NULL DEFAULT 1,
+            disabled_reason TEXT,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            CHECK (channel_id IS NOT NULL OR webhook_url IS NOT NULL)
+        )
+        """,
+        # NULLs never collide in a unique index, so a webhook-only target is folded to channel 0.
+        "CREATE UNIQUE INDEX subscriptions_target ON subscriptions (guild_id, COALESCE(channel_id, 0))",
+        """
+        CREATE TABLE deliveries (
+            id INTEGER PRIMARY KEY,
+            subscription_id INTEGER NOT NULL REFERENCES subscriptions (id),
+            day TEXT NOT NULL,
+            status TEXT NOT NULL CHECK (status IN ('pending', 'sent', 'failed')),
+            forced INTEGER NOT NULL DEFAULT 0,
+            message_id INTEGER,
+            reason TEXT,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL
+        )
+        """,
+        # At most one attempt in flight per subscription and day, forced or not ...
+        """
+        CREATE UNIQUE INDEX deliveries_one_in_flight ON deliveries (subscription_id, day)
+        WHERE status = 'pending'
+        """,
+        # ... and the scheduled run sends once; only an explicit force may send the same day again.
+        """
+        CREATE UNIQUE INDEX deliveries_scheduled_once ON deliveries (subscription_id, day)
+        WHERE status IN ('pending', 'sent') AND forced = 0
+        """,
+        "CREATE INDEX deliveries_day ON deliveries (day)",
+        """
+        CREATE TABLE seen_signatures (
+            digest TEXT PRIMARY KEY,
+            seen_at TEXT NOT NULL
+        )
+        """,
+        "CREATE INDEX seen_signatures_seen_at ON seen_signatures (seen_at)",
+    ),
+    # 2: usage statistics and catalog snapshots for "what changed" in summaries.
+    (
+        """
+        CREATE TABLE query_log (
+            id INTEGER PRIMARY KEY,
+            at TEXT NOT NULL,
+            command TEXT NOT NULL,
+            args TEXT NOT NULL,
+            -- Copied out of args so the summary can group by them without parsing JSON.
+            gpu TEXT,
+            model TEXT,
+            guild_id INTEGER,
+            user_id INTEGER,
+            latency_ms REAL NOT NULL,
+            cache_hit INTEGER NOT NULL,
+            outcome TEXT NOT NULL
+        )
+        """,
+        "CREATE INDEX query_log_guild_at ON query_log (guild_id, at)",
+        "CREATE INDEX query_log_at ON query_log (at)",
+        """
+        CREATE TABLE catalog_snapshots (
+            id INTEGER PRIMARY KEY,
+            version TEXT NOT NULL,
+            gpu_ids TEXT NOT NULL,
+            model_ids TEXT NOT NULL,
+            recorded_at TEXT NOT NULL
+        )
+        """,
+        "CREATE INDEX catalog_snapshots_recorded_at ON catalog_snapshots (recorded_at)",
+    ),
+)
+
+LATEST_VERSION = len(MIGRATIONS)

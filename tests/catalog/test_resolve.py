@@ -1,0 +1,213 @@
+"""What people type resolves to the right entry, or to NotFound with useful suggestions; never to a guess."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from catalog import GPU, Model, load_catalog
+from catalog.resolve import MAX_QUERY_CHARS, NotFound, Resolver
+
+CAT = load_catalog()
+R = Resolver(CAT)
+
+
+@pytest.mark.parametrize(
+    ("text", "gpu_id"),
+    [
+        ("t4", "nvidia-t4"),
+        ("Tesla T4", "nvidia-t4"),
+        ("NVIDIA Tesla T4", "nvidia-t4"),
+        ("a100 40gb", "nvidia-a100-40gb-sxm"),
+        ("rtx 4090", "nvidia-rtx-4090"),
+        ("RTX-4090", "nvidia-rtx-4090"),
+        ("GeForce RTX 4090", "nvidia-rtx-4090"),
+        ("4090", "nvidia-rtx-4090"),
+        ("  4090  ", "nvidia-rtx-4090"),
+    ],
+)
+def test_gpu_forms(text: str, gpu_id: str) -> None:
+    assert R.gpu(text).id == gpu_id
+
+
+def test_m2_max_is_ambiguous_between_its_configurations() -> None:
+    with pytest.raises(NotFound) as err:
+        R.gpu("m2 max")
+    assert err.value.ambiguous
+    assert err.value.kind == "gpu"
+    ids = [s.id for s in err.value.suggestions]
+    assert len(ids) >= 2
+    assert all(i.startswith("apple-m2-max-") for i in ids), ids
+    assert set(ids) == {g.id for g in CAT.gpus if g.id.startswith("apple-m2-max-")}
+
+
+@pytest.mark.parametrize(
+    ("text", "model_id", "quant_id"),
+    [
+        ("qwen3-8b", "qwen3-8b", None),
+        ("Qwen3 8B", "qwen3-8b", None),
+        ("Qwen/Qwen3-8B", "qwen3-8b", None),
+        ("qwen3:8b", "qwen3-8b", None),
+        ("qwen3:8b-q8_0", "qwen3-8b", "q8_0"),
+        ("llama3.1:8b-instruct-q4_K_M", "llama-3.1-8b", "q4_k_m"),
+        ("llama3.1:70b-instruct-q4_K_M", "llama-3.1-70b", "q4_k_m"),
+        ("gemma3:27b", "gemma-3-27b", None),
+        ("mixtral:8x7b", "mixtral-8x7b", None),
+        ("gpt-oss:20b", "gpt-oss-20b", None),
+        ("MiMo V2 Flash", "mimo-v2-flash", None),
+    ],
+)
+def test_model_forms(text: str, model_id: str, quant_id: str | None) -> None:
+    choice = R.model(text)
+    assert choice.model.id == model_id
+    assert (choice.quant.id if choice.quant else None) == quant_id
+
+
+def _names(entry: GPU | Model) -> list[str]:
+    names = [entry.id, entry.name]
+    if isinstance(entry, Model) and entry.hf_repo:
+        names.append(entry.hf_repo)
+    return names
+
+
+@pytest.mark.parametrize("gpu", CAT.gpus, ids=lambda g: g.id)
+def test_every_gpu_resolves_by_its_own_names(gpu: GPU) -> None:
+    for text in (*_names(gpu), *gpu.aliases):
+        assert R.gpu(text).id == gpu.id, text
+
+
+# Models whose own names collide after normalisation (punctuation dropped) with another entry's.
+_COLLIDING = {
+    "command-r-v01": "'Command R+' normalises to 'commandr', the same key as 'Command R'",
+    "command-r-plus-v01": "'Command R+' normalises to 'commandr', the same key as 'Command R'",
+    "deepseek-r1-distill-llama-8b": "alias 'deepseek r1 8b' and the 0528 model's 'deepseek-r1:8b' share a key",
+    "deepseek-r1-0528-qwen3-8b": "'deepseek-r1:8b' is ambiguous, and the tag fallback then picks deepseek-r1",
+    "glm-4-9b": "glm-4-9b-chat's alias 'glm4:9b' normalises to 'glm49b', the same key as the id 'glm-4-9b'",
+}
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        pytest.param(m, marks=pytest.mark.xfail(strict=True, reason=_COLLIDING[m.id])) if m.id in _COLLIDING else m
+        for m in CAT.models
+    ],
+    ids=lambda m: m.id,
+)
+def test_every_model_resolves_by_its_own_names(model: Model) -> None:
+    for text in (*_names(model), *model.aliases):
+        assert R.model(text).model.id == model.id, text
+
+
+@pytest.mark.xfail(strict=True, reason="catalog/resolve.py Resolver.model: the tag fallback drops the size and "
+                   "returns the bare base name's entry (deepseek-r1, 685B) for a size that does not exist")
+@pytest.mark.parametrize("text", ["deepseek-r1:999b", "deepseek-r1:8b"])
+def test_tag_size_is_never_dropped(text: str) -> None:
+    try:
+        choice = R.model(text)
+    except NotFound:
+        return
+    assert choice.model.id != "deepseek-r1", f"{text} resolved to the 685B model"
+
+
+@pytest.mark.xfail(strict=True, reason="catalog/resolve.py _Index.find: an 'org/' prefix is not stripped, so a "
+                   "Hugging Face path whose tail is an alias (qwen2.5-7b-instruct) does not resolve")
+def test_hf_path_of_an_alias_resolves() -> None:
+    assert R.model("Qwen/Qwen2.5-7B-Instruct").model.id == "qwen2.5-7b"
+
+
+# --- typos, completion -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("text", "wanted"), [("qwen3-8bb", "qwen3-8b"), ("qwen3 8bb", "qwen3-8b")])
+def test_model_typo_suggests_the_right_one(text: str, wanted: str) -> None:
+    with pytest.raises(NotFound) as err:
+        R.model(text)
+    assert not err.value.ambiguous
+    assert wanted in [s.id for s in err.value.suggestions]
+    assert wanted.split("-")[0] in str(err.value).lower()
+
+
+@pytest.mark.parametrize(("text", "wanted"), [("rtx 4900", "nvidia-rtx-4090"), ("RTX4900", "nvidia-rtx-4090"), ("tesla t44", "nvidia-t4")])
+def test_gpu_typo_suggests_the_right_one(text: str, wanted: str) -> None:
+    with pytest.raises(NotFound) as err:
+        R.gpu(text)
+    assert wanted in [s.id for s in err.value.suggestions][:5]
+
+
+def test_complete_model_qw_is_bounded_and_all_qwen() -> None:
+    hits = R.complete_model("qw")
+    assert 0 < len(hits) <= 25
+    assert all("qwen" in CAT.model(h.id).family.lower() or h.id.startswith("qwen") for h in hits), hits
+    assert len({h.id for h in hits}) == len(hits)
+
+
+@pytest.mark.parametrize("prefix", ["", "l", "llama", "rtx", "x" * 1000])
+def test_completion_is_bounded(prefix: str) -> None:
+    assert len(R.complete_model(prefix)) <= 25
+    assert len(R.complete_gpu(prefix)) <= 25
+    assert len(R.complete_gpu(prefix, limit=5)) <= 5
+
+
+def test_completion_ranks_prefix_matches_first() -> None:
+    hits = R.complete_gpu("rtx 40")
+    assert hits and all(h.id.startswith("nvidia-rtx-40") for h in hits[:3])
+
+
+# --- garbage ---------------------------------------------------------------------------------------
+
+GARBAGE = [
+    "",
+    "   ",
+    "\t\n",
+    "x" * 10_000,
+    "🦙🔥",
+    "'; DROP TABLE gpus; --",
+    "../../etc/passwd",
+    "\x00\x01",
+    "...",
+    ":",
+    "::::",
+    "a" * (MAX_QUERY_CHARS + 1),
+]
+
+
+@pytest.mark.parametrize("text", GARBAGE, ids=range(len(GARBAGE)))
+def test_garbage_is_not_found_for_gpus(text: str) -> None:
+    with pytest.raises(NotFound) as err:
+        R.gpu(text)
+    assert len(str(err.value)) < 1000
+
+
+@pytest.mark.parametrize("text", GARBAGE, ids=range(len(GARBAGE)))
+def test_garbage_is_not_found_for_models(text: str) -> None:
+    with pytest.raises(NotFound) as err:
+        R.model(text)
+    assert len(str(err.value)) < 1000
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=300))
+def test_any_text_is_an_entry_or_not_found(text: str) -> None:
+    for lookup in (R.gpu, lambda t: R.model(t).model):
+        try:
+            entry = lookup(text)
+        except NotFound as err:
+            assert err.suggestions is not None
+            assert len(err.suggestions) <= 10
+            continue
+        assert entry.id in {e.id for e in CAT}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=300))
+def test_completion_never_raises(text: str) -> None:
+    assert len(R.complete_model(text)) <= 25
+    assert len(R.complete_gpu(text)) <= 25
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.sampled_from([*CAT.gpus]), st.sampled_from(["", " ", "  "]), st.booleans())
+def test_case_and_spacing_do_not_matter(gpu: GPU, pad: str, upper: bool) -> None:
+    text = pad + (gpu.id.upper() if upper else gpu.id) + pad
+    assert R.gpu(text).id == gpu.id

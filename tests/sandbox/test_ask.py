@@ -1,0 +1,25 @@
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from bot.sandbox.ask import ask
+
+pytestmark = pytest.mark.e2e
+
+
+async def test_ask_returns_one_summary_per_command(
+    tmp_path: Path, minibot: ModuleType, minibot_argv: list[str]
+) -> None:
+    results = await ask(["/ping", "/echo text:hi", "/echo nope:1"], bot_argv=minibot_argv, save_dir=tmp_path)
+    assert [set(r) for r in results] == [{"command", "latency_ms", "ephemeral", "content", "embeds", "files"}] * 3
+    ping, echo, refused = results
+    assert ping["content"] == "pong from shard 0" and ping["files"] == []
+    assert echo["embeds"][0]["description"] == "hi"
+    digest = hashlib.sha256(minibot.ECHO_PNG).hexdigest()
+    assert echo["files"] == [{"filename": "echo.png", "bytes": len(minibot.ECHO_PNG), "sha256": digest}]
+    assert (tmp_path / "01-echo.png").read_bytes() == minibot.ECHO_PNG
+    assert refused["content"].startswith("(Discord would not send this: unknown option 'nope'")
