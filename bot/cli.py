@@ -38,13 +38,20 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
 
 # --- fit -------------------------------------------------------------------------------------------
 
+
 def fit_request(d: dict[str, Any]) -> FitRequest:
     if not d.get("gpu") or not d.get("model"):
         raise CliError("both gpu and model are required")
     return FitRequest(
-        gpu=str(d["gpu"]), model=str(d["model"]), quant=d.get("quant"), engine=str(d.get("engine") or "llama.cpp"),
-        ctx=d.get("ctx") or 8192, prompt=d["prompt"] if d.get("prompt") is not None else 2048,
-        kv=str(d.get("kv") or "f16"), gpus=int(d.get("gpus") or 1), batch=int(d.get("batch") or 1),
+        gpu=str(d["gpu"]),
+        model=str(d["model"]),
+        quant=d.get("quant"),
+        engine=str(d.get("engine") or "llama.cpp"),
+        ctx=d.get("ctx") or 8192,
+        prompt=d["prompt"] if d.get("prompt") is not None else 2048,
+        kv=str(d.get("kv") or "f16"),
+        gpus=int(d.get("gpus") or 1),
+        batch=int(d.get("batch") or 1),
     )
 
 
@@ -55,41 +62,90 @@ def cmd_fit(svc: Service, args: argparse.Namespace) -> int:
         _print_json(data)
         return 0
     g, m = data["gpu"], data["model"]
-    print(f"{m['name']} ({m['params_b']}B) on {g['count']}× {g['name']} — {data['engine']}, "
-          f"ctx {format_tokens(data['ctx'])}, prompt {data['prompt_tokens']}, KV {data['kv_dtype']}")
+    print(
+        f"{m['name']} ({m['params_b']}B) on {g['count']}× {g['name']} — {data['engine']}, "
+        f"ctx {format_tokens(data['ctx'])}, prompt {data['prompt_tokens']}, KV {data['kv_dtype']}"
+    )
     rows = [
-        [o["quant_name"], o["verdict"].replace("_", " "), o["memory_gb"]["weights"], o["memory_gb"]["kv_cache"],
-         o["memory_gb"]["overhead"], f"{o['memory_gb']['total']} / {o['memory_gb']['usable']}",
-         o["decode_tps"], o["ttft_s"], format_tokens(o["max_ctx"]) if o["max_ctx"] else "-"]
+        [
+            o["quant_name"],
+            o["verdict"].replace("_", " "),
+            o["memory_gb"]["weights"],
+            o["memory_gb"]["kv_cache"],
+            o["memory_gb"]["overhead"],
+            f"{o['memory_gb']['total']} / {o['memory_gb']['usable']}",
+            o["decode_tps"],
+            o["ttft_s"],
+            format_tokens(o["max_ctx"]) if o["max_ctx"] else "-",
+        ]
         for o in data["options"]
     ]
-    print(_table(["format", "verdict", "weights GiB", "KV GiB", "runtime GiB", "total/usable GiB", "tok/s",
-                  "TTFT s", "max ctx"], rows))
+    print(
+        _table(
+            [
+                "format",
+                "verdict",
+                "weights GiB",
+                "KV GiB",
+                "runtime GiB",
+                "total/usable GiB",
+                "tok/s",
+                "TTFT s",
+                "max ctx",
+            ],
+            rows,
+        )
+    )
     return 0
 
 
 # --- rank ------------------------------------------------------------------------------------------
 
+
 def cmd_rank(svc: Service, args: argparse.Namespace) -> int:
-    req = RankRequest(gpu=args.gpu, ctx=args.ctx, sort=args.sort, kv=args.kv, gpus=args.gpus, engine=args.engine,
-                      quant=args.quant, limit=args.limit)
+    req = RankRequest(
+        gpu=args.gpu,
+        ctx=args.ctx,
+        sort=args.sort,
+        kv=args.kv,
+        gpus=args.gpus,
+        engine=args.engine,
+        quant=args.quant,
+        limit=args.limit,
+    )
     gpu, rows = svc.rank(req)
     data = jsonout.rank_json(gpu, args.gpus, parse_tokens(args.ctx), rows)
     if args.json:
         _print_json(data)
         return 0
     print(f"Best models on {args.gpus}× {gpu.name} at {format_tokens(data['ctx'])} context (sorted by {args.sort})")
-    print(_table(["#", "model", "params", "format", "tok/s", "TTFT s", "GiB"], [
-        [r["rank"], r["model"]["name"],
-         f"{r['model']['params_b']}B" + (f" ({r['model']['active_params_b']}B active)"
-                                         if r["model"]["active_params_b"] < r["model"]["params_b"] else ""),
-         r["quant"], r["decode_tps"], r["ttft_s"], r["memory_gb"]["total"]]
-        for r in data["rows"]
-    ]))
+    print(
+        _table(
+            ["#", "model", "params", "format", "tok/s", "TTFT s", "GiB"],
+            [
+                [
+                    r["rank"],
+                    r["model"]["name"],
+                    f"{r['model']['params_b']}B"
+                    + (
+                        f" ({r['model']['active_params_b']}B active)"
+                        if r["model"]["active_params_b"] < r["model"]["params_b"]
+                        else ""
+                    ),
+                    r["quant"],
+                    r["decode_tps"],
+                    r["ttft_s"],
+                    r["memory_gb"]["total"],
+                ]
+                for r in data["rows"]
+            ],
+        )
+    )
     return 0
 
 
 # --- gpu -------------------------------------------------------------------------------------------
+
 
 def gpu_card(svc: Service, gpu_text: str, ctx: int, gpus: int = 1) -> dict[str, Any]:
     from estimator.advice import recommend
@@ -99,8 +155,13 @@ def gpu_card(svc: Service, gpu_text: str, ctx: int, gpus: int = 1) -> dict[str, 
     card: dict[str, Any] = {"gpu": jsonout.gpu_facts(gpu), "ctx": ctx}
     card["capability"] = jsonout.capability_json(svc.capability(gpu, ctx=ctx, gpus=gpus))
     refs = tuple(svc.catalog.model(i) for i in ("llama-3.1-8b", "llama-3.3-70b") if _has_model(svc, i))
-    rec = recommend(gpu, svc.catalog.models, format_for(svc.catalog, "llama.cpp", "int4"),
-                    format_for(svc.catalog, "llama.cpp", "int8"), refs)
+    rec = recommend(
+        gpu,
+        svc.catalog.models,
+        format_for(svc.catalog, "llama.cpp", "int4"),
+        format_for(svc.catalog, "llama.cpp", "int8"),
+        refs,
+    )
     card["recommendation"] = {
         "comfortable_8bit": jsonout.capability_json([rec.comfortable_high_precision])["int8"],
         "long_context_4bit": jsonout.capability_json([rec.long_context_q4])["int4"],
@@ -133,8 +194,10 @@ def cmd_gpu(svc: Service, args: argparse.Namespace) -> int:
         _print_json(card)
         return 0
     g = card["gpu"]
-    print(f"{g['name']}: {g['vram_gb']} GB {g.get('memory_type') or ''}, {g['bandwidth_gbs']} GB/s, "
-          f"{g.get('tdp_w') or '?'} W")
+    print(
+        f"{g['name']}: {g['vram_gb']} GB {g.get('memory_type') or ''}, {g['bandwidth_gbs']} GB/s, "
+        f"{g.get('tdp_w') or '?'} W"
+    )
     for level, item in card["capability"].items():
         name = item["model"]["name"] if item["model"] else "nothing"
         print(f"  largest at {level} ({item['quant']}), ctx {format_tokens(card['ctx'])}: {name}")
@@ -146,6 +209,7 @@ def cmd_gpu(svc: Service, args: argparse.Namespace) -> int:
 
 
 # --- batch -----------------------------------------------------------------------------------------
+
 
 def cmd_batch(svc: Service, args: argparse.Namespace) -> int:
     for line in sys.stdin:
@@ -168,10 +232,35 @@ def cmd_batch(svc: Service, args: argparse.Namespace) -> int:
 
 # --- catalog ---------------------------------------------------------------------------------------
 
-GPU_KEYS = ("id", "name", "aliases", "vendor", "vram_gb", "bandwidth_gbs", "fp16_tflops", "int8_tops", "tdp_w",
-            "source")
-MODEL_KEYS = ("id", "name", "aliases", "hf_repo", "params_b", "active_params_b", "layers", "hidden_size",
-              "attention_heads", "kv_heads", "head_dim", "intermediate_size", "vocab_size", "max_context", "source")
+GPU_KEYS = (
+    "id",
+    "name",
+    "aliases",
+    "vendor",
+    "vram_gb",
+    "bandwidth_gbs",
+    "fp16_tflops",
+    "int8_tops",
+    "tdp_w",
+    "source",
+)
+MODEL_KEYS = (
+    "id",
+    "name",
+    "aliases",
+    "hf_repo",
+    "params_b",
+    "active_params_b",
+    "layers",
+    "hidden_size",
+    "attention_heads",
+    "kv_heads",
+    "head_dim",
+    "intermediate_size",
+    "vocab_size",
+    "max_context",
+    "source",
+)
 
 
 def cmd_catalog(svc: Service, args: argparse.Namespace) -> int:
@@ -182,26 +271,44 @@ def cmd_catalog(svc: Service, args: argparse.Namespace) -> int:
             out: list[dict[str, Any]] = []
             for kind in kinds:
                 if kind == "gpu":
-                    out += [{**{k: g.model_dump(mode="json")[k] for k in GPU_KEYS},
-                             **g.model_dump(mode="json")} for g in cat.gpus]
+                    out += [
+                        {**{k: g.model_dump(mode="json")[k] for k in GPU_KEYS}, **g.model_dump(mode="json")}
+                        for g in cat.gpus
+                    ]
                 elif kind == "model":
-                    out += [{**{k: m.model_dump(mode="json")[k] for k in MODEL_KEYS},
-                             **m.model_dump(mode="json")} for m in cat.models]
+                    out += [
+                        {**{k: m.model_dump(mode="json")[k] for k in MODEL_KEYS}, **m.model_dump(mode="json")}
+                        for m in cat.models
+                    ]
                 else:
                     out += [q.model_dump(mode="json") for q in cat.quants]
             _print_json(out)
             return 0
         for kind in kinds:
             if kind == "gpu":
-                print(_table(["id", "name", "VRAM GB", "GB/s", "FP16 TFLOPS"],
-                             [[g.id, g.name, g.vram_gb, g.bandwidth_gbs, g.fp16_tflops or "?"] for g in cat.gpus]))
+                print(
+                    _table(
+                        ["id", "name", "VRAM GB", "GB/s", "FP16 TFLOPS"],
+                        [[g.id, g.name, g.vram_gb, g.bandwidth_gbs, g.fp16_tflops or "?"] for g in cat.gpus],
+                    )
+                )
             elif kind == "model":
-                print(_table(["id", "name", "params B", "active B", "layers", "max ctx"],
-                             [[m.id, m.name, m.params_b, m.active_params_b, m.layers, format_tokens(m.max_context)]
-                              for m in cat.models]))
+                print(
+                    _table(
+                        ["id", "name", "params B", "active B", "layers", "max ctx"],
+                        [
+                            [m.id, m.name, m.params_b, m.active_params_b, m.layers, format_tokens(m.max_context)]
+                            for m in cat.models
+                        ],
+                    )
+                )
             else:
-                print(_table(["id", "name", "bits/weight", "engines"],
-                             [[q.id, q.name, q.bits_per_weight, ", ".join(q.engines)] for q in cat.quants]))
+                print(
+                    _table(
+                        ["id", "name", "bits/weight", "engines"],
+                        [[q.id, q.name, q.bits_per_weight, ", ".join(q.engines)] for q in cat.quants],
+                    )
+                )
         return 0
     if args.action == "show":
         text = " ".join(args.text)
@@ -228,6 +335,7 @@ def cmd_catalog(svc: Service, args: argparse.Namespace) -> int:
 
 
 # --- parser ----------------------------------------------------------------------------------------
+
 
 def _add_fit_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gpu", required=True, help="GPU as people type it: 't4', 'rtx 4090', 'a100 40gb'")

@@ -1,8 +1,183 @@
-"""CLI commands that need the bot's heavier parts; registered by `bot.cli` at start-up."""
+"""CLI commands that need the bot's heavier parts (discord.py, the sandbox); registered by `bot.cli`."""
 
 from __future__ import annotations
 
+import argparse
+import asyncio
+import json
+import os
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 REGISTER: list[Callable[[Any], None]] = []
+
+
+def _bot_argv() -> list[str]:
+    return [sys.executable, "-m", "bot"]
+
+
+def embed_as_text(embed: dict[str, Any]) -> str:
+    """An embed the way a terminal can show it: title, description, fields, footer."""
+    lines = []
+    if embed.get("title"):
+        lines.append(f"== {embed['title']} ==")
+    if embed.get("description"):
+        lines.append(embed["description"])
+    for field in embed.get("fields", []):
+        lines.append(f"-- {field['name']}")
+        lines.append(field["value"])
+    if embed.get("footer", {}).get("text"):
+        lines.append(f"({embed['footer']['text']})")
+    return "\n".join(lines)
+
+
+def _sandbox_env() -> None:
+    """Sandbox runs keep their data under ./data and never clash with a production web port."""
+    os.environ.setdefault("RIGCHECK_HTTP_PORT", "0")
+    if not os.environ.get("DISCORD_TOKEN"):
+        os.environ.pop("DISCORD_TOKEN", None)
+
+
+# --- ask -------------------------------------------------------------------------------------------
+
+
+def cmd_ask(_svc: Any, args: argparse.Namespace) -> int:
+    from bot.sandbox.ask import ask
+
+    _sandbox_env()
+    results = asyncio.run(ask(list(args.commands), bot_argv=_bot_argv(), locale=args.locale, save_dir=args.save))
+    for result in results:
+        if args.json:
+            sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
+            continue
+        private = ", only you can see this" if result["ephemeral"] else ""
+        print(f"> {result['command']}   ({result['latency_ms']} ms{private})")
+        if result["content"]:
+            print(result["content"])
+        for embed in result["embeds"]:
+            print(embed_as_text(embed))
+        for f in result["files"]:
+            print(f"[attached {f['filename']}, {f['bytes']} bytes]")
+        print()
+    return 0
+
+
+def _register_ask(sub: Any) -> None:
+    p = sub.add_parser("ask", help="run slash commands against the bot in the local sandbox and print the replies")
+    p.add_argument("commands", nargs="+", help='e.g. "/fit gpu:T4 model:qwen3-8b"')
+    p.add_argument("--locale", default="en-US", help="Discord locale, e.g. zh-CN")
+    p.add_argument("--json", action="store_true", help="one JSON object per command")
+    p.add_argument("--save", metavar="DIR", help="write attached charts here")
+    p.set_defaults(func=cmd_ask)
+
+
+def _write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+
+
+# --- run -------------------------------------------------------------------------------------------
+
+
+async def _run_sandbox(args: argparse.Namespace) -> int:
+    from bot.sandbox.ask import serve_playground
+
+    _sandbox_env()
+    session = await serve_playground(_bot_argv(), host="127.0.0.1", port=args.port)
+    out_dir = Path(args.save)
+    print(
+        f"rigcheck is running against the local Discord sandbox (no DISCORD_TOKEN set).\n"
+        f"Playground: {session.url}\n"
+        f"Type a slash command here (e.g. /fit gpu:T4 model:qwen3-8b), or Ctrl-C to stop.",
+        flush=True,
+    )
+    try:
+        if not sys.stdin.isatty() and not args.prompt:
+            return await session.wait()
+        loop = asyncio.get_running_loop()
+        while True:
+            line = await loop.run_in_executor(None, sys.stdin.readline)
+            if not line:
+                return await session.wait()
+            command = line.strip()
+            if not command:
+                continue
+            if not command.startswith("/"):
+                command = "/" + command
+            reply = await session.sandbox.driver.invoke(command, locale=args.locale)
+            if reply.rejected_by_client:
+                print(f"(Discord would not send this: {reply.reason})")
+            if reply.content:
+                print(reply.content)
+            for embed in reply.embeds:
+                print(embed_as_text(embed))
+            for f in reply.files:
+                path = out_dir / f"{reply.interaction_id}-{Path(f.filename).name}"
+                await asyncio.to_thread(_write, path, f.data)
+                print(f"[chart saved to {path}]")
+            print(flush=True)
+    finally:
+        await session.close()
+
+
+def cmd_run(_svc: Any, args: argparse.Namespace) -> int:
+    if os.environ.get("DISCORD_TOKEN"):
+        from bot.__main__ import main as bot_main
+
+        return asyncio.run(bot_main())
+    try:
+        return asyncio.run(_run_sandbox(args))
+    except KeyboardInterrupt:
+        return 0
+
+
+def _register_run(sub: Any) -> None:
+    p = sub.add_parser("run", help="run the bot: on Discord with DISCORD_TOKEN, else in the local sandbox")
+    p.add_argument("--port", type=int, default=8765, help="sandbox/playground port on 127.0.0.1 (0 = any free)")
+    p.add_argument("--locale", default="en-US")
+    p.add_argument("--save", default="rigcheck-charts", help="where the terminal prompt saves charts")
+    p.add_argument("--prompt", action="store_true", help="read commands from stdin even when it is not a terminal")
+    p.set_defaults(func=cmd_run)
+
+
+# --- finetune --------------------------------------------------------------------------------------
+
+
+def cmd_finetune(svc: Any, args: argparse.Namespace) -> int:
+    from bot.finetune_cli import finetune_json
+
+    data = finetune_json(svc, {k: v for k, v in vars(args).items() if k not in ("func", "command", "json")})
+    if args.json:
+        sys.stdout.write(json.dumps(data) + "\n")
+        return 0
+    print(
+        f"{data['method']} fine-tuning of {data['model']['name']} on {data['gpu']['count']}× {data['gpu']['name']}: "
+        f"{'fits' if data['fits'] else 'does not fit'}"
+    )
+    for key, value in data["memory_gb"].items():
+        print(f"  {key:12s} {value:8.2f} GiB")
+    print(f"  largest seq {data['max_seq']}, largest micro-batch {data['max_batch']}")
+    return 0
+
+
+def _register_finetune(sub: Any) -> None:
+    p = sub.add_parser("finetune", help="peak memory of full, LoRA or QLoRA fine-tuning")
+    p.add_argument("--gpu", required=True)
+    p.add_argument("--model", required=True)
+    p.add_argument("--method", default="qlora", choices=["full", "lora", "qlora"])
+    p.add_argument("--seq", default="2048")
+    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--rank", type=int)
+    p.add_argument("--targets", choices=["qv", "attention", "all"])
+    p.add_argument("--optimizer")
+    p.add_argument("--precision", choices=["bf16", "fp16", "fp32"])
+    p.add_argument("--checkpointing", action=argparse.BooleanOptionalAction, default=None)
+    p.add_argument("--gpus", type=int, default=1)
+    p.add_argument("--sharding", choices=["none", "zero1", "zero2", "zero3", "fsdp"])
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_finetune)
+
+
+REGISTER.extend([_register_ask, _register_run, _register_finetune])

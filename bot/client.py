@@ -81,31 +81,50 @@ class RigTree(app_commands.CommandTree["RigBot"]):
         bot.metrics_outcome(interaction, "error")
         if isinstance(original, NotFound):
             kind = {"gpu": "显卡" if zh else "GPU", "model": "模型" if zh else "model"}[original.kind]
-            title = (f"找不到{kind}" if not original.ambiguous else f"{kind}名称不明确") if zh else (
-                f"Unknown {kind}" if not original.ambiguous else f"Which {kind}?")
-            message = (f"`{original.query[:80]}` " + ("对应多个条目。" if original.ambiguous else "不在目录中。")) if zh else (
-                f"`{original.query[:80]}` " + ("matches several entries." if original.ambiguous
-                                               else "is not in the catalog."))
+            title = (
+                (f"找不到{kind}" if not original.ambiguous else f"{kind}名称不明确")
+                if zh
+                else (f"Unknown {kind}" if not original.ambiguous else f"Which {kind}?")
+            )
+            message = (
+                (f"`{original.query[:80]}` " + ("对应多个条目。" if original.ambiguous else "不在目录中。"))
+                if zh
+                else (
+                    f"`{original.query[:80]}` "
+                    + ("matches several entries." if original.ambiguous else "is not in the catalog.")
+                )
+            )
             reply = error_reply(title, message, locale, [s.label for s in original.suggestions[:8]])
         elif isinstance(original, BadValue | app_commands.TransformerError | ValueError) and not isinstance(
             original, app_commands.CommandInvokeError
         ):
             reply = error_reply("参数无效" if zh else "That option does not work", str(original)[:1500], locale)
         elif isinstance(original, app_commands.CommandOnCooldown):
-            reply = error_reply("请稍候" if zh else "Slow down",
-                                (f"{original.retry_after:.0f} 秒后再试" if zh
-                                 else f"Try again in {original.retry_after:.0f} s."), locale)
+            reply = error_reply(
+                "请稍候" if zh else "Slow down",
+                (f"{original.retry_after:.0f} 秒后再试" if zh else f"Try again in {original.retry_after:.0f} s."),
+                locale,
+            )
         elif isinstance(original, app_commands.CheckFailure):
-            reply = error_reply("没有权限" if zh else "Not allowed",
-                                "此命令需要“管理服务器”权限。" if zh else "This needs the Manage Server permission.",
-                                locale)
+            reply = error_reply(
+                "没有权限" if zh else "Not allowed",
+                "此命令需要“管理服务器”权限。" if zh else "This needs the Manage Server permission.",
+                locale,
+            )
         else:
             error_id = uuid.uuid4().hex[:8]
-            log.error("command failed [%s] %s", error_id, interaction.command and interaction.command.qualified_name,
-                      exc_info=original)
-            reply = error_reply("出错了" if zh else "Something went wrong",
-                                "这是我们的问题，不是你的。" if zh else "That one is on us, not you.", locale,
-                                error_id=error_id)
+            log.error(
+                "command failed [%s] %s",
+                error_id,
+                interaction.command and interaction.command.qualified_name,
+                exc_info=original,
+            )
+            reply = error_reply(
+                "出错了" if zh else "Something went wrong",
+                "这是我们的问题，不是你的。" if zh else "That one is on us, not you.",
+                locale,
+                error_id=error_id,
+            )
         try:
             await send_reply(interaction, reply)
         except discord.HTTPException:
@@ -141,7 +160,7 @@ class RigBot(commands.AutoShardedBot):
 
     async def setup_hook(self) -> None:
         data_dir = Path(self.settings.rigcheck_data_dir)
-        data_dir.mkdir(parents=True, exist_ok=True)
+        await asyncio.to_thread(data_dir.mkdir, parents=True, exist_ok=True)
         await self.open_stores(data_dir)
         for ext in EXTENSIONS:
             await self.load_extension(ext)
@@ -155,8 +174,9 @@ class RigBot(commands.AutoShardedBot):
         except ImportError:  # the stores are optional only while building; production always has them
             log.warning("stores unavailable; answers are not cached")
             return
-        self.cache = await ReplyCache.open(data_dir / "cache.sqlite3",
-                                           max_bytes=self.settings.rigcheck_cache_max_mb * 1024 * 1024)
+        self.cache = await ReplyCache.open(
+            data_dir / "cache.sqlite3", max_bytes=self.settings.rigcheck_cache_max_mb * 1024 * 1024
+        )
         self.state = await StateStore.open(data_dir / "state.sqlite3")
 
     async def start_web(self) -> None:
@@ -206,12 +226,19 @@ class RigBot(commands.AutoShardedBot):
         if self.cache is not None:
             from bot.store.cache import make_key
 
-            key = make_key({"command": command, "locale": locale_key(locale), **key_parts},
-                                      self.service.catalog.version, self.service.version)
+            key = make_key(
+                {"command": command, "locale": locale_key(locale), **key_parts},
+                self.service.catalog.version,
+                self.service.version,
+            )
             cached = await self.cache.get(key)
             if cached is not None:
-                reply = Reply(content=cached.content, embeds=cached.embeds, ephemeral=cached.ephemeral,
-                              files=[{"filename": f.filename, "data": f.data} for f in cached.files])  # type: ignore[misc]
+                reply = Reply(
+                    content=cached.content,
+                    embeds=cached.embeds,
+                    ephemeral=cached.ephemeral,
+                    files=[{"filename": f.filename, "data": f.data} for f in cached.files],
+                )  # type: ignore[misc]
         hit = reply is not None
         if reply is None:
             await interaction.response.defer(thinking=True)
@@ -219,9 +246,16 @@ class RigBot(commands.AutoShardedBot):
             if self.cache is not None and key is not None:
                 from bot.store.cache import CachedFile, CachedReply
 
-                await self.cache.put(key, CachedReply(
-                    content=reply.content, embeds=reply.embeds, ephemeral=reply.ephemeral, components=[],
-                    files=[CachedFile(filename=f.filename, data=f.data) for f in reply.files]))
+                await self.cache.put(
+                    key,
+                    CachedReply(
+                        content=reply.content,
+                        embeds=reply.embeds,
+                        ephemeral=reply.ephemeral,
+                        components=[],
+                        files=[CachedFile(filename=f.filename, data=f.data) for f in reply.files],
+                    ),
+                )
         await send_reply(interaction, reply, view)
         latency_ms = (time.perf_counter() - started) * 1000
         if self.metrics is not None:
@@ -230,7 +264,14 @@ class RigBot(commands.AutoShardedBot):
         if self.state is not None:
             try:
                 await self.state.log_query(
-                    command=command, args=key_parts, guild_id=interaction.guild_id, user_id=interaction.user.id,
-                    latency_ms=latency_ms, cache_hit=hit, outcome="ok", at=datetime.now(UTC))
+                    command=command,
+                    args=key_parts,
+                    guild_id=interaction.guild_id,
+                    user_id=interaction.user.id,
+                    latency_ms=latency_ms,
+                    cache_hit=hit,
+                    outcome="ok",
+                    at=datetime.now(UTC),
+                )
             except Exception:
                 log.warning("query log write failed", exc_info=True)

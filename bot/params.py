@@ -25,7 +25,7 @@ def parse_tokens(text: str | int, *, name: str = "ctx", allow_zero: bool = False
         if not match:
             raise BadValue(f"{name} must be a token count like 8192, 32k or 1M (got {str(text)[:40]!r})")
         number, unit = float(match.group(1)), match.group(2).lower()
-        value = int(round(number * {"": 1, "k": 1024, "m": 1024 * 1024}[unit]))
+        value = round(number * {"": 1, "k": 1024, "m": 1024 * 1024}[unit])
     if value < 0 or (value == 0 and not allow_zero):
         raise BadValue(f"{name} must be a positive number of tokens")
     if value > CTX_MAX_TOKENS:

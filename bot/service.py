@@ -105,8 +105,10 @@ class Service:
             formats = ", ".join(q.name for q in self.catalog.quants if engine in q.engines)
             raise BadValue(f"unknown quantization {text[:30]!r}; use a level ({levels}) or a format ({formats})")
         if engine not in fmt.engines:
-            raise BadValue(f"{fmt.name} is not a {engine} format; try "
-                           + ", ".join(q.name for q in self.catalog.quants if engine in q.engines))
+            raise BadValue(
+                f"{fmt.name} is not a {engine} format; try "
+                + ", ".join(q.name for q in self.catalog.quants if engine in q.engines)
+            )
         return fmt
 
     def formats(self, engine: Engine, quant: str | None) -> list[QuantFormat]:
@@ -121,13 +123,23 @@ class Service:
         model, tagged = self.model(req.model)
         engine = self.engine(req.engine)
         if not supports(engine, gpu):
-            raise BadValue(f"{engine} does not run on {gpu.name}; use llama.cpp" +
-                           (" or mlx" if gpu.vendor == "apple" else ""))
+            raise BadValue(
+                f"{engine} does not run on {gpu.name}; use llama.cpp" + (" or mlx" if gpu.vendor == "apple" else "")
+            )
         formats = self.formats(engine, req.quant) if req.quant or tagged is None else [tagged]
         ctx = parse_tokens(req.ctx)
         prompt = parse_tokens(req.prompt, name="prompt", allow_zero=True)
-        q = Query(gpu=gpu, gpus=self.gpus(req.gpus), model=model, quant=formats[0], engine=engine, ctx=ctx,
-                  prompt_tokens=min(prompt, ctx), kv=self.kv(req.kv), batch=max(1, int(req.batch)))
+        q = Query(
+            gpu=gpu,
+            gpus=self.gpus(req.gpus),
+            model=model,
+            quant=formats[0],
+            engine=engine,
+            ctx=ctx,
+            prompt_tokens=min(prompt, ctx),
+            kv=self.kv(req.kv),
+            batch=max(1, int(req.batch)),
+        )
         return q, formats
 
     def fit(self, req: FitRequest) -> FitResult:
@@ -144,11 +156,21 @@ class Service:
         if req.sort not in ("quality", "speed", "size"):
             raise BadValue("sort must be quality, speed or size")
         sort: Sort = req.sort  # type: ignore[assignment]
-        rows = rank(self.catalog.models, self.formats(engine, req.quant), gpu, gpus=self.gpus(req.gpus),
-                    ctx=parse_tokens(req.ctx), engine=engine, kv=self.kv(req.kv), sort=sort)
+        rows = rank(
+            self.catalog.models,
+            self.formats(engine, req.quant),
+            gpu,
+            gpus=self.gpus(req.gpus),
+            ctx=parse_tokens(req.ctx),
+            engine=engine,
+            kv=self.kv(req.kv),
+            sort=sort,
+        )
         return gpu, rows[: req.limit] if req.limit else rows
 
-    def capability(self, gpu: GPU, *, ctx: int = 8192, gpus: int = 1, engine: Engine = "llama.cpp") -> list[LargestModel]:
+    def capability(
+        self, gpu: GPU, *, ctx: int = 8192, gpus: int = 1, engine: Engine = "llama.cpp"
+    ) -> list[LargestModel]:
         out = []
         for level in ("int4", "int8", "fp16"):
             fmt = self.catalog.quant(DEFAULT_FORMAT[engine][level])

@@ -13,8 +13,10 @@ def main() -> None:
         diff = stated_vs_derived(m)
         active = active_decoder_params(m) / 1e9
         flag = "  <-- check" if abs(diff) > 0.03 else ""
-        print(f"{m.id:40s} stated {m.params_b:8.2f}B  derived-diff {diff:+7.2%}  active(derived) {active:7.2f}B"
-              f" stated {m.active_params_b:7.2f}B{flag}")
+        print(
+            f"{m.id:40s} stated {m.params_b:8.2f}B  derived-diff {diff:+7.2%}  active(derived) {active:7.2f}B"
+            f" stated {m.active_params_b:7.2f}B{flag}"
+        )
 
 
 if __name__ == "__main__":

@@ -34,12 +34,17 @@ class Recommendation(BaseModel):
 
 def reference_speed(gpu: GPU, model: Model, fmt: QuantFormat, engine: Engine = "llama.cpp") -> ReferenceSpeed:
     q = Query(gpu=gpu, model=model, quant=fmt, engine=engine, ctx=4096, prompt_tokens=512)
-    return ReferenceSpeed(model=model, quant=fmt, decode_tps=speed(q).decode_tps,
-                          fits=memory(q).verdict != "does_not_fit")
+    return ReferenceSpeed(
+        model=model, quant=fmt, decode_tps=speed(q).decode_tps, fits=memory(q).verdict != "does_not_fit"
+    )
 
 
 def recommend(
-    gpu: GPU, models: tuple[Model, ...], q4: QuantFormat, q8: QuantFormat, references: tuple[Model, ...],
+    gpu: GPU,
+    models: tuple[Model, ...],
+    q4: QuantFormat,
+    q8: QuantFormat,
+    references: tuple[Model, ...],
     engine: Engine = "llama.cpp",
 ) -> Recommendation:
     return Recommendation(

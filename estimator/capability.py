@@ -9,8 +9,35 @@ from estimator.memory import memory
 from estimator.query import Engine, KVDtype, Query
 
 # Size classes people talk in ("a 14B model"), from the sizes open models are released at.
-SIZE_CLASSES_B = (0.5, 1, 1.5, 2, 3, 4, 7, 8, 9, 12, 14, 20, 24, 27, 32, 34, 40, 70, 72, 110, 120, 180, 235, 405,
-                  480, 671, 1000)
+SIZE_CLASSES_B = (
+    0.5,
+    1,
+    1.5,
+    2,
+    3,
+    4,
+    7,
+    8,
+    9,
+    12,
+    14,
+    20,
+    24,
+    27,
+    32,
+    34,
+    40,
+    70,
+    72,
+    110,
+    120,
+    180,
+    235,
+    405,
+    480,
+    671,
+    1000,
+)
 
 
 def size_class_b(params_b: float) -> float:
@@ -29,8 +56,15 @@ class LargestModel(BaseModel):
 
 
 def largest_that_fits(
-    models: tuple[Model, ...], fmt: QuantFormat, level: str, gpu: GPU, *, gpus: int = 1, ctx: int = 8192,
-    engine: Engine = "llama.cpp", kv: KVDtype = "f16",
+    models: tuple[Model, ...],
+    fmt: QuantFormat,
+    level: str,
+    gpu: GPU,
+    *,
+    gpus: int = 1,
+    ctx: int = 8192,
+    engine: Engine = "llama.cpp",
+    kv: KVDtype = "f16",
 ) -> LargestModel:
     best: Model | None = None
     for model in sorted(models, key=lambda m: -m.params_b):

@@ -45,8 +45,19 @@ def vram_curves(base: Query, formats: list[QuantFormat]) -> VramCurves:
     curves = []
     for fmt in formats:
         q = base.model_copy(update={"quant": fmt})
-        curves.append(Curve(quant=fmt, ctx=tuple(points), total_bytes=tuple(total_bytes_at(q, c) for c in points),
-                            max_ctx=max_context(q)))
+        curves.append(
+            Curve(
+                quant=fmt,
+                ctx=tuple(points),
+                total_bytes=tuple(total_bytes_at(q, c) for c in points),
+                max_ctx=max_context(q),
+            )
+        )
     per_gpu = usable_vram_bytes(base.gpu, base.engine)
-    return VramCurves(usable_bytes=per_gpu * base.gpus, usable_per_gpu_bytes=per_gpu,
-                      vram_bytes=base.gpu.vram_bytes * base.gpus, gpus=base.gpus, curves=tuple(curves))
+    return VramCurves(
+        usable_bytes=per_gpu * base.gpus,
+        usable_per_gpu_bytes=per_gpu,
+        vram_bytes=base.gpu.vram_bytes * base.gpus,
+        gpus=base.gpus,
+        curves=tuple(curves),
+    )

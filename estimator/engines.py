@@ -17,8 +17,15 @@ T = TypeVar("T", DecodeFit, PrefillFit)
 # The format each engine reaches for when someone asks for a generic level.
 DEFAULT_FORMAT: dict[Engine, dict[str, str]] = {
     "llama.cpp": {
-        "int2": "q2_k", "int3": "q3_k_m", "int4": "q4_k_m", "int5": "q5_k_m", "int6": "q6_k",
-        "int8": "q8_0", "fp8": "q8_0", "fp4": "mxfp4", "fp16": "f16",
+        "int2": "q2_k",
+        "int3": "q3_k_m",
+        "int4": "q4_k_m",
+        "int5": "q5_k_m",
+        "int6": "q6_k",
+        "int8": "q8_0",
+        "fp8": "q8_0",
+        "fp4": "mxfp4",
+        "fp16": "f16",
     },
     "vllm": {"int4": "awq-int4", "int8": "int8-w8a8", "fp8": "fp8", "fp4": "nvfp4", "fp16": "bf16"},
     "mlx": {"int4": "mlx-4bit", "int8": "mlx-8bit", "fp16": "bf16"},
@@ -74,8 +81,14 @@ def compute_class(engine: Engine, fmt: QuantFormat, gpu: GPU) -> str:
 
 
 def _lookup(table: dict[tuple[str, str, str], T], engine: str, backend: str, cls: str) -> T:
-    for key in ((engine, backend, cls), (engine, backend, "*"), (engine, "*", cls), (engine, "*", "*"),
-                ("llama.cpp", backend, "*"), ("llama.cpp", "*", "*")):
+    for key in (
+        (engine, backend, cls),
+        (engine, backend, "*"),
+        (engine, "*", cls),
+        (engine, "*", "*"),
+        ("llama.cpp", backend, "*"),
+        ("llama.cpp", "*", "*"),
+    ):
         if key in table:
             return table[key]
     raise LookupError(f"no calibration for {engine}/{backend}/{cls}")

@@ -1,7 +1,7 @@
 """Where the bytes go: weights, KV cache, runtime buffers, and how much of the card can hold them.
 
-    total(ctx) = weight_bytes + kv_cache_bytes(ctx) + runtime_overhead_bytes(ctx)
-    fits      ⇔ total(ctx) ≤ usable_vram_bytes
+total(ctx) = weight_bytes + kv_cache_bytes(ctx) + runtime_overhead_bytes(ctx)
+fits      ⇔ total(ctx) ≤ usable_vram_bytes
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ CTX_STEP = 256  # max-context answers are multiples of this many tokens
 
 
 # --- weights ---------------------------------------------------------------------------------------
+
 
 def embedding_table_params(model: Model) -> int:
     return model.vocab_size * model.hidden_size
@@ -42,6 +43,7 @@ def weight_bytes(model: Model, fmt: QuantFormat) -> float:
 
 
 # --- KV cache --------------------------------------------------------------------------------------
+
 
 def kv_bytes_per_token_per_layer(model: Model, kv: KVDtype) -> float:
     """One token's cache entry in one growing layer: K and V for every KV head, or MLA's latent."""
@@ -74,6 +76,7 @@ def kv_cache_bytes(model: Model, ctx: int, kv: KVDtype = "f16", sequences: int =
 
 
 # --- runtime buffers -------------------------------------------------------------------------------
+
 
 def llamacpp_compute_buffer_bytes(model: Model, ctx: int) -> float:
     """llama.cpp's per-GPU compute buffer for one micro-batch (flash attention on).
@@ -108,6 +111,7 @@ def runtime_overhead_bytes(model: Model, gpu: GPU, engine: Engine, ctx: int, gpu
 
 
 # --- capacity --------------------------------------------------------------------------------------
+
 
 def apple_gpu_fraction(gpu: GPU) -> float:
     if gpu.gpu_memory_fraction is not None:

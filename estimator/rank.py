@@ -64,8 +64,16 @@ def rank(
             continue
         fitting: list[RankedFormat] = []
         for fmt in formats:
-            q = Query(gpu=gpu, gpus=gpus, model=model, quant=fmt, engine=engine, ctx=ctx, kv=kv,
-                      prompt_tokens=min(prompt_tokens, ctx))
+            q = Query(
+                gpu=gpu,
+                gpus=gpus,
+                model=model,
+                quant=fmt,
+                engine=engine,
+                ctx=ctx,
+                kv=kv,
+                prompt_tokens=min(prompt_tokens, ctx),
+            )
             mem = memory(q)
             if mem.verdict != "does_not_fit":
                 fitting.append(RankedFormat(quant=fmt, memory=mem, speed=speed(q)))
@@ -77,5 +85,5 @@ def rank(
     elif sort == "size":
         rows.sort(key=lambda r: (-r.model.params_b, r.model.id))
     else:
-        rows.sort(key=lambda r: tuple(-x for x in quality_key(r.model)) + (r.model.id,))  # type: ignore[operator]
+        rows.sort(key=lambda r: (*tuple(-x for x in quality_key(r.model)), r.model.id))  # type: ignore[operator]
     return rows

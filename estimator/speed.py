@@ -56,8 +56,14 @@ def interconnect_kind(gpu: GPU) -> str:
 
 
 def decode_seconds_per_step(
-    model: Model, fmt: QuantFormat, gpu: GPU, engine: Engine, ctx: int, kv: KVDtype,
-    gpus: int = 1, sequences: int = 1,
+    model: Model,
+    fmt: QuantFormat,
+    gpu: GPU,
+    engine: Engine,
+    ctx: int,
+    kv: KVDtype,
+    gpus: int = 1,
+    sequences: int = 1,
 ) -> float:
     fit = decode_fit(engine, fmt, gpu)
     moved = decode_bytes_per_step(model, fmt, ctx, kv, sequences)
@@ -85,8 +91,8 @@ def prefill_flops(model: Model, prompt_tokens: int) -> float:
     if a.kind == "sliding" and a.global_layers is not None and a.sliding_window is not None:
         local = model.layers - a.global_layers
         attn_layers = a.global_layers
-        local_flops = 4 * local * model.attention_heads * model.head_dim * prompt_tokens * min(
-            prompt_tokens, a.sliding_window
+        local_flops = (
+            4 * local * model.attention_heads * model.head_dim * prompt_tokens * min(prompt_tokens, a.sliding_window)
         )
     else:
         local_flops = 0.0
@@ -126,9 +132,7 @@ class Speed(BaseModel):
 
 
 def speed(q: Query) -> Speed:
-    step_s = decode_seconds_per_step(
-        q.model, q.quant, q.gpu, q.engine, max(q.prompt_tokens, 1), q.kv, q.gpus, q.batch
-    )
+    step_s = decode_seconds_per_step(q.model, q.quant, q.gpu, q.engine, max(q.prompt_tokens, 1), q.kv, q.gpus, q.batch)
     ttft = prefill_seconds(q.model, q.quant, q.gpu, q.engine, q.prompt_tokens, q.gpus)
     prefill_tps = q.prompt_tokens / ttft if ttft > 0 else 0.0
     return Speed(decode_tps=1 / step_s, aggregate_tps=q.batch / step_s, prefill_tps=prefill_tps, ttft_s=ttft)

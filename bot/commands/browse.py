@@ -25,18 +25,33 @@ class Browse(commands.Cog):
 
     @app_commands.command(name="models", description="Browse the models in the catalog")
     @app_commands.describe(family="Family, e.g. Qwen3, Llama, Gemma", max_params="At most this many billion parameters")
-    async def models(self, interaction: discord.Interaction, family: str | None = None,
-                     max_params: app_commands.Range[float, 0.1, 5000.0] | None = None) -> None:
+    async def models(
+        self,
+        interaction: discord.Interaction,
+        family: str | None = None,
+        max_params: app_commands.Range[float, 0.1, 5000.0] | None = None,
+    ) -> None:
         cat = self.bot.service.catalog
-        picked = [m for m in cat.models
-                  if (not family or family.lower().replace(" ", "") in m.family.lower().replace(" ", ""))
-                  and (max_params is None or m.params_b <= max_params)]
+        picked = [
+            m
+            for m in cat.models
+            if (not family or family.lower().replace(" ", "") in m.family.lower().replace(" ", ""))
+            and (max_params is None or m.params_b <= max_params)
+        ]
         picked.sort(key=lambda m: (m.family, m.params_b))
-        lines = [f"{m.name[:30]:30s} {m.params_b:>7.2f}B" + (f" ({m.active_params_b:g}B act)" if m.moe else "")
-                 + f" {format_tokens(m.max_context):>5s}" for m in picked[:ROWS]]
+        lines = [
+            f"{m.name[:30]:30s} {m.params_b:>7.2f}B"
+            + (f" ({m.active_params_b:g}B act)" if m.moe else "")
+            + f" {format_tokens(m.max_context):>5s}"
+            for m in picked[:ROWS]
+        ]
         zh = locale_key(str(interaction.locale.value)) == "zh-CN"
         more = len(picked) - len(lines)
-        footer = (f"另有 {more} 个" if zh else f"…and {more} more") if more > 0 else ("来源见 /fit" if zh else "Sources: rigcheck catalog")
+        footer = (
+            (f"另有 {more} 个" if zh else f"…and {more} more")
+            if more > 0
+            else ("来源见 /fit" if zh else "Sources: rigcheck catalog")
+        )
         title = "模型目录" if zh else "Models"
         intro = (f"共 {len(picked)} 个" if zh else f"{len(picked)} models") + (f" · {family}" if family else "")
         reply = list_reply(title, intro, lines or ["—"], footer, str(interaction.locale.value))
@@ -52,8 +67,13 @@ class Browse(commands.Cog):
         zh = locale_key(str(interaction.locale.value)) == "zh-CN"
         more = len(picked) - len(lines)
         footer = (f"另有 {more} 个" if zh else f"…and {more} more") if more > 0 else "rigcheck"
-        reply = list_reply("显卡目录" if zh else "GPUs", f"{len(picked)}" + (f" · {vendor}" if vendor else ""),
-                           lines or ["—"], footer, str(interaction.locale.value))
+        reply = list_reply(
+            "显卡目录" if zh else "GPUs",
+            f"{len(picked)}" + (f" · {vendor}" if vendor else ""),
+            lines or ["—"],
+            footer,
+            str(interaction.locale.value),
+        )
         await interaction.response.send_message(embeds=[discord.Embed.from_dict(e) for e in reply.embeds])
 
 

@@ -13,22 +13,28 @@ if TYPE_CHECKING:
     from bot.client import RigBot
 
 MAX_CHOICES = 25
-ENGINE_CHOICES = [app_commands.Choice(name=n, value=v) for n, v in
-                  (("llama.cpp (Ollama, LM Studio)", "llama.cpp"), ("vLLM", "vllm"), ("MLX (Apple)", "mlx"))]
+ENGINE_CHOICES = [
+    app_commands.Choice(name=n, value=v)
+    for n, v in (("llama.cpp (Ollama, LM Studio)", "llama.cpp"), ("vLLM", "vllm"), ("MLX (Apple)", "mlx"))
+]
 KV_CHOICES = [app_commands.Choice(name=n, value=n) for n in ("f16", "q8_0", "q4_0", "fp8")]
 SORT_CHOICES = [app_commands.Choice(name=n, value=n) for n in ("quality", "speed", "size")]
 
 
 async def gpu_autocomplete(interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
     bot: RigBot = interaction.client  # type: ignore[assignment]
-    return [app_commands.Choice(name=s.label[:100], value=s.id)
-            for s in bot.service.resolver.complete_gpu(current, MAX_CHOICES)]
+    return [
+        app_commands.Choice(name=s.label[:100], value=s.id)
+        for s in bot.service.resolver.complete_gpu(current, MAX_CHOICES)
+    ]
 
 
 async def model_autocomplete(interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
     bot: RigBot = interaction.client  # type: ignore[assignment]
-    return [app_commands.Choice(name=s.label[:100], value=s.id)
-            for s in bot.service.resolver.complete_model(current, MAX_CHOICES)]
+    return [
+        app_commands.Choice(name=s.label[:100], value=s.id)
+        for s in bot.service.resolver.complete_model(current, MAX_CHOICES)
+    ]
 
 
 async def quant_autocomplete(interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:

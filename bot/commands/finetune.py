@@ -21,19 +21,33 @@ class Finetune(commands.Cog):
         self.bot = bot
 
     @app_commands.command(name="finetune", description="Memory for QLoRA, LoRA or full fine-tuning")
-    @app_commands.describe(gpu="GPU", model="Model", method="qlora, lora or full", ctx="Sequence length (default 2048)",
-                           batch="Micro-batch (default 1)", gpus="Number of GPUs")
+    @app_commands.describe(
+        gpu="GPU",
+        model="Model",
+        method="qlora, lora or full",
+        ctx="Sequence length (default 2048)",
+        batch="Micro-batch (default 1)",
+        gpus="Number of GPUs",
+    )
     @app_commands.autocomplete(gpu=gpu_autocomplete, model=model_autocomplete)
-    async def finetune(self, interaction: discord.Interaction, gpu: str, model: str,
-                       method: Literal["qlora", "lora", "full"] = "qlora", ctx: str | None = None,
-                       batch: app_commands.Range[int, 1, 128] = 1, gpus: GpuCount = 1) -> None:
+    async def finetune(
+        self,
+        interaction: discord.Interaction,
+        gpu: str,
+        model: str,
+        method: Literal["qlora", "lora", "full"] = "qlora",
+        ctx: str | None = None,
+        batch: app_commands.Range[int, 1, 128] = 1,
+        gpus: GpuCount = 1,
+    ) -> None:
         svc = self.bot.service
         g = svc.gpu(gpu)
         m, _ = svc.model(model)
         seq = parse_tokens(ctx or 2048)
         params = {"gpu": g.id, "model": m.id, "method": method, "seq": seq, "batch": batch, "gpus": gpus}
-        await self.bot.answer(interaction, "finetune", params,
-                              lambda locale: finetune_reply(svc, g, m, method, seq, batch, gpus, locale))
+        await self.bot.answer(
+            interaction, "finetune", params, lambda locale: finetune_reply(svc, g, m, method, seq, batch, gpus, locale)
+        )
 
 
 async def setup(bot: RigBot) -> None:

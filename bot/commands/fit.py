@@ -58,15 +58,31 @@ class Fit(commands.Cog):
     ) -> None:
         defaults = await self.bot_defaults(interaction)
         req = FitRequest(
-            gpu=gpu, model=model, quant=quant, engine=engine or defaults.get("engine") or "llama.cpp",
-            ctx=parse_tokens(ctx or defaults.get("ctx") or 8192), prompt=parse_tokens(prompt or 2048, name="prompt",
-                                                                                       allow_zero=True),
-            kv=kv or "f16", gpus=gpus, batch=batch,
+            gpu=gpu,
+            model=model,
+            quant=quant,
+            engine=engine or defaults.get("engine") or "llama.cpp",
+            ctx=parse_tokens(ctx or defaults.get("ctx") or 8192),
+            prompt=parse_tokens(prompt or 2048, name="prompt", allow_zero=True),
+            kv=kv or "f16",
+            gpus=gpus,
+            batch=batch,
         )
         svc = self.bot.service
         # Resolve now so a typo gets its "did you mean" at once, before any defer.
-        svc.base_query(req)
-        await self.bot.answer(interaction, "fit", req.__dict__, lambda locale: fit_reply(svc, req, locale))
+        q, formats = svc.base_query(req)
+        key = {
+            "gpu": q.gpu.id,
+            "gpus": q.gpus,
+            "model": q.model.id,
+            "quant": [f.id for f in formats],
+            "engine": q.engine,
+            "ctx": q.ctx,
+            "prompt": q.prompt_tokens,
+            "kv": q.kv,
+            "batch": q.batch,
+        }
+        await self.bot.answer(interaction, "fit", key, lambda locale: fit_reply(svc, req, locale))
 
     async def bot_defaults(self, interaction: discord.Interaction) -> dict[str, object]:
         from bot.commands.settings import defaults_for

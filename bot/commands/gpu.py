@@ -27,8 +27,12 @@ class Gpu(commands.Cog):
         svc = self.bot.service
         tokens = parse_tokens(ctx or 8192)
         found = svc.gpu(gpu)
-        await self.bot.answer(interaction, "gpu", {"gpu": found.id, "ctx": tokens},
-                              lambda locale: gpu_reply(svc, found.id, locale, tokens))
+        await self.bot.answer(
+            interaction,
+            "gpu",
+            {"gpu": found.id, "ctx": tokens},
+            lambda locale: gpu_reply(svc, found.id, locale, tokens),
+        )
 
 
 async def setup(bot: RigBot) -> None:

@@ -21,8 +21,9 @@ class Help(commands.Cog):
     @app_commands.command(name="help", description="How to read rigcheck's numbers: assumptions, engines, errors")
     async def help(self, interaction: discord.Interaction) -> None:
         reply = help_reply(str(interaction.locale.value))
-        await interaction.response.send_message(embeds=[discord.Embed.from_dict(e) for e in reply.embeds],
-                                                ephemeral=True)
+        await interaction.response.send_message(
+            embeds=[discord.Embed.from_dict(e) for e in reply.embeds], ephemeral=True
+        )
 
 
 async def setup(bot: RigBot) -> None:

@@ -35,7 +35,8 @@ class RankPages(discord.ui.View):
         if interaction.user.id != self.owner_id:
             zh = locale_key(str(interaction.locale.value)) == "zh-CN"
             await interaction.response.send_message(
-                "只有发起查询的人可以翻页。" if zh else "Only the person who asked can turn the pages.", ephemeral=True)
+                "只有发起查询的人可以翻页。" if zh else "Only the person who asked can turn the pages.", ephemeral=True
+            )
             return False
         return True
 
@@ -43,8 +44,9 @@ class RankPages(discord.ui.View):
         reply = await asyncio.to_thread(rank_reply, self.bot.service, self.req, self.locale, self.page)
         self._sync_buttons()
         files = [discord.File(io.BytesIO(f.data), filename=f.filename) for f in reply.files]
-        await interaction.response.edit_message(embeds=[discord.Embed.from_dict(e) for e in reply.embeds],
-                                                attachments=files, view=self)
+        await interaction.response.edit_message(
+            embeds=[discord.Embed.from_dict(e) for e in reply.embeds], attachments=files, view=self
+        )
 
     @discord.ui.button(label="◀", style=discord.ButtonStyle.secondary, custom_id="rank:prev")
     async def previous(self, interaction: discord.Interaction, button: discord.ui.Button[RankPages]) -> None:
@@ -62,9 +64,15 @@ class Rank(commands.Cog):
         self.bot = bot
 
     @app_commands.command(name="rank", description="Best models that run on a GPU, with speed and memory")
-    @app_commands.describe(gpu="GPU, e.g. A30, RTX 4090", ctx="Context length: 8k, 32k, 128K",
-                           sort="Order: quality, speed or size", kv="KV cache precision", gpus="Number of GPUs",
-                           engine="Inference engine", quant="Only this format or level (e.g. int4, Q8_0)")
+    @app_commands.describe(
+        gpu="GPU, e.g. A30, RTX 4090",
+        ctx="Context length: 8k, 32k, 128K",
+        sort="Order: quality, speed or size",
+        kv="KV cache precision",
+        gpus="Number of GPUs",
+        engine="Inference engine",
+        quant="Only this format or level (e.g. int4, Q8_0)",
+    )
     @app_commands.choices(sort=SORT_CHOICES, kv=KV_CHOICES, engine=ENGINE_CHOICES)
     @app_commands.autocomplete(gpu=gpu_autocomplete)
     @app_commands.checks.cooldown(5, 30.0)
@@ -79,15 +87,18 @@ class Rank(commands.Cog):
         engine: str = "llama.cpp",
         quant: str | None = None,
     ) -> None:
-        req = RankRequest(gpu=gpu, ctx=parse_tokens(ctx or 8192), sort=sort, kv=kv, gpus=gpus, engine=engine,
-                          quant=quant)
+        req = RankRequest(
+            gpu=gpu, ctx=parse_tokens(ctx or 8192), sort=sort, kv=kv, gpus=gpus, engine=engine, quant=quant
+        )
         svc = self.bot.service
-        _, rows = svc.rank(req)  # resolve and validate before answering
+        found, rows = svc.rank(req)  # resolve and validate before answering
         pages = max(1, -(-len(rows) // PAGE_SIZE))
         locale = str(interaction.locale.value)
         view = RankPages(self.bot, req, interaction.user.id, locale, 1, pages)
-        await self.bot.answer(interaction, "rank", req.__dict__, lambda loc: rank_reply(svc, req, loc, 1),
-                              view=view if pages > 1 else None)
+        key = {**req.__dict__, "gpu": found.id, "engine": svc.engine(req.engine), "kv": svc.kv(req.kv)}
+        await self.bot.answer(
+            interaction, "rank", key, lambda loc: rank_reply(svc, req, loc, 1), view=view if pages > 1 else None
+        )
 
 
 async def setup(bot: RigBot) -> None:

@@ -24,11 +24,13 @@ async def defaults_for(bot: RigBot, interaction: discord.Interaction) -> dict[st
         return out
     if interaction.guild_id:
         g = await bot.state.get_guild_settings(interaction.guild_id)
-        out.update({k: v for k, v in (("gpu", g.gpu_ids[0] if g.gpu_ids else None), ("engine", g.engine),
-                                      ("ctx", g.ctx)) if v})
+        out.update(
+            {k: v for k, v in (("gpu", g.gpu_ids[0] if g.gpu_ids else None), ("engine", g.engine), ("ctx", g.ctx)) if v}
+        )
     u = await bot.state.get_user_settings(interaction.user.id)
-    out.update({k: v for k, v in (("gpu", u.gpu_ids[0] if u.gpu_ids else None), ("engine", u.engine),
-                                  ("ctx", u.ctx)) if v})
+    out.update(
+        {k: v for k, v in (("gpu", u.gpu_ids[0] if u.gpu_ids else None), ("engine", u.engine), ("ctx", u.ctx)) if v}
+    )
     return out
 
 
@@ -37,8 +39,9 @@ class SettingsCog(commands.GroupCog, group_name="settings", group_description="D
         self.bot = bot
         super().__init__()
 
-    async def _save(self, interaction: discord.Interaction, scope: str, gpu: str | None, engine: str | None,
-                    ctx: str | None) -> None:
+    async def _save(
+        self, interaction: discord.Interaction, scope: str, gpu: str | None, engine: str | None, ctx: str | None
+    ) -> None:
         svc = self.bot.service
         gpu_id = svc.gpu(gpu).id if gpu else None
         eng = svc.engine(engine) if engine else None
@@ -67,16 +70,26 @@ class SettingsCog(commands.GroupCog, group_name="settings", group_description="D
     @app_commands.guild_only()
     @app_commands.default_permissions(manage_guild=True)
     @app_commands.checks.has_permissions(manage_guild=True)
-    async def server(self, interaction: discord.Interaction, gpu: str | None = None, engine: str | None = None,
-                     ctx: str | None = None) -> None:
+    async def server(
+        self,
+        interaction: discord.Interaction,
+        gpu: str | None = None,
+        engine: str | None = None,
+        ctx: str | None = None,
+    ) -> None:
         await self._save(interaction, "server", gpu, engine, ctx)
 
     @app_commands.command(name="me", description="Your own defaults (override the server's)")
     @app_commands.describe(gpu="Default GPU", engine="Default engine", ctx="Default context, e.g. 32k")
     @app_commands.choices(engine=ENGINE_CHOICES)
     @app_commands.autocomplete(gpu=gpu_autocomplete)
-    async def me(self, interaction: discord.Interaction, gpu: str | None = None, engine: str | None = None,
-                 ctx: str | None = None) -> None:
+    async def me(
+        self,
+        interaction: discord.Interaction,
+        gpu: str | None = None,
+        engine: str | None = None,
+        ctx: str | None = None,
+    ) -> None:
         await self._save(interaction, "user", gpu, engine, ctx)
 
 

@@ -263,11 +263,11 @@ def _legend(ax: Axes, handles: list, st: _Style, ncols: int) -> None:
                     handlelength=2.2, borderaxespad=0.2, columnspacing=1.2)
 
 
-def _png(fig: Figure, budget: int = SIZE_BUDGET_BYTES) -> bytes:
+def _png(fig: Figure) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=DPI, facecolor=fig.get_facecolor(), metadata={"Software": None})
     png = buf.getvalue()
-    return png if len(png) <= budget else _palette_png(png)
+    return png if len(png) <= SIZE_BUDGET_BYTES else _palette_png(png)
 
 
 def _palette_png(png: bytes) -> bytes:

@@ -83,11 +83,13 @@ class EmbedBuilder:
         if len(self.fields) >= FIELDS_MAX - 1:
             self.dropped_fields += 1
             return
-        self.fields.append({
-            "name": _cut(name.strip() or "\u200b", FIELD_NAME_MAX),
-            "value": _cut_lines(value.strip() or "\u200b", FIELD_VALUE_MAX, self.more),
-            "inline": inline,
-        })
+        self.fields.append(
+            {
+                "name": _cut(name.strip() or "\u200b", FIELD_NAME_MAX),
+                "value": _cut_lines(value.strip() or "\u200b", FIELD_VALUE_MAX, self.more),
+                "inline": inline,
+            }
+        )
 
     def footer(self, text: str) -> None:
         self.embed["footer"] = {"text": _cut(text.strip(), FOOTER_MAX)}

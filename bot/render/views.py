@@ -65,9 +65,20 @@ def advice(svc: Service, result: FitResult, locale: str) -> list[str]:
         ctx = format_tokens(smallest.max_ctx)
         tips.append(f"上下文缩短到 {ctx}" if zh else f"at most {ctx} of context with {smallest.quant.name}")
     if q.gpus < 8 and not q.gpu.unified_memory:
-        more = q.model_copy(update={"quant": smallest.quant, "gpus": q.gpus + 1})
-        if memory(more).verdict != "does_not_fit":
-            tips.append(f"再加一块 {q.gpu.name}" if zh else f"a second {q.gpu.name} (`gpus:{q.gpus + 1}`)")
+        for count in range(q.gpus + 1, 9):
+            more = q.model_copy(update={"quant": smallest.quant, "gpus": count})
+            if memory(more).verdict != "does_not_fit":
+                tips.append(
+                    f"{count} 块 {q.gpu.name}（`gpus:{count}`）" if zh else f"{count}× {q.gpu.name} (`gpus:{count}`)"
+                )
+                break
+    if not tips:
+        need = smallest.memory.total_bytes / GIB
+        tips.append(
+            f"需要约 {need:.0f} GiB 显存的显卡"
+            if zh
+            else f"a GPU with at least {need:.0f} GiB for {smallest.quant.name}"
+        )
     return tips
 
 
@@ -80,9 +91,14 @@ def offload_text(q: Query, locale: str) -> str | None:
     if plan is None:
         return None
     if locale_key(locale) == "zh-CN":
-        return f"{plan.gpu_layers}/{plan.total_layers} 层放在 GPU 上，其余在内存中：约 {plan.decode_tps:.1f} tok/s（llama.cpp `-ngl`）"
-    return (f"fits with {plan.gpu_layers} of {plan.total_layers} layers on the GPU, the rest in system RAM: "
-            f"~{plan.decode_tps:.1f} tok/s (llama.cpp `-ngl {plan.gpu_layers}`)")
+        return (
+            f"{plan.gpu_layers}/{plan.total_layers} 层放在 GPU 上，其余在内存中："
+            f"约 {plan.decode_tps:.1f} tok/s（llama.cpp `-ngl`）"
+        )
+    return (
+        f"fits with {plan.gpu_layers} of {plan.total_layers} layers on the GPU, the rest in system RAM: "
+        f"~{plan.decode_tps:.1f} tok/s (llama.cpp `-ngl {plan.gpu_layers}`)"
+    )
 
 
 def fit_reply(svc: Service, req: FitRequest, locale: str, theme: charts.Theme = "dark") -> Reply:
@@ -99,10 +115,25 @@ def fit_reply(svc: Service, req: FitRequest, locale: str, theme: charts.Theme = 
         smallest = min(result.options, key=lambda o: o.quant.bits_per_weight)
         offload = offload_text(q.model_copy(update={"quant": smallest.quant}), locale)
     embed = render_embed(
-        "fit", locale, model=q.model, gpu=q.gpu, count=q.gpus, engine=q.engine, ctx=q.ctx, prompt=q.prompt_tokens,
-        kv=q.kv, batch=q.batch, options=result.options, usable=usable, vram=q.gpu.vram_bytes * q.gpus,
-        verdicts=VERDICTS[loc], headline=HEADLINES[loc][verdict], color=COLORS[verdict],
-        advice=advice(svc, result, locale), offload=offload, image="vram.png",
+        "fit",
+        locale,
+        model=q.model,
+        gpu=q.gpu,
+        count=q.gpus,
+        engine=q.engine,
+        ctx=q.ctx,
+        prompt=q.prompt_tokens,
+        kv=q.kv,
+        batch=q.batch,
+        options=result.options,
+        usable=usable,
+        vram=q.gpu.vram_bytes * q.gpus,
+        verdicts=VERDICTS[loc],
+        headline=HEADLINES[loc][verdict],
+        color=COLORS[verdict],
+        advice=advice(svc, result, locale),
+        offload=offload,
+        image="vram.png",
     )
     curves = vram_curves(q, formats)
     title = f"{q.model.name} · {q.gpus}× {q.gpu.name}"
@@ -117,11 +148,17 @@ def _rank_rows_view(rows: list[RankRow], start: int) -> list[dict[str, Any]]:
         if r.model.active_params_b < r.model.params_b:
             params += f"/{r.model.active_params_b:g}A"
         ttft = r.best.speed.ttft_s
-        out.append({
-            "rank": start + i + 1, "name": r.model.name, "params": params, "quant": r.best.quant.name,
-            "tps": f"{r.best.speed.decode_tps:.0f}", "ttft": f"{ttft * 1000:.0f}ms" if ttft < 1 else f"{ttft:.1f}s",
-            "gib": f"{r.best.memory.total_bytes / GIB:.1f}",
-        })
+        out.append(
+            {
+                "rank": start + i + 1,
+                "name": r.model.name,
+                "params": params,
+                "quant": r.best.quant.name,
+                "tps": f"{r.best.speed.decode_tps:.0f}",
+                "ttft": f"{ttft * 1000:.0f}ms" if ttft < 1 else f"{ttft:.1f}s",
+                "gib": f"{r.best.memory.total_bytes / GIB:.1f}",
+            }
+        )
     return out
 
 
@@ -130,26 +167,41 @@ def rank_reply(svc: Service, req: RankRequest, locale: str, page: int = 1, theme
     pages = max(1, math.ceil(len(rows) / PAGE_SIZE))
     page = min(max(1, page), pages)
     start = (page - 1) * PAGE_SIZE
-    chunk = rows[start: start + PAGE_SIZE]
+    chunk = rows[start : start + PAGE_SIZE]
     from bot.params import parse_tokens
 
     ctx = parse_tokens(req.ctx)
-    sort_names = {"en": {"quality": "quality", "speed": "speed", "size": "size"},
-                  "zh-CN": {"quality": "质量", "speed": "速度", "size": "参数量"}}[locale_key(locale)]
+    sort_names = {
+        "en": {"quality": "quality", "speed": "speed", "size": "size"},
+        "zh-CN": {"quality": "质量", "speed": "速度", "size": "参数量"},
+    }[locale_key(locale)]
     embed = render_embed(
-        "rank", locale, gpu=gpu, count=req.gpus, ctx=ctx, sort=sort_names.get(req.sort, req.sort),
-        engine=svc.engine(req.engine), kv=req.kv, page=page, pages=pages, total=len(rows),
-        rows=_rank_rows_view(chunk, start), color=COLORS["info"], image="rank.png",
+        "rank",
+        locale,
+        gpu=gpu,
+        count=req.gpus,
+        ctx=ctx,
+        sort=sort_names.get(req.sort, req.sort),
+        engine=svc.engine(req.engine),
+        kv=req.kv,
+        page=page,
+        pages=pages,
+        total=len(rows),
+        rows=_rank_rows_view(chunk, start),
+        color=COLORS["info"],
+        image="rank.png",
     )
     title = f"{req.gpus}× {gpu.name} · {format_tokens(ctx)}"
     png = charts.rank_chart(chunk, title=title, limit=PAGE_SIZE, locale=locale, theme=theme)
     return Reply(embeds=[embed], files=[ReplyFile(filename="rank.png", data=png)])
 
 
-def error_reply(title: str, message: str, locale: str, suggestions: list[str] | None = None,
-                error_id: str | None = None) -> Reply:
-    embed = render_embed("error", locale, title=title, message=message, suggestions=suggestions or [],
-                         error_id=error_id)
+def error_reply(
+    title: str, message: str, locale: str, suggestions: list[str] | None = None, error_id: str | None = None
+) -> Reply:
+    embed = render_embed(
+        "error", locale, title=title, message=message, suggestions=suggestions or [], error_id=error_id
+    )
     return Reply(embeds=[embed], ephemeral=True)
 
 
@@ -157,8 +209,10 @@ def gpu_label(gpu: GPU, count: int) -> str:
     return f"{count}× {gpu.name}" if count > 1 else gpu.name
 
 
-LEVEL_LABELS = {"en": {"int4": "4-bit", "int8": "8-bit", "fp16": "16-bit"},
-                "zh-CN": {"int4": "4位量化", "int8": "8位精度", "fp16": "16位全精度"}}
+LEVEL_LABELS = {
+    "en": {"int4": "4-bit", "int8": "8-bit", "fp16": "16-bit"},
+    "zh-CN": {"int4": "4位量化", "int8": "8位精度", "fp16": "16位全精度"},
+}
 
 
 def recommendation_text(svc: Service, gpu: GPU, locale: str) -> str:
@@ -174,10 +228,14 @@ def recommendation_text(svc: Service, gpu: GPU, locale: str) -> str:
     if lc:
         lines.append(f"Q4 精度下搭配 32k 上下文可运行 {lc.name}" if zh else f"Long context: {lc.name} at Q4 with 32k")
     speeds = ", ".join(
-        f"{r.model.name} Q4 ≈ {r.decode_tps:.0f} tok/s" + ("" if r.fits else (" (若能装下)" if zh else " (if it fitted)"))
-        for r in rec.reference_speeds)
+        f"{r.model.name} Q4 ≈ {r.decode_tps:.0f} tok/s"
+        + ("" if r.fits else (" (若能装下)" if zh else " (if it fitted)"))
+        for r in rec.reference_speeds
+    )
     if speeds:
-        lines.append((f"单批次推理受显存带宽限制：{speeds}" if zh else f"Single-stream decode is bandwidth-bound: {speeds}"))
+        lines.append(
+            f"单批次推理受显存带宽限制：{speeds}" if zh else f"Single-stream decode is bandwidth-bound: {speeds}"
+        )
     return "\n".join(lines) or ("目录中没有可运行的模型" if zh else "Nothing in the catalog fits.")
 
 
@@ -193,10 +251,21 @@ def gpu_reply(svc: Service, gpu_text: str, locale: str, ctx: int = 8192, theme: 
     ]
     usable = usable_vram_bytes(gpu)
     best = finetune.largest_trainable(svc.catalog.models, finetune.FinetuneSettings(method="qlora"), usable)
-    ft = [{"method": {"qlora": "QLoRA", "lora": "LoRA", "full": "Full" if loc == "en" else "全参数"}[m], "model": best[m]}
-          for m in ("qlora", "lora", "full")]
-    embed = render_embed("gpu", locale, gpu=gpu, usable=usable, ctx=ctx, capability=capability, finetune=ft,
-                         recommendation=recommendation_text(svc, gpu, locale), image="gpu.png")
+    ft = [
+        {"method": {"qlora": "QLoRA", "lora": "LoRA", "full": "Full" if loc == "en" else "全参数"}[m], "model": best[m]}
+        for m in ("qlora", "lora", "full")
+    ]
+    embed = render_embed(
+        "gpu",
+        locale,
+        gpu=gpu,
+        usable=usable,
+        ctx=ctx,
+        capability=capability,
+        finetune=ft,
+        recommendation=recommendation_text(svc, gpu, locale),
+        image="gpu.png",
+    )
     points = []
     q4 = svc.quant("int4", "llama.cpp")
     for model_id in ("llama-3.2-3b", "llama-3.1-8b", "qwen3-14b", "qwen3-32b", "llama-3.3-70b"):
@@ -205,9 +274,10 @@ def gpu_reply(svc: Service, gpu_text: str, locale: str, ctx: int = 8192, theme: 
         except KeyError:
             continue
         total = memory(Query(gpu=gpu, model=model, quant=q4, ctx=ctx)).total_bytes
-        points.append((f"{model.name} Q4", total / GIB, model.params_b))
-    png = charts.gpu_chart(points, usable_gib=usable / GIB, title=f"{gpu.name} · {format_tokens(ctx)}",
-                           locale=locale, theme=theme)
+        points.append((f"{model.name} Q4", ctx, total / GIB))
+    png = charts.gpu_chart(
+        points, usable_gib=usable / GIB, title=f"{gpu.name} · {format_tokens(ctx)}", locale=locale, theme=theme
+    )
     return Reply(embeds=[embed], files=[ReplyFile(filename="gpu.png", data=png)])
 
 
@@ -223,8 +293,16 @@ def compare_reply(svc: Service, reqs: list[FitRequest], locale: str) -> Reply:
         sides.append({"label": label, "best": result.best})
     first, _ = svc.base_query(reqs[0])
     title = " vs ".join(s["label"] for s in sides)
-    embed = render_embed("compare", locale, title=title, sides=sides, engine=first.engine, ctx=first.ctx,
-                         kv=first.kv, verdicts=VERDICTS[loc])
+    embed = render_embed(
+        "compare",
+        locale,
+        title=title,
+        sides=sides,
+        engine=first.engine,
+        ctx=first.ctx,
+        kv=first.kv,
+        verdicts=VERDICTS[loc],
+    )
     return Reply(embeds=[embed])
 
 
@@ -236,13 +314,19 @@ def help_reply(locale: str) -> Reply:
     return Reply(embeds=[render_embed("help", locale)], ephemeral=True)
 
 
-def finetune_reply(svc: Service, gpu: GPU, model: Any, method: str, seq: int, batch: int, gpus: int,
-                   locale: str) -> Reply:
+def finetune_reply(
+    svc: Service, gpu: GPU, model: Any, method: str, seq: int, batch: int, gpus: int, locale: str
+) -> Reply:
     from estimator import finetune as ft
     from estimator.memory import usable_vram_bytes
 
-    settings = ft.FinetuneSettings(method=method, seq=seq, batch=batch, gpus=gpus,  # type: ignore[arg-type]
-                                   sharding="fsdp" if gpus > 1 else "none")
+    settings = ft.FinetuneSettings(
+        method=method,
+        seq=seq,
+        batch=batch,
+        gpus=gpus,  # type: ignore[arg-type]
+        sharding="fsdp" if gpus > 1 else "none",
+    )
     mem = ft.finetune_memory(model, settings)
     usable = usable_vram_bytes(gpu)
     loc = locale_key(locale)
@@ -256,15 +340,31 @@ def finetune_reply(svc: Service, gpu: GPU, model: Any, method: str, seq: int, ba
                 advice_lines.append("改用 QLoRA" if zh else "QLoRA instead (`method:qlora`)")
         best_seq = ft.max_seq(model, settings, usable, step=256)
         if best_seq:
-            advice_lines.append((f"序列缩短到 {format_tokens(best_seq)}" if zh else f"sequence length ≤ {format_tokens(best_seq)}"))
-    terms = {k: getattr(mem, k) for k in ("weights", "trainable", "gradients", "optimizer", "activations", "logits",
-                                          "overhead")}
+            advice_lines.append(
+                f"序列缩短到 {format_tokens(best_seq)}" if zh else f"sequence length ≤ {format_tokens(best_seq)}"
+            )
+    terms = {
+        k: getattr(mem, k)
+        for k in ("weights", "trainable", "gradients", "optimizer", "activations", "logits", "overhead")
+    }
     line = f"{settings.optimizer_used} · {settings.precision}" + (" · checkpointing" if settings.checkpointing else "")
     embed = render_embed(
-        "finetune", locale, model=model, gpu=gpu, count=gpus, method={"qlora": "QLoRA", "lora": "LoRA",
-                                                                      "full": "Full"}[method],
-        seq=seq, batch=batch, settings_line=line, headline=HEADLINES[loc][verdict], total=mem.total,
-        usable=usable, mem=terms, max_seq=ft.max_seq(model, settings, usable, step=256),
-        max_batch=ft.max_batch(model, settings, usable), advice=advice_lines, color=COLORS[verdict],
+        "finetune",
+        locale,
+        model=model,
+        gpu=gpu,
+        count=gpus,
+        method={"qlora": "QLoRA", "lora": "LoRA", "full": "Full"}[method],
+        seq=seq,
+        batch=batch,
+        settings_line=line,
+        headline=HEADLINES[loc][verdict],
+        total=mem.total,
+        usable=usable,
+        mem=terms,
+        max_seq=ft.max_seq(model, settings, usable, step=256),
+        max_batch=ft.max_batch(model, settings, usable),
+        advice=advice_lines,
+        color=COLORS[verdict],
     )
     return Reply(embeds=[embed])

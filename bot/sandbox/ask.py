@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,13 +38,14 @@ async def ask(
     bot_argv: list[str],
     locale: str = "en-US",
     save_dir: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
     reply_timeout_s: float = 30.0,
 ) -> list[dict[str, Any]]:
     """Starts a sandbox and the bot process, runs each command in turn, and returns one dict per command."""
     results: list[dict[str, Any]] = []
     target = Path(save_dir) if save_dir is not None else None
     async with Sandbox(reply_timeout_s=reply_timeout_s, playground=False) as sandbox:
-        process = await sandbox.start_bot(bot_argv)
+        process = await sandbox.start_bot(bot_argv, env=env)
         try:
             for index, command in enumerate(commands):
                 try:
@@ -94,14 +95,19 @@ class PlaygroundSession:
 
 
 async def serve_playground(
-    bot_argv: Sequence[str], host: str = "127.0.0.1", port: int = 0, *, reply_timeout_s: float = 30.0
+    bot_argv: Sequence[str],
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    env: Mapping[str, str] | None = None,
+    reply_timeout_s: float = 30.0,
 ) -> PlaygroundSession:
     """Starts the sandbox (with its playground page) and the bot; call `close()` when done."""
     ensure_loopback(host)
     sandbox = Sandbox(host=host, port=port, reply_timeout_s=reply_timeout_s)
     await sandbox.__aenter__()
     try:
-        process = await sandbox.start_bot(list(bot_argv))
+        process = await sandbox.start_bot(list(bot_argv), env=env)
     except BaseException:
         await sandbox.__aexit__(None, None, None)
         raise

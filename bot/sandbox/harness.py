@@ -52,11 +52,19 @@ class BotProcess:
         return "\n".join(list(self.output)[-lines:])
 
     async def _read_output(self) -> None:
+        # Chunks, not readline(): one huge line must not stop the pump and leave the bot blocked on a full pipe.
         stream = self.process.stdout
         if stream is None:
             return
-        async for raw in stream:
-            self.output.append(raw.decode(errors="replace").rstrip())
+        pending = b""
+        while chunk := await stream.read(65536):
+            *lines, pending = (pending + chunk).split(b"\n")
+            self.output.extend(line.decode(errors="replace").rstrip() for line in lines)
+            if len(pending) > 65536:
+                self.output.append(pending.decode(errors="replace"))
+                pending = b""
+        if pending:
+            self.output.append(pending.decode(errors="replace").rstrip())
 
     async def stop(self, timeout: float = 5.0) -> int:  # noqa: ASYNC109 - a plain deadline, as in asyncio.wait_for
         """SIGTERM, then SIGKILL after `timeout` seconds; returns the exit status."""

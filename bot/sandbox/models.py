@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 from typing import Any
 
@@ -85,7 +86,7 @@ class ReplyFile(BaseModel):
     sha256: str
     content_type: str | None = None
     url: str | None = Field(default=None, description="where the sandbox serves it")
-    data: bytes = Field(default=b"", repr=False, exclude=True)
+    data: builtins.bytes = Field(default=b"", repr=False, exclude=True)
 
     @classmethod
     def from_recorded(cls, recorded: RecordedFile, url: str | None = None) -> ReplyFile:

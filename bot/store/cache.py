@@ -388,9 +388,15 @@ class ReplyCache:
 
     async def _rebuild(self) -> None:
         if self._db is not None:
-            await self._db.close()
+            with contextlib.suppress(sqlite3.Error):
+                await self._db.close()
             self._db = None
         self._entries = self._total_bytes = 0
+        if isinstance(self.path, Path):
+            try:
+                self._move_aside(self.path)
+            except OSError as exc:
+                log.warning("could not move the damaged reply cache aside: %s", exc)
         await self._start()
 
     async def _connect_checked(self) -> aiosqlite.Connection:

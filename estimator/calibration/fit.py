@@ -136,8 +136,10 @@ def report(rows: Iterable[Row]) -> dict[tuple[str, bool], float]:
             if sel:
                 medians[(kind, held)] = statistics.median(sel)
                 label = "hold-out" if held else "fitted  "
-                print(f"{kind:8s} {label} n={len(sel):4d}  median APE {statistics.median(sel):6.1%}"
-                      f"  p90 {sorted(sel)[int(0.9 * (len(sel) - 1))]:6.1%}")
+                print(
+                    f"{kind:8s} {label} n={len(sel):4d}  median APE {statistics.median(sel):6.1%}"
+                    f"  p90 {sorted(sel)[int(0.9 * (len(sel) - 1))]:6.1%}"
+                )
     families: dict[tuple[str, str], list[float]] = defaultdict(list)
     for r in rows:
         families[(r.kind, r.family + (" multi-GPU" if r.gpus > 1 else ""))].append(ape(r))
@@ -147,7 +149,9 @@ def report(rows: Iterable[Row]) -> dict[tuple[str, bool], float]:
     return medians
 
 
-def render_constants(decode: dict[tuple[str, str, str], DecodeFit], prefill: dict[tuple[str, str, str], PrefillFit]) -> str:
+def render_constants(
+    decode: dict[tuple[str, str, str], DecodeFit], prefill: dict[tuple[str, str, str], PrefillFit]
+) -> str:
     lines = [
         '"""Fitted constants. Rewritten by `python -m estimator.calibration.fit`; do not edit by hand."""',
         "",
@@ -156,7 +160,9 @@ def render_constants(decode: dict[tuple[str, str, str], DecodeFit], prefill: dic
         "DECODE: dict[tuple[str, str, str], DecodeFit] = {",
     ]
     for key, f in sorted(decode.items()):
-        lines.append(f"    {key!r}: DecodeFit(efficiency={f.efficiency:.4f}, per_layer_s={f.per_layer_s:.3e}, rows={f.rows}),")
+        lines.append(
+            f"    {key!r}: DecodeFit(efficiency={f.efficiency:.4f}, per_layer_s={f.per_layer_s:.3e}, rows={f.rows}),"
+        )
     lines += ["}", "PREFILL: dict[tuple[str, str, str], PrefillFit] = {"]
     for key, p in sorted(prefill.items()):
         lines.append(f"    {key!r}: PrefillFit(utilisation={p.utilisation:.4f}, rows={p.rows}),")
@@ -169,8 +175,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--check", action="store_true", help="report on the current constants, write nothing")
     args = parser.parse_args(argv)
     rows, skipped = llamacpp_rows(load_catalog())
-    print(f"{len(rows)} llama.cpp rows matched to the catalog ({skipped} skipped: GPU/model/format not in the "
-          f"catalog or a non-native backend)\n")
+    print(
+        f"{len(rows)} llama.cpp rows matched to the catalog ({skipped} skipped: GPU/model/format not in the "
+        f"catalog or a non-native backend)\n"
+    )
     if not args.check:
         decode, prefill = fit_all(rows)
         CONSTANTS_PATH.write_text(render_constants(decode, prefill))
@@ -180,7 +188,9 @@ def main(argv: list[str] | None = None) -> None:
 
         importlib.reload(constants)
         for key, f in sorted(decode.items()):
-            print(f"decode  {'/'.join(key):28s} η={f.efficiency:.3f} t_layer={f.per_layer_s * 1e6:6.1f} µs  rows={f.rows}")
+            print(
+                f"decode  {'/'.join(key):28s} η={f.efficiency:.3f} t_layer={f.per_layer_s * 1e6:6.1f} µs  rows={f.rows}"
+            )
         for key, p in sorted(prefill.items()):
             print(f"prefill {'/'.join(key):28s} u={p.utilisation:.3f}  rows={p.rows}")
         print()

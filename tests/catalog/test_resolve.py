@@ -128,7 +128,9 @@ def test_model_typo_suggests_the_right_one(text: str, wanted: str) -> None:
     assert wanted.split("-")[0] in str(err.value).lower()
 
 
-@pytest.mark.parametrize(("text", "wanted"), [("rtx 4900", "nvidia-rtx-4090"), ("RTX4900", "nvidia-rtx-4090"), ("tesla t44", "nvidia-t4")])
+@pytest.mark.parametrize(
+    ("text", "wanted"), [("rtx 4900", "nvidia-rtx-4090"), ("RTX4900", "nvidia-rtx-4090"), ("tesla t44", "nvidia-t4")]
+)
 def test_gpu_typo_suggests_the_right_one(text: str, wanted: str) -> None:
     with pytest.raises(NotFound) as err:
         R.gpu(text)

@@ -85,7 +85,7 @@ async def daily_reset(interaction: discord.Interaction, confirm: bool) -> None:
     await interaction.response.send_message(f"reset confirmed={confirm}")
 
 
-def build_tree(bot: commands.Bot) -> None:
+def build_tree(bot: commands.Bot | commands.AutoShardedBot) -> None:
     tree = bot.tree
 
     @tree.command(description="Is the bot alive?")
@@ -149,11 +149,11 @@ def build_tree(bot: commands.Bot) -> None:
     tree.add_command(daily)
 
 
-def make_bot() -> commands.Bot:
+def make_bot() -> commands.Bot | commands.AutoShardedBot:
     intents = discord.Intents.default()
     shards = os.environ.get("MINIBOT_SHARDS")
     options: dict[str, object] = {"command_prefix": "!", "intents": intents, "guild_ready_timeout": 0.2}
-    bot: commands.Bot
+    bot: commands.Bot | commands.AutoShardedBot
     if shards:
         bot = commands.AutoShardedBot(shard_count=None if shards == "auto" else int(shards), **options)  # type: ignore[arg-type]
     else:

@@ -23,3 +23,27 @@ async def test_ask_returns_one_summary_per_command(
     assert echo["files"] == [{"filename": "echo.png", "bytes": len(minibot.ECHO_PNG), "sha256": digest}]
     assert (tmp_path / "01-echo.png").read_bytes() == minibot.ECHO_PNG
     assert refused["content"].startswith("(Discord would not send this: unknown option 'nope'")
+
+
+async def test_serve_playground_runs_until_closed(minibot_argv: list[str]) -> None:
+    import aiohttp
+
+    from bot.sandbox import serve_playground
+
+    session = await serve_playground(minibot_argv)
+    try:
+        assert session.url.startswith("http://127.0.0.1:")
+        async with aiohttp.ClientSession() as http, http.get(session.url) as page:
+            assert page.status == 200 and "rigcheck sandbox" in await page.text()
+    finally:
+        await session.close()
+    assert session.process.returncode is not None
+
+
+async def test_only_loopback_addresses(minibot_argv: list[str]) -> None:
+    from bot.sandbox import Sandbox, serve_playground
+
+    with pytest.raises(ValueError, match="loopback"):
+        await serve_playground(minibot_argv, host="0.0.0.0")
+    with pytest.raises(ValueError, match="loopback"):
+        Sandbox(host="192.168.1.10")

@@ -138,3 +138,11 @@ async def test_rate_limit_is_retried_by_discord_py(running: Running) -> None:
     assert reply.ok and reply.content == "pong from shard 0"
     assert [r.status for r in reply.requests] == [429, 200]
     assert reply.latency_ms is not None and reply.latency_ms >= 200
+
+
+async def test_server_error_is_retried_by_discord_py(running: Running) -> None:
+    sandbox, _ = running
+    sandbox.faults.inject("/interactions/*/callback", status=500, times=1)
+    reply = await sandbox.driver.invoke("/secret")
+    assert reply.ephemeral and reply.content == "for your eyes only"
+    assert [r.status for r in reply.requests] == [500, 200]

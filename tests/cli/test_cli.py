@@ -1,0 +1,274 @@
+"""`rigcheck …` in-process: the JSON contracts other tools read, token parsing, and one-line errors."""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+import pytest
+
+from bot import cli
+from catalog import load_catalog
+
+CAT = load_catalog()
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    # main() appends the optional commands to a module-level list on every call; start clean so several
+    # calls can share one process (the repeated-call behaviour itself is tested below).
+    cli.EXTRA_COMMANDS.clear()
+    code = cli.main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def run_json(argv: list[str], capsys: pytest.CaptureFixture[str]) -> Any:
+    code, out, err = run([*argv, "--json"], capsys)
+    assert code == 0, err
+    assert err == ""
+    assert out.count("\n") == 1, "one JSON document on one line"
+    return json.loads(out)
+
+
+# --- fit -------------------------------------------------------------------------------------------
+
+FIT_KEYS = {"gpu", "model", "engine", "ctx", "prompt_tokens", "kv_dtype", "options"}
+FIT_GPU_KEYS = {"id", "name", "count", "vram_gb", "bandwidth_gbs"}
+FIT_MODEL_KEYS = {"id", "name", "params_b", "active_params_b"}
+OPTION_KEYS = {"quant", "fits", "memory_gb", "decode_tps", "prefill_tps", "ttft_s", "max_ctx"}
+MEMORY_KEYS = {"weights", "kv_cache", "overhead", "total"}
+# Keys the output carries beyond the contract above (the table view reads them). Pinned so that any
+# addition or removal is a visible change.
+FIT_EXTRA = {"batch"}
+OPTION_EXTRA = {"quant_name", "verdict", "aggregate_tps"}
+MEMORY_EXTRA = {"usable", "headroom"}
+
+
+def test_fit_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
+    data = run_json(["fit", "--gpu", "t4", "--model", "qwen3-8b"], capsys)
+    assert set(data) == FIT_KEYS | FIT_EXTRA
+    assert set(data["gpu"]) == FIT_GPU_KEYS
+    assert set(data["model"]) == FIT_MODEL_KEYS
+    assert data["gpu"]["id"] == "nvidia-t4" and data["gpu"]["count"] == 1
+    assert data["model"]["id"] == "qwen3-8b"
+    assert data["engine"] == "llama.cpp"
+    assert data["ctx"] == 8192 and data["prompt_tokens"] == 2048 and data["kv_dtype"] == "f16"
+    assert [o["quant"] for o in data["options"]] == ["q4_k_m", "q8_0", "f16"]
+    for option in data["options"]:
+        assert set(option) == OPTION_KEYS | OPTION_EXTRA
+        assert set(option["memory_gb"]) == MEMORY_KEYS | MEMORY_EXTRA
+        assert isinstance(option["fits"], bool)
+        assert isinstance(option["max_ctx"], int)
+        mem = option["memory_gb"]
+        assert mem["total"] == pytest.approx(mem["weights"] + mem["kv_cache"] + mem["overhead"], abs=0.02)
+        assert option["decode_tps"] > 0
+        assert option["fits"] == (mem["total"] <= mem["usable"])
+
+
+def test_fit_contract_keys_are_the_documented_subset(capsys: pytest.CaptureFixture[str]) -> None:
+    data = run_json(["fit", "--gpu", "rtx 4090", "--model", "llama-3.1-8b", "--quant", "q8_0"], capsys)
+    assert FIT_KEYS <= set(data)
+    assert OPTION_KEYS <= set(data["options"][0])
+    assert MEMORY_KEYS <= set(data["options"][0]["memory_gb"])
+
+
+def test_fit_with_one_quant_gives_one_option(capsys: pytest.CaptureFixture[str]) -> None:
+    data = run_json(["fit", "--gpu", "t4", "--model", "qwen3-8b", "--quant", "Q4_K_M"], capsys)
+    assert [o["quant"] for o in data["options"]] == ["q4_k_m"]
+
+
+def test_ollama_tag_picks_the_quant(capsys: pytest.CaptureFixture[str]) -> None:
+    data = run_json(["fit", "--gpu", "4090", "--model", "llama3.1:8b-instruct-q4_K_M"], capsys)
+    assert data["model"]["id"] == "llama-3.1-8b"
+    assert [o["quant"] for o in data["options"]] == ["q4_k_m"]
+
+
+def test_prompt_zero_is_allowed(capsys: pytest.CaptureFixture[str]) -> None:
+    data = run_json(["fit", "--gpu", "t4", "--model", "qwen3-8b", "--quant", "q4_k_m", "--prompt", "0"], capsys)
+    assert data["prompt_tokens"] == 0
+    assert data["options"][0]["ttft_s"] == 0
+    assert data["options"][0]["decode_tps"] > 0
+
+
+def test_prompt_is_capped_at_context(capsys: pytest.CaptureFixture[str]) -> None:
+    data = run_json(["fit", "--gpu", "t4", "--model", "qwen3-8b", "--ctx", "1k", "--prompt", "4k"], capsys)
+    assert data["prompt_tokens"] == 1024
+
+
+@pytest.mark.parametrize(("text", "tokens"), [("16k", 16384), ("32K", 32768), ("128k", 131072), ("1M", 1048576),
+                                              ("32768", 32768)])
+def test_ctx_forms(text: str, tokens: int, capsys: pytest.CaptureFixture[str]) -> None:
+    data = run_json(["fit", "--gpu", "h100 sxm", "--model", "llama-3.1-8b", "--quant", "q4_k_m", "--ctx", text],
+                    capsys)
+    assert data["ctx"] == tokens
+
+
+def test_fit_table_view(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(["fit", "--gpu", "t4", "--model", "qwen3-8b"], capsys)
+    assert code == 0 and err == ""
+    assert "Qwen3-8B" in out and "NVIDIA T4" in out
+    assert "Q4_K_M" in out and "Q8_0" in out
+
+
+# --- errors ----------------------------------------------------------------------------------------
+
+BAD = [
+    ["fit", "--gpu", "t4", "--model", "qwen3-8b", "--ctx", "-1"],
+    ["fit", "--gpu", "t4", "--model", "qwen3-8b", "--ctx", "9999999k"],
+    ["fit", "--gpu", "t4", "--model", "qwen3-8b", "--ctx", "0"],
+    ["fit", "--gpu", "t4", "--model", "qwen3-8b", "--ctx", "lots"],
+    ["fit", "--gpu", "no such gpu", "--model", "qwen3-8b"],
+    ["fit", "--gpu", "t4", "--model", "no such model"],
+    ["fit", "--gpu", "m2 max", "--model", "qwen3-8b"],
+    ["fit", "--gpu", "t4", "--model", "qwen3-8b", "--quant", "q9_z"],
+    ["fit", "--gpu", "t4", "--model", "qwen3-8b", "--engine", "mlx"],
+    ["fit", "--gpu", "t4", "--model", "qwen3-8b", "--engine", "tgi"],
+    ["fit", "--gpu", "t4", "--model", "qwen3-8b", "--kv", "q2"],
+    ["fit", "--gpu", "t4", "--model", "qwen3-8b", "--gpus", "9"],
+    ["fit", "--gpu", "t4", "--model", "qwen3-8b", "--prompt", "-5"],
+    ["fit", "--gpu", "'; DROP TABLE gpus; --", "--model", "qwen3-8b"],
+    ["rank", "--gpu", "no such gpu"],
+    ["rank", "--gpu", "t4", "--ctx", "-1"],
+    ["gpu", "--gpu", "no such gpu"],
+]
+
+
+@pytest.mark.parametrize("argv", BAD, ids=[" ".join(a[1:])[:60] for a in BAD])
+@pytest.mark.parametrize("as_json", [False, True])
+def test_bad_input_exits_2_with_one_line(argv: list[str], as_json: bool, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(argv + (["--json"] if as_json else []), capsys)
+    assert code == 2
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("rigcheck: ")
+    assert "Traceback" not in err
+
+
+def test_unknown_gpu_message_suggests(capsys: pytest.CaptureFixture[str]) -> None:
+    _, _, err = run(["fit", "--gpu", "rtx 4900", "--model", "qwen3-8b"], capsys)
+    assert "RTX 4090" in err
+
+
+@pytest.mark.xfail(strict=True, reason="bot/cli.py main(): _register_optional() extends EXTRA_COMMANDS on every "
+                   "call, so a second in-process call fails with argparse 'conflicting subparser: ask'")
+def test_main_can_be_called_twice(capsys: pytest.CaptureFixture[str]) -> None:
+    cli.EXTRA_COMMANDS.clear()
+    argv = ["fit", "--gpu", "t4", "--model", "qwen3-8b", "--quant", "q4_k_m", "--json"]
+    assert cli.main(argv) == 0
+    assert cli.main(argv) == 0
+
+
+# --- rank ------------------------------------------------------------------------------------------
+
+RANK_KEYS = {"gpu", "ctx", "rows"}
+RANK_ROW_KEYS = {"model", "quant", "decode_tps", "ttft_s", "memory_gb"}
+
+
+def test_rank_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
+    data = run_json(["rank", "--gpu", "rtx 4090", "--ctx", "8k"], capsys)
+    assert RANK_KEYS <= set(data)
+    assert set(data["gpu"]) == FIT_GPU_KEYS
+    assert data["ctx"] == 8192
+    assert len(data["rows"]) >= 20
+    for row in data["rows"]:
+        assert RANK_ROW_KEYS <= set(row)
+        assert {"id", "name"} <= set(row["model"])
+        assert "total" in row["memory_gb"]
+        assert row["memory_gb"]["total"] <= 24
+        assert row["decode_tps"] > 0
+    assert len({r["model"]["id"] for r in data["rows"]}) == len(data["rows"])
+
+
+def test_rank_limit_and_sort(capsys: pytest.CaptureFixture[str]) -> None:
+    data = run_json(["rank", "--gpu", "rtx 4090", "--limit", "5", "--sort", "speed"], capsys)
+    assert len(data["rows"]) == 5
+    speeds = [r["decode_tps"] for r in data["rows"]]
+    assert speeds == sorted(speeds, reverse=True)
+
+
+def test_rank_respects_context(capsys: pytest.CaptureFixture[str]) -> None:
+    data = run_json(["rank", "--gpu", "h100 sxm", "--ctx", "128k"], capsys)
+    for row in data["rows"]:
+        assert CAT.model(row["model"]["id"]).max_context >= 131072
+
+
+# --- gpu -------------------------------------------------------------------------------------------
+
+def test_gpu_card_json(capsys: pytest.CaptureFixture[str]) -> None:
+    data = run_json(["gpu", "--gpu", "t4"], capsys)
+    assert {"gpu", "ctx", "capability", "finetune", "recommendation"} <= set(data)
+    assert data["gpu"]["id"] == "nvidia-t4"
+    assert set(data["capability"]) == {"int4", "int8", "fp16"}
+    assert set(data["finetune"]) == {"qlora", "lora", "full"}
+    rec = data["recommendation"]
+    assert {"comfortable_8bit", "long_context_4bit", "reference_speeds", "bandwidth_bound"} <= set(rec)
+    # Larger models fit at 4-bit than at 16-bit.
+    sizes = {lvl: (item["model"] or {}).get("params_b", 0) for lvl, item in data["capability"].items()}
+    assert sizes["int4"] >= sizes["int8"] >= sizes["fp16"]
+
+
+# --- catalog ---------------------------------------------------------------------------------------
+
+GPU_KEYS = {"id", "name", "aliases", "vendor", "vram_gb", "bandwidth_gbs", "fp16_tflops", "int8_tops", "tdp_w",
+            "source"}
+MODEL_KEYS = {"id", "name", "aliases", "hf_repo", "params_b", "active_params_b", "layers", "hidden_size",
+              "attention_heads", "kv_heads", "head_dim", "intermediate_size", "vocab_size", "max_context", "source"}
+
+
+def test_catalog_list_gpus(capsys: pytest.CaptureFixture[str]) -> None:
+    data = run_json(["catalog", "list", "--kind", "gpu"], capsys)
+    assert len(data) == len(CAT.gpus)
+    for item in data:
+        assert GPU_KEYS <= set(item)
+    assert {i["id"] for i in data} == {g.id for g in CAT.gpus}
+
+
+def test_catalog_list_models(capsys: pytest.CaptureFixture[str]) -> None:
+    data = run_json(["catalog", "list", "--kind", "model"], capsys)
+    assert len(data) == len(CAT.models)
+    for item in data:
+        assert MODEL_KEYS <= set(item)
+    assert {i["id"] for i in data} == {m.id for m in CAT.models}
+
+
+def test_catalog_show_and_search(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_json(["catalog", "show", "Tesla", "T4"], capsys)["id"] == "nvidia-t4"
+    assert run_json(["catalog", "show", "qwen3-8b"], capsys)["id"] == "qwen3-8b"
+    hits = run_json(["catalog", "search", "qwen3"], capsys)
+    assert any(h["id"] == "qwen3-8b" for h in hits)
+
+
+# --- batch -----------------------------------------------------------------------------------------
+
+BATCH_LINES = [
+    ({"gpu": "t4", "model": "qwen3-8b"}, True),
+    ({"gpu": "no such gpu", "model": "qwen3-8b"}, False),
+    ("this is not json", False),
+    ([1, 2, 3], False),
+    ({"gpu": "t4"}, False),
+    ({"gpu": "t4", "model": "qwen3-8b", "ctx": "-1"}, False),
+    ({"gpu": "t4", "model": "qwen3-8b", "gpus": "many"}, False),
+    ({"gpu": "rtx 4090", "model": "llama3.1:8b-instruct-q4_K_M", "ctx": "32k"}, True),
+    ({"gpu": "t4", "model": "qwen3-8b", "quant": "zz"}, False),
+]
+
+
+def test_batch_answers_every_line(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    text = "\n".join(line if isinstance(line, str) else json.dumps(line) for line, _ in BATCH_LINES) + "\n\n"
+    monkeypatch.setattr("sys.stdin", io.StringIO(text))
+    code, out, err = run(["batch"], capsys)
+    assert code == 0
+    assert "Traceback" not in err
+    answers = [json.loads(line) for line in out.splitlines()]
+    assert len(answers) == len(BATCH_LINES)
+    for answer, (_line, good) in zip(answers, BATCH_LINES, strict=True):
+        if good:
+            assert "error" not in answer
+            assert FIT_KEYS <= set(answer)
+        else:
+            assert set(answer) == {"error"}
+            assert isinstance(answer["error"], str) and answer["error"]
+    assert answers[-2]["ctx"] == 32768
+    assert [o["quant"] for o in answers[-2]["options"]] == ["q4_k_m"]

@@ -1,0 +1,271 @@
+"""HubClient against a local aiohttp server that plays the Hub: configs, errors, slowness, big bodies."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sqlite3
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+
+from bot.hub import (
+    BadRepoId,
+    HubBadResponse,
+    HubClient,
+    HubError,
+    HubTimeout,
+    HubTooLarge,
+    RepoGated,
+    RepoNotFound,
+    validate_repo,
+)
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "hf"
+QWEN3 = (DATA / "Qwen__Qwen3-8B" / "config.json").read_bytes()
+
+
+class FakeHub:
+    def __init__(self) -> None:
+        self.hits: dict[str, int] = {}
+        self.auth: list[str | None] = []
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        org, name, filename = request.match_info["org"], request.match_info["name"], request.match_info["file"]
+        key = f"{org}/{name}/{filename}"
+        self.hits[key] = self.hits.get(key, 0) + 1
+        self.auth.append(request.headers.get("Authorization"))
+        n = self.hits[key]
+        if filename == "model.safetensors.index.json":
+            if org == "withindex":
+                return web.json_response({"metadata": {"total_size": 16_381_470_720}, "weight_map": {}})
+            if org == "bigindex":
+                return await self._stream(request, b'{"metadata": {"total_size": 16381470720}, "weight_map": {'
+                                          + b'"x": "y", ' * 300_000 + b'"z": "w"}}')
+            return web.Response(status=404)
+        if org == "gated":
+            return web.Response(status=401, text="Access to model is restricted")
+        if org == "private":
+            return web.Response(status=403)
+        if org == "slow":
+            await asyncio.sleep(3)
+            return web.Response(body=QWEN3)
+        if org == "huge":
+            return await self._stream(request, b" " * (20 * 1024 * 1024))
+        if org == "hugelength":
+            return web.Response(body=b" " * (20 * 1024 * 1024))
+        if org == "badjson":
+            return web.Response(text="<html>not json</html>", content_type="text/html")
+        if org == "flaky" and n == 1:
+            return web.Response(status=500)
+        if org == "ratelimited" and n == 1:
+            return web.Response(status=429, headers={"Retry-After": "1"})
+        if org == "alwaysdown":
+            return web.Response(status=503)
+        if org == "nolayers":
+            cfg = json.loads(QWEN3)
+            del cfg["num_hidden_layers"]
+            return web.json_response(cfg)
+        if org in ("flaky", "ratelimited", "withindex", "bigindex", "ok"):
+            return web.Response(body=QWEN3, content_type="application/json")
+        path = DATA / f"{org}__{name}" / filename
+        if path.is_file():
+            return web.Response(body=path.read_bytes(), content_type="application/json")
+        return web.Response(status=404, text="Entry not found")
+
+    @staticmethod
+    async def _stream(request: web.Request, body: bytes) -> web.StreamResponse:
+        resp = web.StreamResponse()
+        resp.enable_chunked_encoding()
+        await resp.prepare(request)
+        try:
+            for i in range(0, len(body), 256 * 1024):
+                await resp.write(body[i:i + 256 * 1024])
+            await resp.write_eof()
+        except (ConnectionResetError, RuntimeError):
+            pass
+        return resp
+
+
+@pytest.fixture
+async def hub():
+    fake = FakeHub()
+    app = web.Application()
+    app.router.add_get("/{org}/{name}/resolve/main/{file}", fake.handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    fake.base = f"http://127.0.0.1:{port}"  # type: ignore[attr-defined]
+    yield fake
+    await runner.cleanup()
+
+
+def client(hub: FakeHub, tmp_path: Path, **kw) -> HubClient:
+    kw.setdefault("total_timeout_s", 5.0)
+    kw.setdefault("backoff_s", 0.05)
+    return HubClient(hub.base, kw.pop("token", None), cache_path=tmp_path / "hf.sqlite3", **kw)  # type: ignore[attr-defined]
+
+
+def rows(tmp_path: Path) -> list[tuple]:
+    path = tmp_path / "hf.sqlite3"
+    if not path.exists():
+        return []
+    with sqlite3.connect(path) as db:
+        try:
+            return db.execute("SELECT repo FROM hf_models").fetchall()
+        except sqlite3.OperationalError:
+            return []
+
+
+async def test_fetches_and_derives_a_real_config(hub, tmp_path):
+    async with client(hub, tmp_path) as c:
+        m = await c.fetch_model("deepseek-ai/DeepSeek-V3")
+    assert m.hf_repo == "deepseek-ai/DeepSeek-V3" and m.attention.kind == "mla"
+    assert m.source.startswith("https://huggingface.co/deepseek-ai/DeepSeek-V3/blob/main/config.json (fetched ")
+
+
+async def test_hf_prefix_is_accepted(hub, tmp_path):
+    async with client(hub, tmp_path) as c:
+        m = await c.fetch_model("hf:Qwen/Qwen3-8B")
+    assert m.layers == 36
+
+
+@pytest.mark.parametrize("bad", ["", "qwen3", "a/b/c", "../etc/passwd", "/Qwen3-8B", "org/na me", "-x/y",
+                                 "org/" + "x" * 200])
+def test_repo_ids_are_validated(bad):
+    with pytest.raises(BadRepoId):
+        validate_repo(bad)
+
+
+async def test_not_found(hub, tmp_path):
+    async with client(hub, tmp_path) as c:
+        with pytest.raises(RepoNotFound, match="no such model on Hugging Face: nobody/nothing"):
+            await c.get_or_fetch("nobody/nothing")
+    assert rows(tmp_path) == []
+
+
+@pytest.mark.parametrize("org", ["gated", "private"])
+async def test_gated_or_private(hub, tmp_path, org):
+    async with client(hub, tmp_path) as c:
+        with pytest.raises(RepoGated, match="gated or private — rigcheck can only read public configs"):
+            await c.get_or_fetch(f"{org}/model")
+    assert rows(tmp_path) == []
+
+
+async def test_slow_response_times_out(hub, tmp_path):
+    async with client(hub, tmp_path, total_timeout_s=0.5) as c:
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        with pytest.raises(HubTimeout, match=r"did not answer within 0\.5 s"):
+            await c.get_or_fetch("slow/model")
+        assert loop.time() - start < 2.0
+    assert rows(tmp_path) == []
+
+
+@pytest.mark.parametrize("org", ["huge", "hugelength"])
+async def test_big_body_is_refused(hub, tmp_path, org):
+    async with client(hub, tmp_path) as c:
+        with pytest.raises(HubTooLarge, match="larger than 2000 kB"):
+            await c.get_or_fetch(f"{org}/model")
+    assert rows(tmp_path) == []
+
+
+async def test_invalid_json(hub, tmp_path):
+    async with client(hub, tmp_path) as c:
+        with pytest.raises(HubBadResponse, match="not valid JSON"):
+            await c.get_or_fetch("badjson/model")
+    assert rows(tmp_path) == []
+
+
+async def test_unsupported_config_names_the_missing_field(hub, tmp_path):
+    async with client(hub, tmp_path) as c:
+        with pytest.raises(HubBadResponse, match="num_hidden_layers"):
+            await c.get_or_fetch("nolayers/model")
+    assert rows(tmp_path) == []
+
+
+async def test_server_error_is_retried(hub, tmp_path):
+    async with client(hub, tmp_path) as c:
+        m = await c.get_or_fetch("flaky/model")
+    assert m.layers == 36
+    assert hub.hits["flaky/model/config.json"] == 2
+    assert rows(tmp_path) == [("flaky/model",)]
+
+
+async def test_rate_limit_honours_retry_after(hub, tmp_path):
+    async with client(hub, tmp_path) as c:
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        m = await c.fetch_model("ratelimited/model")
+        assert loop.time() - start >= 0.95
+    assert m.layers == 36 and hub.hits["ratelimited/model/config.json"] == 2
+
+
+async def test_retry_after_beyond_the_deadline_fails_fast(hub, tmp_path):
+    async with client(hub, tmp_path, total_timeout_s=0.5) as c:
+        with pytest.raises(HubError):
+            await c.fetch_model("ratelimited/model")
+
+
+async def test_persistent_outage_stops_after_three_tries(hub, tmp_path):
+    async with client(hub, tmp_path) as c:
+        with pytest.raises(HubError, match="busy"):
+            await c.get_or_fetch("alwaysdown/model")
+    assert hub.hits["alwaysdown/model/config.json"] == 3
+    assert rows(tmp_path) == []
+
+
+async def test_safetensors_index_gives_the_exact_count(hub, tmp_path):
+    async with client(hub, tmp_path) as c:
+        m = await c.fetch_model("withindex/model")
+        big = await c.fetch_model("bigindex/model")
+    assert m.params == pytest.approx(16_381_470_720 / 2, rel=1e-6)
+    assert "parameters exact" in m.source
+    # an index past the size limit still yields the metadata that leads it
+    assert big.params == pytest.approx(16_381_470_720 / 2, rel=1e-6)
+
+
+async def test_cache_serves_repeat_lookups_and_expires(hub, tmp_path):
+    now = datetime(2025, 6, 1, tzinfo=UTC)
+    clock = [now]
+    async with client(hub, tmp_path, clock=lambda: clock[0]) as c:
+        first = await c.get_or_fetch("ok/model", max_age_s=3600)
+        again = await c.get_or_fetch("ok/model", max_age_s=3600)
+        assert first == again
+        assert hub.hits["ok/model/config.json"] == 1
+        clock[0] = now + timedelta(hours=2)
+        await c.get_or_fetch("ok/model", max_age_s=3600)
+        assert hub.hits["ok/model/config.json"] == 2
+        assert "(fetched 2025-06-01)" in first.source
+    assert rows(tmp_path) == [("ok/model",)]
+
+
+async def test_token_is_sent_but_never_shown(hub, tmp_path, caplog):
+    caplog.set_level(logging.DEBUG)
+    async with client(hub, tmp_path, token="hf_secret_value") as c:
+        await c.fetch_model("ok/model")
+        assert "hf_secret_value" not in repr(c)
+    assert hub.auth[0] == "Bearer hf_secret_value"
+    assert "hf_secret_value" not in caplog.text
+
+
+async def test_no_token_sends_no_header(hub, tmp_path):
+    async with client(hub, tmp_path) as c:
+        await c.fetch_model("ok/model")
+    assert hub.auth[0] is None
+
+
+def test_from_settings_reads_base_url_and_token(tmp_path):
+    from bot.settings import Settings
+
+    s = Settings(rigcheck_hf_base_url="http://127.0.0.1:9", rigcheck_hf_token="hf_tok_123",  # type: ignore[arg-type]
+                 rigcheck_data_dir=tmp_path)
+    c = HubClient.from_settings(s)
+    assert c.base_url == "http://127.0.0.1:9"
+    assert c.cache_path == tmp_path / "hf_models.sqlite3"
+    assert "hf_tok_123" not in repr(c)

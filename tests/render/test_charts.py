@@ -1,0 +1,174 @@
+"""Charts render to small, decodable 1200×675 PNGs in every theme, locale and edge case."""
+
+from __future__ import annotations
+
+import io
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from matplotlib.image import imread
+
+from bot.render import charts
+from bot.render.charts import ctx_label, gpu_chart, png_size, rank_chart, vram_chart
+from catalog import load_catalog
+from estimator.curve import VramCurves, vram_curves
+from estimator.fit import default_formats
+from estimator.memory import memory
+from estimator.query import Query
+from estimator.rank import RankRow, rank
+
+GIB = 1024**3
+MAX_BYTES = 200 * 1024
+THEMES = ("dark", "light")
+LOCALES = ("en-US", "zh-CN")
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    return load_catalog()
+
+
+def curves_for(catalog, gpus: int) -> VramCurves:
+    formats = default_formats(catalog, "llama.cpp")
+    q = Query(gpu=catalog.gpu("nvidia-t4"), gpus=gpus, model=catalog.model("qwen3-8b"), quant=formats[0], ctx=8192)
+    return vram_curves(q, formats)
+
+
+@pytest.fixture(scope="module")
+def rows(catalog) -> list[RankRow]:
+    return rank(catalog.models, default_formats(catalog, "llama.cpp"), catalog.gpu("nvidia-t4"), ctx=8192)
+
+
+@pytest.fixture(scope="module")
+def points(catalog) -> list[tuple[str, float, float]]:
+    out = []
+    for model_id in ("qwen3-4b", "qwen3-8b", "qwen3-32b", "qwen3-235b-a22b"):
+        model = catalog.model(model_id)
+        mem = memory(Query(gpu=catalog.gpu("nvidia-t4"), model=model, quant=catalog.quant("q4_k_m"), ctx=8192))
+        out.append((f"{model.name} Q4_K_M", 8192.0, mem.total_bytes / GIB))
+    return out
+
+
+def assert_good_png(png: bytes) -> None:
+    assert png.startswith(b"\x89PNG\r\n\x1a\n")
+    assert len(png) < MAX_BYTES
+    w, h = png_size(png)
+    assert abs(w - 1200) <= 4 and abs(h - 675) <= 4
+    pixels = imread(io.BytesIO(png), format="png")
+    assert pixels.shape[:2] == (h, w)
+    # Not a blank canvas: a chart has many distinct colours.
+    assert len({tuple(p) for p in pixels[::15, ::15].reshape(-1, pixels.shape[2]).tolist()}) > 5
+
+
+@pytest.mark.parametrize("theme", THEMES)
+@pytest.mark.parametrize("locale", LOCALES)
+@pytest.mark.parametrize("gpus", [1, 2])
+def test_vram_chart(catalog, theme, locale, gpus):
+    curves = curves_for(catalog, gpus)
+    label = "T4" if gpus == 1 else f"{gpus}× T4"
+    assert_good_png(vram_chart(curves, title=f"Qwen3-8B on {label}", gpu_label=label, locale=locale, theme=theme))
+
+
+def test_vram_chart_with_many_formats_and_a_million_tokens(catalog):
+    formats = [catalog.quant(q) for q in ("q2_k", "q3_k_m", "q4_k_m", "q5_k_m", "q6_k", "q8_0", "f16")]
+    q = Query(gpu=catalog.gpu("nvidia-rtx-4090"), model=catalog.model("glm-4-9b-chat-1m"), quant=formats[0])
+    assert_good_png(vram_chart(vram_curves(q, formats), title="GLM-4-9B-Chat-1M", gpu_label="RTX 4090"))
+
+
+def test_vram_chart_when_nothing_fits(catalog):
+    formats = default_formats(catalog, "llama.cpp")
+    q = Query(gpu=catalog.gpu("nvidia-t4"), model=catalog.model("llama-3.1-405b"), quant=formats[0])
+    curves = vram_curves(q, formats)
+    assert all(c.max_ctx == 0 for c in curves.curves)
+    assert_good_png(vram_chart(curves, title="Llama 3.1 405B on T4", gpu_label="T4"))
+
+
+def test_vram_chart_without_formats(catalog):
+    empty = curves_for(catalog, 1).model_copy(update={"curves": ()})
+    assert_good_png(vram_chart(empty, title="nothing", gpu_label="T4"))
+
+
+@pytest.mark.parametrize("theme", THEMES)
+@pytest.mark.parametrize("locale", LOCALES)
+def test_rank_chart(rows, theme, locale):
+    assert len(rows) > 10
+    assert_good_png(rank_chart(rows, title="Best on NVIDIA T4 @ 8k", locale=locale, theme=theme))
+
+
+@pytest.mark.parametrize("theme", THEMES)
+@pytest.mark.parametrize("locale", LOCALES)
+def test_rank_chart_empty_is_a_message_not_an_error(theme, locale):
+    assert_good_png(rank_chart([], title="Best on NVIDIA T4 @ 1M", locale=locale, theme=theme))
+
+
+def test_rank_chart_short_list_and_limit(rows):
+    assert_good_png(rank_chart(rows[:1], title="One"))
+    assert_good_png(rank_chart(rows, title="Three", limit=3))
+    assert_good_png(rank_chart(rows, title="Zero", limit=0))
+
+
+@pytest.mark.parametrize("theme", THEMES)
+@pytest.mark.parametrize("locale", LOCALES)
+def test_gpu_chart(points, theme, locale):
+    assert_good_png(gpu_chart(points, usable_gib=15.0, title="NVIDIA T4 · 16 GB", locale=locale, theme=theme))
+
+
+def test_gpu_chart_empty():
+    assert_good_png(gpu_chart([], usable_gib=15.0, title="NVIDIA T4", locale="en-US", theme="dark"))
+
+
+def test_mathtext_characters_in_names_are_literal(points):
+    odd = [("$x$ 50% _under_ ^hat^", 0.0, 3.0), *points]
+    assert_good_png(gpu_chart(odd, usable_gib=15.0, title="$5 GPU {a}", locale="en-US", theme="light"))
+
+
+def test_zh_cn_falls_back_to_english_without_a_cjk_font(monkeypatch, catalog):
+    monkeypatch.setattr(charts, "cjk_font_family", lambda: None)
+    assert charts.chart_language("zh-CN") == "en"
+    assert_good_png(vram_chart(curves_for(catalog, 1), title="Qwen3-8B", gpu_label="T4", locale="zh-CN"))
+
+
+def test_chart_language():
+    assert charts.chart_language("en-US") == "en"
+    assert charts.chart_language("de") == "en"
+    expected = "zh" if charts.cjk_font_family() else "en"
+    assert charts.chart_language("zh-CN") == expected
+    assert charts.chart_language("zh-TW") == expected
+
+
+def test_unknown_theme_is_rejected(catalog):
+    with pytest.raises(ValueError, match="theme"):
+        vram_chart(curves_for(catalog, 1), title="x", gpu_label="T4", theme="sepia")  # type: ignore[arg-type]
+
+
+def test_renders_are_deterministic_across_threads(catalog, rows):
+    curves = curves_for(catalog, 2)
+    jobs = [lambda: vram_chart(curves, title="Qwen3-8B", gpu_label="2× T4"),
+            lambda: rank_chart(rows, title="T4", locale="zh-CN", theme="light")]
+    sequential = [job() for job in jobs]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        threaded = list(pool.map(lambda i: jobs[i % 2](), range(8)))
+    for i, png in enumerate(threaded):
+        assert png == sequential[i % 2]
+
+
+@pytest.mark.parametrize(("tokens", "label"), [
+    (512, "512"), (1024, "1k"), (1536, "1.5k"), (24576, "24k"), (40960, "40k"), (128000, "128k"),
+    (131072, "128k"), (1048576, "1M"), (1000000, "1M"), (10485760, "10M"), (10115072, "9.6M"),
+])
+def test_ctx_label(tokens, label):
+    assert ctx_label(tokens) == label
+
+
+def test_png_size_reads_ihdr_and_rejects_other_bytes():
+    assert png_size(rank_chart([], title="x")) == (1200, 675)
+    with pytest.raises(ValueError):
+        png_size(b"GIF89a" + bytes(30))
+
+
+def test_oversized_png_is_reencoded_with_a_palette(catalog, monkeypatch):
+    monkeypatch.setattr(charts, "SIZE_BUDGET_BYTES", 20 * 1024)
+    png = vram_chart(curves_for(catalog, 1), title="Qwen3-8B", gpu_label="T4")
+    assert png_size(png) == (1200, 675)
+    assert len(png) < 60 * 1024
+    assert_good_png(png)

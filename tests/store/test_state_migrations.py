@@ -1,0 +1,191 @@
+"""StateStore opening: fresh files, upgrades, and the files it must refuse without touching."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from pathlib import Path
+
+import pytest
+from store_clocks import UtcClock
+
+from bot.store import state as state_module
+from bot.store._sqlite import STATE_APPLICATION_ID
+from bot.store.cache import ReplyCache
+from bot.store.errors import SchemaTooNewError, StateCorruptError, StateStoreError
+from bot.store.migrations import LATEST_VERSION, MIGRATIONS
+from bot.store.records import GuildSettings
+from bot.store.state import StateStore
+
+# Schema 1 exactly as it was released, written out by hand: upgrades must keep working from it
+# even as later steps are added.
+SCHEMA_V1 = """
+CREATE TABLE settings (
+    scope TEXT NOT NULL CHECK (scope IN ('guild', 'user')), subject_id INTEGER NOT NULL,
+    data TEXT NOT NULL, updated_at TEXT NOT NULL, PRIMARY KEY (scope, subject_id));
+CREATE TABLE subscriptions (
+    id INTEGER PRIMARY KEY, guild_id INTEGER NOT NULL, channel_id INTEGER, webhook_url TEXT,
+    gpus TEXT NOT NULL, ctx INTEGER NOT NULL CHECK (ctx > 0), locale TEXT NOT NULL,
+    active INTEGER NOT NULL DEFAULT 1, disabled_reason TEXT, created_at TEXT NOT NULL, updated_at TEXT NOT NULL,
+    CHECK (channel_id IS NOT NULL OR webhook_url IS NOT NULL));
+CREATE UNIQUE INDEX subscriptions_target ON subscriptions (guild_id, COALESCE(channel_id, 0));
+CREATE TABLE deliveries (
+    id INTEGER PRIMARY KEY, subscription_id INTEGER NOT NULL REFERENCES subscriptions (id), day TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('pending', 'sent', 'failed')), forced INTEGER NOT NULL DEFAULT 0,
+    message_id INTEGER, reason TEXT, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
+CREATE UNIQUE INDEX deliveries_one_in_flight ON deliveries (subscription_id, day) WHERE status = 'pending';
+CREATE UNIQUE INDEX deliveries_scheduled_once ON deliveries (subscription_id, day)
+    WHERE status IN ('pending', 'sent') AND forced = 0;
+CREATE INDEX deliveries_day ON deliveries (day);
+CREATE TABLE seen_signatures (digest TEXT PRIMARY KEY, seen_at TEXT NOT NULL);
+CREATE INDEX seen_signatures_seen_at ON seen_signatures (seen_at);
+"""
+STAMP = "2026-04-01T00:00:00.000000Z"
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def pragma(path: Path, name: str) -> int:
+    with sqlite3.connect(path) as db:
+        return int(db.execute(f"PRAGMA {name}").fetchone()[0])
+
+
+def build_v1(path: Path) -> None:
+    db = sqlite3.connect(path)
+    db.executescript(SCHEMA_V1)
+    db.execute('INSERT INTO settings VALUES (\'guild\', 7, \'{"engine": "vllm", "ctx": 8192}\', ?)', (STAMP,))
+    db.execute(
+        "INSERT INTO subscriptions (guild_id, channel_id, gpus, ctx, locale, created_at, updated_at)"
+        " VALUES (7, 70, '[\"nvidia-t4-16gb\"]', 32768, 'en', ?, ?)",
+        (STAMP, STAMP),
+    )
+    db.execute(
+        "INSERT INTO deliveries (subscription_id, day, status, created_at, updated_at)"
+        " VALUES (1, '2026-04-01', 'sent', ?, ?)",
+        (STAMP, STAMP),
+    )
+    db.execute(f"PRAGMA application_id = {STATE_APPLICATION_ID}")
+    db.execute("PRAGMA user_version = 1")
+    db.commit()
+    db.close()
+
+
+def test_the_frozen_fixture_is_the_step_before_the_latest() -> None:
+    assert LATEST_VERSION == 2, "add a hand-written fixture for the previous schema and upgrade test from it"
+
+
+async def test_creates_a_missing_file_at_the_latest_version(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    async with StateStore.open(path) as store:
+        assert await store.get_guild_settings(1) == GuildSettings()
+    assert pragma(path, "user_version") == LATEST_VERSION
+    assert pragma(path, "application_id") == STATE_APPLICATION_ID
+
+
+async def test_migrates_an_empty_file(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    path.touch()
+    async with StateStore.open(path):
+        pass
+    assert pragma(path, "user_version") == LATEST_VERSION
+
+
+async def test_upgrades_from_the_previous_version_keeping_rows_and_a_backup(
+    tmp_path: Path, utc_clock: UtcClock
+) -> None:
+    path = tmp_path / "state.db"
+    build_v1(path)
+    async with StateStore.open(path, clock=utc_clock) as store:
+        assert await store.get_guild_settings(7) == GuildSettings(engine="vllm", ctx=8192)
+        [sub] = await store.list_subscriptions(7)
+        assert (sub.channel_id, sub.gpus, sub.ctx) == (70, ("nvidia-t4-16gb",), 32768)
+        assert await store.begin_delivery(sub.id, "2026-04-01") is None  # the old "sent" row still counts
+        await store.log_query("fit", {"gpu": "t4"}, 7, 1, 10.0, False, "ok", utc_clock())
+    assert pragma(path, "user_version") == LATEST_VERSION
+    backup = tmp_path / "state.db.v1.bak"
+    assert pragma(backup, "user_version") == 1
+    with sqlite3.connect(backup) as db:
+        assert db.execute("SELECT COUNT(*) FROM deliveries").fetchone()[0] == 1
+
+
+async def test_a_failing_step_leaves_the_database_at_its_old_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "state.db"
+    build_v1(path)
+    monkeypatch.setattr(state_module, "MIGRATIONS", (*MIGRATIONS, ("CREATE TABLE half_done (a)", "NOT VALID SQL")))
+    monkeypatch.setattr(state_module, "LATEST_VERSION", LATEST_VERSION + 1)
+    with pytest.raises(sqlite3.OperationalError):
+        await StateStore.open(path)
+    assert pragma(path, "user_version") == 1
+    with sqlite3.connect(path) as db:
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert "half_done" not in tables
+    assert "query_log" not in tables
+
+
+async def test_refuses_a_database_from_a_newer_build(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    async with StateStore.open(path):
+        pass
+    with sqlite3.connect(path) as db:
+        db.execute(f"PRAGMA user_version = {LATEST_VERSION + 1}")
+    before = sha(path)
+    with pytest.raises(SchemaTooNewError, match=f"schema version {LATEST_VERSION + 1}") as raised:
+        await StateStore.open(path)
+    assert str(path) in str(raised.value)
+    assert sha(path) == before
+
+
+async def test_refuses_a_file_that_is_not_a_database_and_leaves_it_alone(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    path.write_bytes(b"definitely not sqlite " * 300)
+    before = sha(path)
+    with pytest.raises(StateCorruptError) as raised:
+        await StateStore.open(path)
+    message = str(raised.value)
+    assert str(path) in message
+    assert "backup" in message
+    assert sha(path) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["state.db"]
+
+
+async def test_refuses_a_database_with_damaged_pages_and_leaves_it_alone(tmp_path: Path, utc_clock: UtcClock) -> None:
+    path = tmp_path / "state.db"
+    async with StateStore.open(path, clock=utc_clock) as store:
+        for n in range(200):
+            await store.log_query("fit", {"gpu": f"g{n}", "model": "m" * 100}, n, n, 1.0, False, "ok", utc_clock())
+    raw = bytearray(path.read_bytes())
+    page = int.from_bytes(raw[16:18], "big")
+    raw[page:] = b"\xa5" * (len(raw) - page)
+    path.write_bytes(bytes(raw))
+    before = sha(path)
+    with pytest.raises(StateCorruptError, match="backup"):
+        await StateStore.open(path)
+    assert sha(path) == before
+
+
+async def test_refuses_a_file_that_belongs_to_the_reply_cache(tmp_path: Path) -> None:
+    path = tmp_path / "cache.db"
+    async with ReplyCache.open(path, max_bytes=1000):
+        pass
+    before = sha(path)
+    with pytest.raises(StateStoreError, match="not a rigcheck state database"):
+        await StateStore.open(path)
+    assert sha(path) == before
+
+
+async def test_refuses_to_invent_a_missing_data_directory(tmp_path: Path) -> None:
+    with pytest.raises(StateStoreError, match="does not exist"):
+        await StateStore.open(tmp_path / "unmounted" / "state.db")
+    assert not (tmp_path / "unmounted").exists()
+
+
+async def test_closed_store_says_so(tmp_path: Path) -> None:
+    store = await StateStore.open(tmp_path / "state.db")
+    await store.close()
+    await store.close()
+    with pytest.raises(StateStoreError, match="closed"):
+        await store.get_user_settings(1)
