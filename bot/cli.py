@@ -6,12 +6,14 @@ Bad input prints one line on stderr and exits with status 2; nothing prints a tr
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from bot import jsonout
+from bot.hub import HubError
 from bot.params import BadValue, format_tokens, parse_tokens
 from bot.service import FitRequest, RankRequest, Service
 from catalog.resolve import NotFound
@@ -55,7 +57,22 @@ def fit_request(d: dict[str, Any]) -> FitRequest:
     )
 
 
+def fetch_hf(svc: Service, text: str) -> None:
+    """`hf:org/name` → read its config from the hub (cached in the data dir) into the service."""
+    if not text.strip().lower().startswith("hf:") or text.strip() in svc.extra_models:
+        return
+    from bot.hub import HubClient
+    from bot.settings import Settings
+
+    async def go() -> Any:
+        async with HubClient.from_settings(Settings()) as hub:
+            return await hub.get_or_fetch(text.strip())
+
+    svc.extra_models[text.strip()] = asyncio.run(go())
+
+
 def cmd_fit(svc: Service, args: argparse.Namespace) -> int:
+    fetch_hf(svc, args.model)
     result = svc.fit(fit_request(vars(args)))
     data = jsonout.fit_json(result)
     if args.json:
@@ -265,6 +282,16 @@ MODEL_KEYS = (
 
 def cmd_catalog(svc: Service, args: argparse.Namespace) -> int:
     cat = svc.catalog
+    if args.action == "import-hf":
+        from catalog.hf import catalog_entry_toml
+
+        text = " ".join(args.text).strip()
+        if not text:
+            raise CliError("import-hf needs ORG/NAME")
+        key = text if text.lower().startswith("hf:") else f"hf:{text}"
+        fetch_hf(svc, key)
+        sys.stdout.write(catalog_entry_toml(svc.extra_models[key]))
+        return 0
     if args.action == "list":
         kinds = [args.kind] if args.kind else ["gpu", "model", "quant"]
         if args.json:
@@ -334,6 +361,37 @@ def cmd_catalog(svc: Service, args: argparse.Namespace) -> int:
     return 0
 
 
+# --- whatgpu -----------------------------------------------------------------------------------------
+
+def cmd_whatgpu(svc: Service, args: argparse.Namespace) -> int:
+    from estimator.whatgpu import what_gpu
+
+    fetch_hf(svc, args.model)
+    model, tagged = svc.model(args.model)
+    engine = svc.engine(args.engine)
+    formats = svc.formats(engine, args.quant) if args.quant or tagged is None else [tagged]
+    if not args.quant and tagged is None:
+        formats = [svc.quant("int4", engine)]
+    rows = what_gpu(model, formats, svc.catalog.gpus, ctx=parse_tokens(args.ctx), engine=engine, kv=svc.kv(args.kv),
+                    min_tps=args.min_tps, max_gpus=svc.gpus(args.max_gpus), budget_usd=args.budget)
+    if args.json:
+        _print_json({
+            "model": jsonout.model_brief(model), "ctx": parse_tokens(args.ctx), "engine": engine,
+            "setups": [{"gpu": s.gpu.id, "name": s.gpu.name, "count": s.count, "quant": s.quant.id,
+                        "decode_tps": round(s.decode_tps, 1), "ttft_s": round(s.ttft_s, 3), "price_usd": s.price_usd,
+                        "power_w": s.power_w, "verdict": s.memory.verdict,
+                        "memory_gb": {"total": jsonout.gb(s.memory.total_bytes),
+                                      "usable": jsonout.gb(s.memory.usable_bytes)},
+                        "headroom_gb": jsonout.gb(s.headroom_bytes)} for s in rows[: args.limit]],
+        })
+        return 0
+    print(f"GPU setups for {model.name} at {format_tokens(parse_tokens(args.ctx))} context ({engine})")
+    print(_table(["setup", "format", "tok/s", "TTFT s", "price $", "W", "headroom GiB"], [
+        [f"{s.count}× {s.gpu.name}", s.quant.name, round(s.decode_tps, 1), round(s.ttft_s, 2), s.price_usd or "?",
+         s.power_w or "?", jsonout.gb(s.headroom_bytes)] for s in rows[: args.limit]]))
+    return 0
+
+
 # --- parser ----------------------------------------------------------------------------------------
 
 
@@ -380,8 +438,21 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("batch", help="JSON lines of fit queries on stdin → one JSON answer per line")
     p.set_defaults(func=cmd_batch)
 
-    p = sub.add_parser("catalog", help="inspect the catalog")
-    p.add_argument("action", choices=["list", "show", "search"])
+    p = sub.add_parser("whatgpu", help="which GPU setups run a model: fewest GPUs, then cheapest, then fastest")
+    p.add_argument("--model", required=True, help="catalog model or hf:org/name")
+    p.add_argument("--quant", help="format or level (default int4)")
+    p.add_argument("--engine", default="llama.cpp")
+    p.add_argument("--ctx", default="8k")
+    p.add_argument("--kv", default="f16")
+    p.add_argument("--min-tps", type=float, dest="min_tps", help="at least this many tokens/s")
+    p.add_argument("--max-gpus", type=int, default=8, dest="max_gpus")
+    p.add_argument("--budget", type=float, help="most you would spend, USD (launch prices)")
+    p.add_argument("--limit", type=int, default=25)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_whatgpu)
+
+    p = sub.add_parser("catalog", help="inspect the catalog; import-hf ORG/NAME prints a catalog entry")
+    p.add_argument("action", choices=["list", "show", "search", "import-hf"])
     p.add_argument("text", nargs="*")
     p.add_argument("--kind", choices=["gpu", "model", "quant"])
     p.add_argument("--json", action="store_true")
@@ -410,7 +481,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(Service(), args) or 0)
     except NotFound as exc:
         print(f"rigcheck: {exc}", file=sys.stderr)
-    except (BadValue, CliError) as exc:
+    except (BadValue, CliError, HubError) as exc:
         print(f"rigcheck: {exc}", file=sys.stderr)
     except KeyboardInterrupt:
         return 130

@@ -181,3 +181,15 @@ def _register_finetune(sub: Any) -> None:
 
 
 REGISTER.extend([_register_ask, _register_run, _register_finetune])
+
+
+# --- trigger-daily ---------------------------------------------------------------------------------
+
+
+def _register_trigger_daily(sub: Any) -> None:
+    from bot.web.trigger import register
+
+    register(sub)
+
+
+REGISTER.append(_register_trigger_daily)

@@ -38,6 +38,8 @@ EXTENSIONS = (
     "bot.commands.browse",
     "bot.commands.help",
     "bot.commands.settings",
+    "bot.commands.whatgpu",
+    "bot.commands.daily",
 )
 
 
@@ -162,6 +164,9 @@ class RigBot(commands.AutoShardedBot):
         data_dir = Path(self.settings.rigcheck_data_dir)
         await asyncio.to_thread(data_dir.mkdir, parents=True, exist_ok=True)
         await self.open_stores(data_dir)
+        from bot.hub import HubClient
+
+        self.service.hub = HubClient.from_settings(self.settings, cache_path=data_dir / "hf_models.sqlite3")
         for ext in EXTENSIONS:
             await self.load_extension(ext)
         await self.sync_if_changed(data_dir)
@@ -189,23 +194,30 @@ class RigBot(commands.AutoShardedBot):
         self.web_runner = await start_web(self)
 
     async def sync_if_changed(self, data_dir: Path) -> None:
+        """Sync when the payload hash differs from the last sync, or when Discord does not have our
+        commands (a new application, a fresh sandbox, commands deleted by hand)."""
         guild = discord.Object(self.settings.rigcheck_dev_guild) if self.settings.rigcheck_dev_guild else None
         if guild is not None:
             self.tree.copy_global_to(guild=guild)
         payload = [c.to_dict(self.tree) for c in self.tree.get_commands(guild=guild)]
         digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
         marker = data_dir / f"commands-{self.application_id}-{guild.id if guild else 'global'}.sha256"
-        if marker.exists() and marker.read_text().strip() == digest:
-            log.info("commands unchanged; not syncing")
-            return
+        known = await asyncio.to_thread(lambda: marker.read_text().strip() if marker.exists() else "")
+        if known == digest:
+            remote = {c.name for c in await self.tree.fetch_commands(guild=guild)}
+            if remote == {c["name"] for c in payload}:
+                log.info("commands unchanged; not syncing")
+                return
         await self.tree.sync(guild=guild)
-        marker.write_text(digest)
+        await asyncio.to_thread(marker.write_text, digest)
         log.info("synced %d commands", len(payload))
 
     async def close(self) -> None:
         if self.web_runner is not None:
             await self.web_runner.cleanup()
         await super().close()
+        if self.service.hub is not None:
+            await self.service.hub.close()
         for store in (self.cache, self.state):
             if store is not None:
                 await store.close()
@@ -241,7 +253,8 @@ class RigBot(commands.AutoShardedBot):
                 )  # type: ignore[misc]
         hit = reply is not None
         if reply is None:
-            await interaction.response.defer(thinking=True)
+            if not interaction.response.is_done():
+                await interaction.response.defer(thinking=True)
             reply = await asyncio.to_thread(render, locale)
             if self.cache is not None and key is not None:
                 from bot.store.cache import CachedFile, CachedReply

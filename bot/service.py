@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from bot.hub import HubClient, HubError
 from bot.params import BadValue, parse_tokens
 from catalog.resolve import NotFound, Resolver
 from catalog.schema import GPU, Model, QuantFormat
@@ -52,6 +53,18 @@ class RankRequest:
 class Service:
     catalog: Catalog = field(default_factory=load_catalog)
     extra_models: dict[str, Model] = field(default_factory=dict)
+    hub: HubClient | None = None
+
+    async def resolve_hf(self, text: str) -> None:
+        """`hf:org/name` → fetched (and cached) into extra_models under that exact text."""
+        key = text.strip()
+        if key.lower().startswith("hf:") and key not in self.extra_models:
+            if self.hub is None:
+                raise BadValue("Hugging Face lookups are not enabled on this bot")
+            try:
+                self.extra_models[key] = await self.hub.get_or_fetch(key)
+            except HubError as exc:
+                raise BadValue(str(exc)) from None
 
     @cached_property
     def resolver(self) -> Resolver:

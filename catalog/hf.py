@@ -20,7 +20,7 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from catalog.arch import (
     active_decoder_params,
@@ -28,7 +28,7 @@ from catalog.arch import (
     decoder_params,
     ffn_params_per_layer,
 )
-from catalog.schema import Attention, Model, MoE
+from catalog.schema import Attention, AttentionKind, Model, MoE
 
 __all__ = [
     "SUPPORTED_MODEL_TYPES",
@@ -166,7 +166,7 @@ class _Cfg:
                     return source[key]
         return default
 
-    def int(self, *keys: str, default: int | None = None) -> int | None:
+    def integer(self, *keys: str, default: int | None = None) -> int | None:
         value = self.get(*keys)
         if value is None:
             return default
@@ -178,7 +178,7 @@ class _Cfg:
         out: dict[str, int] = {}
         missing = []
         for name in names:
-            value = self.int(name)
+            value = self.integer(name)
             if value is None or value <= 0:
                 missing.append(name)
             else:
@@ -200,14 +200,16 @@ def _layer_types(c: _Cfg, layers: int) -> list[str] | None:
     return None
 
 
-def _attention_layout(c: _Cfg, layers: int) -> tuple[str, int | None, int | None, str | None, list[int]]:
+def _attention_layout(
+    c: _Cfg, layers: int
+) -> tuple[AttentionKind, int | None, int | None, str | None, list[int]]:
     """(kind, sliding_window, global_layers, layer_pattern, indices of linear/SSM layers)."""
     mt = c.model_type
-    window = c.int("sliding_window")
+    window = c.integer("sliding_window")
     types = _layer_types(c, layers)
     if mt in ("qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text"):
         if types is None:
-            interval = c.int("full_attention_interval") or 4
+            interval = c.integer("full_attention_interval") or 4
             types = ["full_attention" if (i + 1) % interval == 0 else "linear_attention" for i in range(layers)]
         linear = [i for i, t in enumerate(types) if t == "linear_attention"]
         full = layers - len(linear)
@@ -230,7 +232,7 @@ def _attention_layout(c: _Cfg, layers: int) -> tuple[str, int | None, int | None
             linear,
         )
     if mt == "jamba":
-        period, offset = c.int("attn_layer_period"), c.int("attn_layer_offset")
+        period, offset = c.integer("attn_layer_period"), c.integer("attn_layer_offset")
         if period is None or offset is None:
             raise UnsupportedConfig("config.json lacks attn_layer_period / attn_layer_offset")
         attn = [i for i in range(layers) if i % period == offset]
@@ -251,13 +253,13 @@ def _attention_layout(c: _Cfg, layers: int) -> tuple[str, int | None, int | None
         local = math.ceil(layers / 2)
         return "sliding", window, layers - local, f"alternating sliding ({window}) / full, even layer ids local", []
     if mt == "gemma3_text" and window:
-        every = c.int("sliding_window_pattern", "_sliding_window_pattern") or 6
+        every = c.integer("sliding_window_pattern", "_sliding_window_pattern") or 6
         full = layers // every
         return "sliding", window, full, f"{every - 1} local ({window}) : 1 global (every {every}th layer)", []
-    if mt in ("mistral", "mixtral") and window and window < (c.int("max_position_embeddings") or 0):
+    if mt in ("mistral", "mixtral") and window and window < (c.integer("max_position_embeddings") or 0):
         return "sliding", window, 0, f"all {layers} layers sliding ({window})", []
     if mt in ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe") and c.get("use_sliding_window") and window:
-        from_layer = c.int("max_window_layers") or 0
+        from_layer = c.integer("max_window_layers") or 0
         local = max(layers - from_layer, 0)
         if local:
             return "sliding", window, layers - local, f"layers from {from_layer} sliding ({window})", []
@@ -329,7 +331,7 @@ def _mamba2(c: _Cfg, hidden: int, prefix: str) -> tuple[int, int]:
             need["mamba_d_state"],
             need["mamba_d_conv"],
         )
-        groups = c.int("mamba_n_groups") or 1
+        groups = c.integer("mamba_n_groups") or 1
     else:
         need = c.require("mamba_num_heads", "mamba_head_dim", "ssm_state_size", "conv_kernel")
         heads, head_dim, d_state, kernel = (
@@ -338,7 +340,7 @@ def _mamba2(c: _Cfg, hidden: int, prefix: str) -> tuple[int, int]:
             need["ssm_state_size"],
             need["conv_kernel"],
         )
-        groups = c.int("n_groups") or 1
+        groups = c.integer("n_groups") or 1
     inner = heads * head_dim
     conv_dim = inner + 2 * groups * d_state
     params = (
@@ -357,7 +359,7 @@ def _mamba1(c: _Cfg, hidden: int) -> tuple[int, int]:
     need = c.require("mamba_d_state", "mamba_d_conv", "mamba_expand")
     d_state, kernel = need["mamba_d_state"], need["mamba_d_conv"]
     inner = need["mamba_expand"] * hidden
-    dt_rank = c.int("mamba_dt_rank") or math.ceil(hidden / 16)
+    dt_rank = c.integer("mamba_dt_rank") or math.ceil(hidden / 16)
     params = (
         hidden * 2 * inner
         + inner * kernel
@@ -405,30 +407,30 @@ def _vision_params(config: Mapping[str, Any], text_hidden: int) -> int:
 
 
 def _moe(c: _Cfg, layers: int) -> MoE | None:
-    experts = c.int("num_experts", "n_routed_experts", "num_local_experts")
+    experts = c.integer("num_experts", "n_routed_experts", "num_local_experts")
     if not experts or experts < 2:
         return None
-    active = c.int("num_experts_per_tok", "experts_per_token", "moe_topk")
+    active = c.integer("num_experts_per_tok", "experts_per_token", "moe_topk")
     if not active:
         raise UnsupportedConfig("config.json lacks num_experts_per_tok (experts routed per token)")
-    width = c.int("moe_intermediate_size") or c.int("intermediate_size")
+    width = c.integer("moe_intermediate_size") or c.integer("intermediate_size")
     if not width:
         raise UnsupportedConfig("config.json lacks moe_intermediate_size (the width of one expert)")
-    shared = c.int("n_shared_experts", "num_shared_experts") or 0
-    shared_width = c.int(
+    shared = c.integer("n_shared_experts", "num_shared_experts") or 0
+    shared_width = c.integer(
         "shared_expert_intermediate_size", "moe_shared_expert_intermediate_size", "shared_intermediate_size"
     )
     if shared_width and not shared:
         shared = 1  # Qwen2-MoE / Qwen3-Next style: one shared expert of its own width
-    dense = c.int("first_k_dense_replace") or 0
+    dense = c.integer("first_k_dense_replace") or 0
     only = c.get("mlp_only_layers")
     if isinstance(only, list) and only:
         dense = max(dense, len(only))
-    step = c.int("decoder_sparse_step", "moe_layer_freq")
+    step = c.integer("decoder_sparse_step", "moe_layer_freq")
     if step and step > 1:
         dense = max(dense, layers - len([i for i in range(layers) if (i + 1) % step == 0]))
     if c.model_type == "jamba":
-        period, offset = c.int("expert_layer_period") or 1, c.int("expert_layer_offset") or 0
+        period, offset = c.integer("expert_layer_period") or 1, c.integer("expert_layer_offset") or 0
         dense = layers - len([i for i in range(layers) if i % period == offset])
     return MoE(
         experts=experts,
@@ -445,7 +447,7 @@ def _dtype(config: Mapping[str, Any], c: _Cfg) -> str:
 
 
 def _max_context(c: _Cfg) -> tuple[int, str]:
-    mpe = c.int("max_position_embeddings", "max_sequence_length", "seq_length")
+    mpe = c.integer("max_position_embeddings", "max_sequence_length", "seq_length")
     if not mpe:
         raise UnsupportedConfig("config.json lacks max_position_embeddings (the context length)")
     scaling = c.get("rope_scaling")
@@ -491,14 +493,14 @@ def _parts(c: _Cfg, config: Mapping[str, Any], base: Model) -> dict[str, int]:
     if gated:
         gates = (a.global_layers or 0) * base.attention_heads * base.head_dim * hidden
     mtp = 0
-    nextn = c.int("num_nextn_predict_layers") or 0
+    nextn = c.integer("num_nextn_predict_layers") or 0
     if nextn:
         # DeepSeek-style MTP module: one more decoder layer, the eh_proj that merges two hidden states and,
         # in the published checkpoint, its own copies of the embedding and the LM head.
         _, moe_ffn = ffn_params_per_layer(base)
         layer = attention_params_per_layer(base) + (moe_ffn or ffn_params_per_layer(base)[0])
         mtp = nextn * (layer + 2 * hidden * hidden + 2 * base.vocab_size * hidden)
-    qmtp = c.int("mtp_num_hidden_layers") or 0
+    qmtp = c.integer("mtp_num_hidden_layers") or 0
     if qmtp:
         dense_ffn, moe_ffn = ffn_params_per_layer(base)
         per_gate = base.attention_heads * base.head_dim * hidden if gated else 0
@@ -540,20 +542,24 @@ def model_from_config(
         base["num_attention_heads"],
         base["vocab_size"],
     )
-    kv_heads = c.int("num_key_value_heads") or heads
+    kv_heads = c.integer("num_key_value_heads") or heads
 
-    mla = c.int("kv_lora_rank") is not None and c.model_type in ("deepseek_v2", "deepseek_v3", "kimi_k2")
+    mla = c.integer("kv_lora_rank") is not None and c.model_type in ("deepseek_v2", "deepseek_v3", "kimi_k2")
     if mla:
         need = c.require("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")
         head_dim = need["qk_nope_head_dim"] + need["qk_rope_head_dim"]
     else:
-        head_dim = c.int("head_dim") or 0
+        head_dim = c.integer("head_dim") or 0
         if not head_dim:
             if hidden % heads:
                 raise UnsupportedConfig("config.json lacks head_dim and hidden_size is not a multiple of heads")
             head_dim = hidden // heads
 
-    state = None
+    state: int | None = None
+    kind: AttentionKind
+    window: int | None
+    global_layers: int | None
+    layer_pattern: str | None
     if c.model_type == "nemotron_h":
         layers, n_attn, _, _, pattern = _nemotron_h(c, hidden)
         kind, window, global_layers, layer_pattern = (
@@ -576,17 +582,17 @@ def model_from_config(
     if mla:
         attention = Attention(
             kind="mla",
-            kv_lora_rank=c.int("kv_lora_rank"),
-            q_lora_rank=c.int("q_lora_rank"),
-            qk_rope_head_dim=c.int("qk_rope_head_dim"),
-            qk_nope_head_dim=c.int("qk_nope_head_dim"),
-            v_head_dim=c.int("v_head_dim"),
+            kv_lora_rank=c.integer("kv_lora_rank"),
+            q_lora_rank=c.integer("q_lora_rank"),
+            qk_rope_head_dim=c.integer("qk_rope_head_dim"),
+            qk_nope_head_dim=c.integer("qk_nope_head_dim"),
+            v_head_dim=c.integer("v_head_dim"),
         )
     else:
         attention = Attention(
             kind=kind,
             sliding_window=window,
-            global_layers=global_layers,  # type: ignore[arg-type]
+            global_layers=global_layers,
             layer_pattern=layer_pattern,
             state_elements_per_layer=state,
         )
@@ -595,14 +601,14 @@ def model_from_config(
     if c.model_type == "nemotron_h" and moe is not None:
         moe = moe.model_copy(update={"dense_layers": layers - _nemotron_h(c, hidden)[3]})
     if moe is not None:
-        intermediate = c.int("intermediate_size") if moe.dense_layers else None
+        intermediate = c.integer("intermediate_size") if moe.dense_layers else None
         if c.model_type == "nemotron_h":
             intermediate = None
     else:
-        intermediate = c.int("intermediate_size", "ffn_hidden_size")
+        intermediate = c.integer("intermediate_size", "ffn_hidden_size")
         if not intermediate:
             raise UnsupportedConfig("config.json lacks intermediate_size (the FFN width)")
-    mlp = "plain" if c.model_type == "nemotron_h" else "gated"
+    mlp: Literal["gated", "plain"] = "plain" if c.model_type == "nemotron_h" else "gated"
     tied = bool(c.get("tie_word_embeddings", default=False))
     max_ctx, ctx_note = _max_context(c)
 
@@ -635,8 +641,8 @@ def model_from_config(
         source="pending derivation",
     )
     parts = _parts(c, config, provisional)
-    derived_total = parts["language_model"] + parts["mtp"] + parts["vision"]
-    active = (active_decoder_params(provisional) + parts["linear_mixers_and_gates"]) if moe else derived_total
+    derived_total = float(parts["language_model"] + parts["mtp"] + parts["vision"])
+    active = float(active_decoder_params(provisional) + parts["linear_mixers_and_gates"]) if moe else derived_total
 
     dtype = _dtype(config, c)
     exact = _exact_params(config, c, safetensors_index, dtype)

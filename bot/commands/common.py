@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING
 
 import discord
@@ -11,6 +12,11 @@ from bot.params import parse_tokens
 
 if TYPE_CHECKING:
     from bot.client import RigBot
+    from bot.service import Service
+
+# A Hugging Face fetch that has not finished by then is answered with a (private) "thinking…" first,
+# so Discord's 3-second deadline never passes; its errors stay private too.
+HF_DEFER_AFTER_S = 2.0
 
 MAX_CHOICES = 25
 ENGINE_CHOICES = [
@@ -54,3 +60,14 @@ class TokensTransformer(app_commands.Transformer):
 Tokens = app_commands.Transform[int, TokensTransformer]
 GpuCount = app_commands.Range[int, 1, 8]
 Batch = app_commands.Range[int, 1, 256]
+
+
+async def prefetch_model(interaction: discord.Interaction, svc: Service, text: str) -> None:
+    """Fetch an `hf:org/name` model (cached after the first time) before the answer is computed."""
+    if not text.strip().lower().startswith("hf:") or text.strip() in svc.extra_models:
+        return
+    task = asyncio.ensure_future(svc.resolve_hf(text))
+    done, _ = await asyncio.wait({task}, timeout=HF_DEFER_AFTER_S)
+    if not done:
+        await interaction.response.defer(thinking=True, ephemeral=True)
+    await task

@@ -15,6 +15,7 @@ from bot.commands.common import (
     GpuCount,
     gpu_autocomplete,
     model_autocomplete,
+    prefetch_model,
     quant_autocomplete,
 )
 from bot.params import parse_tokens
@@ -69,6 +70,7 @@ class Fit(commands.Cog):
             batch=batch,
         )
         svc = self.bot.service
+        await prefetch_model(interaction, svc, model)
         # Resolve now so a typo gets its "did you mean" at once, before any defer.
         q, formats = svc.base_query(req)
         key = {

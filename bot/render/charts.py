@@ -551,3 +551,33 @@ def gpu_chart(points: list[tuple[str, float, float]], *, usable_gib: float, titl
     _legend(ax, handles, st, ncols=3)
     _fit_notes(fig, ax, notes)
     return _png(fig)
+
+
+# --- which GPU for a model -------------------------------------------------------------------------
+
+def setups_chart(bars: list[tuple[str, float, float]], *, title: str, locale: str = "en-US",
+                 theme: Theme = "dark") -> bytes:
+    """Decode tokens/s per GPU setup (`(label, tokens_per_s, headroom_gib)`), in the order given."""
+    st = _style(theme, locale)
+    t, pal = st.text, st.pal
+    fig, ax = _figure(st, title)
+    if not bars:
+        _message(ax, st, t["nothing"], t["nothing_hint"])
+        return _png(fig)
+    labels = [_plain(_truncate(label, 40)) for label, _, _ in bars]
+    values = [tps for _, tps, _ in bars]
+    ys = list(range(len(bars)))
+    ax.barh(ys, values, height=_bar_height(len(bars)), color=pal.dense, edgecolor=pal.bg, linewidth=0, zorder=3)
+    ax.set_xlim(0, (max(values) if max(values) > 0 else 1.0) * 1.05)
+    ax.set_ylim(len(bars) - 0.5, -0.5)
+    ax.set_yticks(ys, labels)
+    ax.tick_params(axis="y", length=0)
+    ax.grid(False, axis="y")
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=6))
+    _axis_label(ax, "x", t["tps_axis"], st)
+    notes = []
+    for y, (_, v, headroom) in zip(ys, bars, strict=True):
+        note = f"{t['tps'].format(tps=_tps(v))}  ·  +{_gib(headroom)} GiB"
+        notes.append((v, _bar_note(ax, v, y, note, st)))
+    _fit_notes(fig, ax, notes)
+    return _png(fig)

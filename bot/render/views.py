@@ -368,3 +368,30 @@ def finetune_reply(
         color=COLORS[verdict],
     )
     return Reply(embeds=[embed])
+
+
+WHATGPU_ROWS = 15
+
+
+def whatgpu_reply(svc: Service, model_text: str, ctx: int, quant: str | None, min_tps: float | None,
+                  budget: float | None, engine_text: str, locale: str, theme: charts.Theme = "dark") -> Reply:
+    from estimator.whatgpu import what_gpu
+
+    model, tagged = svc.model(model_text)
+    engine = svc.engine(engine_text)
+    formats = svc.formats(engine, quant) if quant or tagged is None else [tagged]
+    if not quant and tagged is None:
+        formats = [svc.quant("int4", engine)]
+    setups = what_gpu(model, formats, svc.catalog.gpus, ctx=ctx, engine=engine, min_tps=min_tps, budget_usd=budget)
+    shown = setups[:WHATGPU_ROWS]
+    rows = [{
+        "setup": gpu_label(s.gpu, s.count), "quant": s.quant.name, "tps": f"{s.decode_tps:.0f}",
+        "ttft": f"{s.ttft_s * 1000:.0f}ms" if s.ttft_s < 1 else f"{s.ttft_s:.1f}s",
+        "free": f"{s.headroom_bytes / GIB:.1f}",
+    } for s in shown]
+    embed = render_embed("whatgpu", locale, model=model, ctx=ctx, engine=engine,
+                         formats=", ".join(f.name for f in formats), min_tps=min_tps, budget=budget,
+                         total=len(setups), rows=rows, image="whatgpu.png")
+    bars = [(f"{gpu_label(s.gpu, s.count)} · {s.quant.name}", s.decode_tps, s.headroom_bytes / GIB) for s in shown[:10]]
+    png = charts.setups_chart(bars, title=f"{model.name} · {format_tokens(ctx)}", locale=locale, theme=theme)
+    return Reply(embeds=[embed], files=[ReplyFile(filename="whatgpu.png", data=png)])

@@ -19,7 +19,7 @@ from aiohttp import WSMsgType, web
 
 from bot.sandbox.recording import Notifier
 from bot.sandbox.snowflake import shard_of
-from bot.sandbox.world import World
+from bot.sandbox.world import World, member_json
 
 log = logging.getLogger(__name__)
 
@@ -221,8 +221,6 @@ class GatewayHub:
         guild = self.world.guild(int(data.get("guild_id", 0)))
         if guild is None:
             return
-        from bot.sandbox.world import member_json
-
         await session.dispatch(
             "GUILD_MEMBERS_CHUNK",
             {

@@ -127,7 +127,6 @@ def check_message(
     uploaded_filenames: set[str],
     *,
     retained_filenames: set[str] | None = None,
-    is_edit: bool = False,
 ) -> ErrorTree:
     """Rules for a message create or edit. `retained_filenames` are attachments kept from before an edit."""
     errors: ErrorTree = {}

@@ -105,7 +105,7 @@ def apply_edit(
     uploaded = {f.filename for f in files} | {
         a["filename"] for a in payload.get("attachments") or [] if isinstance(a, dict) and "filename" in a
     }
-    errors = check_message(payload, uploaded, retained_filenames={a["filename"] for a, _ in pairs}, is_edit=True)
+    errors = check_message(payload, uploaded, retained_filenames={a["filename"] for a, _ in pairs})
     if errors:
         for key in reversed(prefix or []):
             errors = {key: errors}
@@ -228,9 +228,7 @@ def _check_callback(
             if "attachments" in data:
                 ids = {str(a.get("id")) for a in data.get("attachments") or [] if isinstance(a, dict)}
                 kept = {a["filename"] for a in message.attachments if a["id"] in ids}
-            errors = check_message(
-                data, {f.filename for f in request[PARSED].files}, retained_filenames=kept, is_edit=True
-            )
+            errors = check_message(data, {f.filename for f in request[PARSED].files}, retained_filenames=kept)
             return invalid_form_body({"data": errors}) if errors else None
         return None
     if response_type == CALLBACK_DEFERRED_MESSAGE:

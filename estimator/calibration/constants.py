@@ -10,8 +10,6 @@ DECODE: dict[tuple[str, str, str], DecodeFit] = {
     ('llama.cpp', 'metal', '*'): DecodeFit(efficiency=0.8520, per_layer_s=2.056e-04, rows=22),
     ('llama.cpp', 'metal', 'f16'): DecodeFit(efficiency=0.8868, per_layer_s=1.915e-04, rows=8),
     ('llama.cpp', 'metal', 'k'): DecodeFit(efficiency=0.7652, per_layer_s=1.742e-04, rows=11),
-    ('llama.cpp', 'metal', 'q4_0'): DecodeFit(efficiency=0.7847, per_layer_s=0.000e+00, rows=1),
-    ('llama.cpp', 'metal', 'q8'): DecodeFit(efficiency=0.8182, per_layer_s=0.000e+00, rows=2),
 }
 PREFILL: dict[tuple[str, str, str], PrefillFit] = {
     ('llama.cpp', '*', '*'): PrefillFit(utilisation=0.3909, rows=84),
@@ -37,8 +35,6 @@ PREFILL: dict[tuple[str, str, str], PrefillFit] = {
     ('llama.cpp', 'metal/Apple M2 Ultra GPU', 'fp16'): PrefillFit(utilisation=0.8349, rows=7),
     ('llama.cpp', 'metal/Apple M3 Max GPU', '*'): PrefillFit(utilisation=1.0168, rows=6),
     ('llama.cpp', 'metal/Apple M3 Max GPU', 'fp16'): PrefillFit(utilisation=1.0168, rows=6),
-    ('llama.cpp', 'rocm', '*'): PrefillFit(utilisation=0.0133, rows=2),
-    ('llama.cpp', 'rocm', 'int8'): PrefillFit(utilisation=0.0133, rows=2),
     ('llama.cpp', 'rocm/CDNA 3', '*'): PrefillFit(utilisation=0.0133, rows=2),
     ('llama.cpp', 'rocm/CDNA 3', 'int8'): PrefillFit(utilisation=0.0133, rows=2),
 }

@@ -32,6 +32,7 @@ MIN_ROWS_FOR_TWO_PARAMS = 6
 # Streaming reads reach at most about 95 % of a GPU's datasheet bandwidth (device-to-device copies of a
 # few GB measure 4.3 TB/s on a 4.8 TB/s H200); a fit that wants more is trading bandwidth for latency.
 MAX_EFFICIENCY = 0.95
+MIN_GPUS_PER_BACKEND_GROUP = 2
 
 
 def decode_context(row: Row) -> int:
@@ -108,8 +109,19 @@ def fit_all(rows: list[Row]) -> tuple[dict[tuple[str, str, str], DecodeFit], dic
             prefill_groups[(ENGINE, prefill_group(r.gpu), "*")].append(r)
             prefill_groups[(ENGINE, backend_of_row(r), "*")].append(r)
             prefill_groups[(ENGINE, "*", "*")].append(r)
-    prefill = {key: fit for key, group in prefill_groups.items() if (fit := fit_prefill(group, decode))}
+    prefill = {key: fit for key, group in prefill_groups.items()
+               if _broad_enough(key, group) and (fit := fit_prefill(group, decode))}
+    decode = {key: fit for key, fit in decode.items() if _broad_enough(key, decode_groups[key])}
     return decode, prefill
+
+
+def _broad_enough(key: tuple[str, str, str], rows: list[Row]) -> bool:
+    """A backend-wide constant must rest on more than one GPU model, or one card's quirks (an early ROCm
+    build on one MI300X, say) would be applied to every card of that vendor. An architecture's own group
+    ("rocm/CDNA 3") may rest on one."""
+    if "/" in key[1]:
+        return True
+    return len({r.gpu.id for r in rows}) >= MIN_GPUS_PER_BACKEND_GROUP
 
 
 def predicted_tps(row: Row) -> float:

@@ -30,8 +30,21 @@ def bot_env(shard_id: int, data_dir: Path) -> dict[str, str]:
 
 
 def logged_guilds(data_dir: Path) -> list[int | None]:
-    with sqlite3.connect(data_dir / "state.sqlite3") as db:
+    db = sqlite3.connect(f"file:{data_dir / 'state.sqlite3'}?mode=ro", uri=True)
+    try:
         return [row[0] for row in db.execute("SELECT guild_id FROM query_log ORDER BY at")]
+    finally:
+        db.close()
+
+
+async def settled_log(data_dir: Path, entries: int, timeout: float = 10.0) -> list[int | None]:
+    """The query log once it has `entries` rows: the bot writes it after the reply has gone out."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        found = logged_guilds(data_dir)
+        if len(found) >= entries or asyncio.get_running_loop().time() > deadline:
+            return found
+        await asyncio.sleep(0.05)
 
 
 async def start_pair(sandbox: Sandbox, dirs: list[Path]) -> list[BotProcess]:
@@ -64,13 +77,13 @@ async def test_each_process_answers_only_its_own_guild(tmp_path: Path) -> None:
         assert interactions_on(0) == [replies[first.id].interaction_id]
         assert interactions_on(1) == [replies[second.id].interaction_id]
         # Each process's own query log names only the guild its shard owns.
-        assert logged_guilds(dirs[0]) == [first.id]
-        assert logged_guilds(dirs[1]) == [second.id]
+        assert await settled_log(dirs[0], 1) == [first.id]
+        assert await settled_log(dirs[1], 1) == [second.id]
 
         # With shard 1's process gone nobody else picks up its guild, while shard 0 carries on.
         await sandbox.stop_bot(processes[1])
         assert (await sandbox.invoke(COMMAND, guild=first.id)).ok
         with pytest.raises(ReplyTimeout):
             await sandbox.invoke(COMMAND, guild=second.id, timeout=3)
-        assert logged_guilds(dirs[0]) == [first.id, first.id]
+        assert await settled_log(dirs[0], 2) == [first.id, first.id]
         assert logged_guilds(dirs[1]) == [second.id]

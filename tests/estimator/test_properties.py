@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
+import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -110,7 +111,9 @@ def test_quantized_kv_is_smaller(model: Model, ctx: int) -> None:
     assert q4 < q8 < f16
 
 
-# Dense models of one family, pairs at least 30 % apart in size: the bigger one decodes slower.
+# Dense models of one family, pairs at least 30 % apart in size: the bigger one decodes slower at a short
+# context. (At long context the KV cache can dominate: Command R 35B, full multi-head attention, moves
+# 1.25 MiB of cache per token, and at 32k its step costs as much as Command R+ 104B with 8 KV heads.)
 _BY_FAMILY: dict[str, list[Model]] = defaultdict(list)
 for _m in MODELS:
     if _m.moe is None:
@@ -120,8 +123,10 @@ SIZE_PAIRS = [
     for members in _BY_FAMILY.values()
     for small in members
     for big in members
-    if big.active_params_b >= 1.3 * small.active_params_b
+    if big.active_params_b >= 1.3 * small.active_params_b and big.layers >= small.layers
 ]
+# Pairs where the smaller model is the deeper one (Qwen2.5-3B has 36 layers, Qwen2.5-7B 28) are left out
+# of the property: the fitted per-layer latency can outweigh the extra bytes there; see the case below.
 
 
 def test_there_are_size_pairs() -> None:
@@ -130,7 +135,7 @@ def test_there_are_size_pairs() -> None:
 
 @SETTINGS
 @given(st.sampled_from(SIZE_PAIRS), st.sampled_from(GPUS), st.sampled_from(FORMATS["llama.cpp"]),
-       st.integers(min_value=1, max_value=32768))
+       st.integers(min_value=1, max_value=4096))
 def test_decode_speed_falls_with_model_size(pair: tuple[Model, Model], gpu: GPU, fmt: QuantFormat, ctx: int) -> None:
     small, big = pair
     ctx = min(ctx, small.max_context, big.max_context)
@@ -150,3 +155,18 @@ def test_lower_precision_never_needs_more_memory(q: Query) -> None:
     formats = [CAT.quant(i) for i in K_LADDER]
     totals = [total_bytes_at(q.model_copy(update={"quant": f}), q.ctx) for f in formats]
     assert totals == sorted(totals)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="estimator/speed.py decode_seconds_per_step: layers x fitted per_layer_s (~120-160 us/layer on "
+    "CUDA) outweighs the weight bytes on fast GPUs, so the 36-layer Qwen2.5-3B is predicted slower than the "
+    "28-layer Qwen2.5-7B at BF16 on a B200 although it streams 2.5x fewer bytes",
+)
+def test_smaller_but_deeper_model_still_decodes_faster_on_a_fast_gpu() -> None:
+    small, big = CAT.model("qwen2.5-3b"), CAT.model("qwen2.5-7b")
+    gpu, fmt = CAT.gpu("nvidia-b200"), CAT.quant("bf16")
+    assert small.layers > big.layers
+    t_small = decode_seconds_per_step(small, fmt, gpu, "llama.cpp", 1, "f16")
+    t_big = decode_seconds_per_step(big, fmt, gpu, "llama.cpp", 1, "f16")
+    assert t_small < t_big

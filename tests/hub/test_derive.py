@@ -177,3 +177,23 @@ def test_toml_block_round_trips(dirname):
     assert text.startswith("[[model]]\n")
     doc = tomllib.loads(text)
     assert Model.model_validate(doc["model"][0]) == m
+
+
+def test_nemotron_h_follows_the_catalog_layer_convention():
+    # the fields the catalog entry's source lists for NVIDIA-Nemotron-3-Nano-30B-A3B-BF16
+    cfg = {"model_type": "nemotron_h", "architectures": ["NemotronHForCausalLM"], "hidden_size": 2688,
+           "num_hidden_layers": 52, "hybrid_override_pattern": "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME",
+           "num_attention_heads": 32, "num_key_value_heads": 2, "head_dim": 128, "mamba_num_heads": 64,
+           "mamba_head_dim": 64, "ssm_state_size": 128, "n_groups": 8, "conv_kernel": 4, "n_routed_experts": 128,
+           "num_experts_per_tok": 6, "n_shared_experts": 1, "moe_intermediate_size": 1856,
+           "moe_shared_expert_intermediate_size": 3712, "vocab_size": 131072, "tie_word_embeddings": False,
+           "max_position_embeddings": 262144}
+    m = model_from_config("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", cfg)
+    twin = catalog_twin("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16")
+    assert twin is not None
+    for field in (*FIELDS, "mlp"):
+        assert getattr(m, field) == getattr(twin, field), field
+    assert m.attention.state_elements_per_layer == twin.attention.state_elements_per_layer
+    assert m.attention.global_layers == twin.attention.global_layers
+    assert m.params_b == pytest.approx(twin.params_b, rel=0.02)
+    assert m.active_params_b == pytest.approx(twin.active_params_b, rel=0.02)

@@ -1,0 +1,157 @@
+"""/daily: subscribe a channel (or a channel webhook) to the daily summary (Manage Server)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import TYPE_CHECKING
+
+import discord
+from discord import app_commands
+from discord.ext import commands
+
+from bot.daily import MAX_GPUS, DailyJob, parse_webhook_url
+from bot.params import BadValue, format_tokens, parse_tokens
+from bot.render.embeds import locale_key
+
+if TYPE_CHECKING:
+    from bot.client import RigBot
+    from bot.store.records import Delivery
+
+log = logging.getLogger(__name__)
+
+def _locale(interaction: discord.Interaction) -> str:
+    # The summary is read by the whole server, so its language follows the server's, not the caller's.
+    chosen = interaction.guild_locale or interaction.locale
+    return str(chosen.value if chosen else "en-US")
+
+
+def _zh(interaction: discord.Interaction) -> bool:
+    return locale_key(str(interaction.locale.value if interaction.locale else "")) == "zh-CN"
+
+
+@app_commands.guild_only()
+@app_commands.default_permissions(manage_guild=True)
+class DailyCog(commands.GroupCog, name="Daily", group_name="daily",
+               group_description="A daily summary of the best models for your GPUs"):
+    def __init__(self, bot: RigBot) -> None:
+        self.bot = bot
+        self.job = DailyJob(bot)
+        self._resume: asyncio.Task[None] | None = None
+        super().__init__()
+
+    async def cog_load(self) -> None:
+        if self.bot.metrics is None:
+            from bot.web.metrics import Metrics
+
+            self.bot.metrics = Metrics()
+        await self.job.open()
+        if self.bot.state is None:
+            return
+        # Read now, before the HTTP hook can start new deliveries: only a previous process's
+        # unfinished ones may be resumed, never one this process is still sending.
+        pending = await self.bot.state.pending_deliveries()
+        if pending:
+            self._resume = asyncio.create_task(self._resume_when_ready(pending))
+
+    async def cog_unload(self) -> None:
+        if self._resume is not None:
+            self._resume.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._resume
+        await self.job.close()
+
+    async def _resume_when_ready(self, pending: list[Delivery]) -> None:
+        await self.bot.wait_until_ready()
+        log.info("resuming %d unfinished daily deliveries", len(pending))
+        await self.job.resume(pending)
+
+    def _unavailable(self) -> bool:
+        return self.bot.state is None
+
+    # default_permissions only hides the commands; server admins can grant them to anyone, so the
+    # permission is checked again on every call.
+    @app_commands.command(name="subscribe", description="Post the daily summary to a channel or channel webhook")
+    @app_commands.describe(
+        channel="Channel to post in",
+        gpus="GPUs to cover, comma-separated (up to 4), e.g. 't4, a30'",
+        ctx="Context length to rank at, e.g. 32k",
+        webhook_url="A channel webhook URL to post through instead of the bot",
+    )
+    @app_commands.checks.has_permissions(manage_guild=True)
+    async def subscribe(
+        self,
+        interaction: discord.Interaction,
+        channel: discord.TextChannel | None = None,
+        gpus: str | None = None,
+        ctx: str | None = None,
+        webhook_url: app_commands.Range[str, 1, 300] | None = None,
+    ) -> None:
+        zh = _zh(interaction)
+        assert interaction.guild_id is not None
+        if channel is None and webhook_url is None:
+            raise BadValue("请指定 `channel` 或 `webhook_url`。" if zh
+                           else "Give a `channel`, a `webhook_url`, or both.")
+        if webhook_url is not None:
+            try:
+                parse_webhook_url(webhook_url, self.bot.settings.discord_api_base)
+            except ValueError as exc:
+                raise BadValue(str(exc)) from None
+        if self._unavailable():
+            raise BadValue("Subscriptions are unavailable right now.")
+        settings = await self.bot.state.get_guild_settings(interaction.guild_id)
+        if gpus:
+            names = [g.strip() for g in gpus.split(",") if g.strip()]
+            if len(names) > MAX_GPUS:
+                raise BadValue(f"最多 {MAX_GPUS} 款显卡。" if zh else f"At most {MAX_GPUS} GPUs.")
+            # Raises catalog.resolve.NotFound with suggestions, which the central handler words.
+            gpu_ids = list(dict.fromkeys(self.bot.service.gpu(name).id for name in names))
+        else:
+            gpu_ids = list(settings.gpu_ids) or [self.bot.service.gpu("rtx 4090").id]
+        tokens = parse_tokens(ctx) if ctx else (settings.ctx or 8192)
+        sub = await self.bot.state.add_subscription(
+            interaction.guild_id, channel.id if channel else None, webhook_url, gpu_ids, tokens,
+            settings.locale or _locale(interaction))
+        where = channel.mention if channel else ("频道 Webhook" if zh else "the channel webhook")
+        names = ", ".join(self.bot.service.catalog.gpu(g).name for g in sub.gpus)
+        text = (f"已订阅：每日摘要将发送到 {where}（{names}，上下文 {format_tokens(sub.ctx)}）。" if zh else
+                f"Subscribed: the daily summary goes to {where} ({names}, {format_tokens(sub.ctx)} context).")
+        await interaction.response.send_message(text, ephemeral=True)
+        self.bot.metrics_outcome(interaction, "ok")
+
+    @app_commands.command(name="unsubscribe", description="Stop the daily summary (in one channel, or everywhere)")
+    @app_commands.describe(channel="Only this channel's subscription; leave empty for all of this server's")
+    @app_commands.checks.has_permissions(manage_guild=True)
+    async def unsubscribe(self, interaction: discord.Interaction,
+                          channel: app_commands.AppCommandChannel | None = None) -> None:
+        zh = _zh(interaction)
+        assert interaction.guild_id is not None
+        if self._unavailable():
+            raise BadValue("Subscriptions are unavailable right now.")
+        removed = await self.bot.state.remove_subscription(interaction.guild_id, channel.id if channel else None)
+        if zh:
+            text = f"已取消 {removed} 个订阅。" if removed else "没有找到可取消的订阅。"
+        else:
+            text = f"Removed {removed} subscription{'s' if removed != 1 else ''}." if removed else \
+                "There was no subscription to remove."
+        await interaction.response.send_message(text, ephemeral=True)
+        self.bot.metrics_outcome(interaction, "ok")
+
+    @app_commands.command(name="preview", description="See today's summary for this server (only you see it)")
+    @app_commands.checks.has_permissions(manage_guild=True)
+    async def preview(self, interaction: discord.Interaction) -> None:
+        assert interaction.guild_id is not None
+        if self._unavailable():
+            raise BadValue("Subscriptions are unavailable right now.")
+        # Rendering the charts can take longer than the 3 s an interaction allows.
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        reply = await self.job.preview(interaction.guild_id, _locale(interaction))
+        from bot.client import send_reply
+
+        await send_reply(interaction, reply.model_copy(update={"ephemeral": True}))
+        self.bot.metrics_outcome(interaction, "ok")
+
+
+async def setup(bot: RigBot) -> None:
+    await bot.add_cog(DailyCog(bot))

@@ -1,0 +1,264 @@
+"""The HTTP server inside the bot process: the signed daily hook, /healthz and /metrics.
+
+Every error leaves as JSON (`{"error": …}`); tracebacks stay in the log, under an id the answer names.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import re
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator
+
+from bot.web import signing
+from bot.web.metrics import CONTENT_TYPE, Metrics
+
+log = logging.getLogger(__name__)
+
+BOT: web.AppKey[Any] = web.AppKey("bot", object)
+# Filled in once the socket is bound, which happens after the app is frozen.
+BOUND: web.AppKey[dict[str, int]] = web.AppKey("bound", dict)
+MAX_BODY_BYTES = 64 * 1024
+PORT_FILE = "http.port"
+READY_WAIT_S = 10.0
+PROBE_TIMEOUT_S = 3.0
+# Guild 0 is never a real snowflake, so the health probe's write cannot touch a server's settings.
+PROBE_GUILD = 0
+PROBE_CACHE_KEY = "healthz-probe"
+
+_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def json_error(status: int, message: str, **extra: Any) -> web.Response:
+    return web.json_response({"ok": False, "error": message, **extra}, status=status)
+
+
+# --- the hook's body -------------------------------------------------------------------------------
+
+
+class TriggerRequest(BaseModel):
+    """What a scheduler posts to /hooks/daily. Unknown keys are refused so a typo cannot go unnoticed."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    date: str = Field(default_factory=lambda: datetime.now(UTC).date().isoformat())
+    guild: int | None = Field(default=None, gt=0)
+    dry_run: StrictBool = False
+    force: StrictBool = False
+
+    @field_validator("date")
+    @classmethod
+    def _day(cls, value: str) -> str:
+        if not _DAY.fullmatch(value):
+            raise ValueError("date must be YYYY-MM-DD")
+        date.fromisoformat(value)
+        return value
+
+    @field_validator("guild", mode="before")
+    @classmethod
+    def _snowflake(cls, value: Any) -> Any:
+        # Snowflakes travel as strings in JSON (they overflow a double), so accept both spellings.
+        if isinstance(value, str):
+            if not value.isdigit():
+                raise ValueError("guild must be a numeric id")
+            return int(value)
+        if isinstance(value, bool) or not isinstance(value, int | None):
+            raise ValueError("guild must be a numeric id")
+        return value
+
+
+def parse_trigger(body: bytes) -> TriggerRequest:
+    """Raises ValueError with a one-line reason."""
+    try:
+        data = json.loads(body or b"{}")
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"body is not JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise ValueError("body must be a JSON object")
+    try:
+        return TriggerRequest.model_validate(data)
+    except ValidationError as exc:
+        reasons = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}" for e in exc.errors())
+        raise ValueError(reasons) from None
+
+
+async def read_limited(request: web.Request, limit: int = MAX_BODY_BYTES) -> bytes:
+    """The raw body, refusing more than `limit` bytes whether or not Content-Length was sent."""
+    if request.content_length is not None and request.content_length > limit:
+        raise web.HTTPRequestEntityTooLarge(max_size=limit, actual_size=request.content_length)
+    body = await request.content.read(limit + 1)
+    if len(body) > limit:
+        raise web.HTTPRequestEntityTooLarge(max_size=limit, actual_size=len(body))
+    return body
+
+
+# --- handlers --------------------------------------------------------------------------------------
+
+
+async def hooks_daily(request: web.Request) -> web.Response:
+    bot = request.app[BOT]
+    secret = bot.settings.rigcheck_webhook_secret
+    if secret is None or not secret.get_secret_value():
+        return json_error(503, "daily hook disabled: RIGCHECK_WEBHOOK_SECRET is not set")
+    body = await read_limited(request)
+    now = time.time()
+    try:
+        sig = signing.verify(secret.get_secret_value(), request.headers.get(signing.TIMESTAMP_HEADER),
+                             request.headers.get(signing.SIGNATURE_HEADER), body, now)
+    except signing.SignatureError as exc:
+        return json_error(401, str(exc))
+    if bot.state is None:
+        return json_error(503, "state database unavailable")
+    if not await bot.state.remember_signature(sig, datetime.fromtimestamp(now, UTC)):
+        return json_error(409, "this signature was already used; sign each request afresh")
+    try:
+        trigger = parse_trigger(body)
+    except ValueError as exc:
+        return json_error(400, str(exc))
+    job = getattr(bot.get_cog("Daily"), "job", None)
+    if job is None:
+        return json_error(503, "daily summaries are not loaded")
+    try:
+        await asyncio.wait_for(bot.wait_until_ready(), READY_WAIT_S)
+    except TimeoutError:
+        return json_error(503, "not connected to Discord yet; try again shortly")
+    deliveries = await job.run(trigger.date, trigger.guild, dry_run=trigger.dry_run, force=trigger.force)
+    return web.json_response({"ok": True, "date": trigger.date, "dry_run": trigger.dry_run, "force": trigger.force,
+                              "deliveries": deliveries})
+
+
+async def _probe(name: str, check: Callable[[], Awaitable[str | None]]) -> tuple[str, str | None]:
+    try:
+        return name, await asyncio.wait_for(check(), PROBE_TIMEOUT_S)
+    except TimeoutError:
+        return name, f"no answer within {PROBE_TIMEOUT_S:.0f}s"
+    except Exception as exc:
+        return name, f"{type(exc).__name__}: {str(exc)[:200]}"
+
+
+async def healthz(request: web.Request) -> web.Response:
+    bot = request.app[BOT]
+
+    async def gateway() -> str | None:
+        if bot.is_closed():
+            return "closed"
+        return None if bot.is_ready() else "not connected"
+
+    async def state() -> str | None:
+        if bot.state is None:
+            return "not open"
+        from bot.store.records import GuildSettings
+
+        await bot.state.set_guild_settings(PROBE_GUILD, GuildSettings(ctx=1))
+        readback = await bot.state.get_guild_settings(PROBE_GUILD)
+        await bot.state.clear_guild_settings(PROBE_GUILD)
+        return None if readback.ctx == 1 else "read back a different value"
+
+    async def cache() -> str | None:
+        if bot.cache is None:
+            return "not open"
+        from bot.store.cache import CachedReply
+
+        probe = CachedReply(content="ok", embeds=[], ephemeral=True, components=[], files=[])
+        if not await bot.cache.put(PROBE_CACHE_KEY, probe):
+            return "write refused"
+        back = await bot.cache.get(PROBE_CACHE_KEY)
+        return None if back is not None and back.content == "ok" else "read back nothing"
+
+    results = dict(await asyncio.gather(_probe("gateway", gateway), _probe("state_db", state),
+                                        _probe("cache_db", cache)))
+    problems = {k: v for k, v in results.items() if v is not None}
+    body = {"ok": not problems, "checks": {k: v or "ok" for k, v in results.items()},
+            "uptime_s": round(time.monotonic() - bot.started_at, 1)}
+    if problems:
+        body["error"] = "; ".join(f"{k}: {v}" for k, v in problems.items())
+    return web.json_response(body, status=200 if not problems else 503)
+
+
+async def metrics(request: web.Request) -> web.Response:
+    bot = request.app[BOT]
+    text = bot.metrics.render() if bot.metrics is not None else Metrics().render()
+    return web.Response(body=text.encode(), headers={"Content-Type": CONTENT_TYPE})
+
+
+# --- plumbing --------------------------------------------------------------------------------------
+
+
+@web.middleware
+async def error_middleware(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        message = {413: f"body larger than {MAX_BODY_BYTES // 1024} kB"}.get(exc.status, exc.reason)
+        return json_error(exc.status, message)
+    except asyncio.CancelledError:
+        raise
+    except Exception:
+        error_id = uuid.uuid4().hex[:8]
+        log.exception("HTTP %s %s failed [%s]", request.method, request.path, error_id)
+        return json_error(500, "internal error", error_id=error_id)
+
+
+def _port_file(bot: Any) -> Path:
+    return Path(bot.settings.rigcheck_data_dir) / PORT_FILE
+
+
+async def _port_file_ctx(app: web.Application) -> AsyncIterator[None]:
+    yield
+    # A stale port file would send the next caller to whatever takes the port after us.
+    path = _port_file(app[BOT])
+    try:
+        if path.read_text().strip() == str(app[BOUND].get("port")):
+            path.unlink()
+    except OSError:
+        pass
+
+
+def make_app(bot: Any) -> web.Application:
+    app = web.Application(middlewares=[error_middleware], client_max_size=MAX_BODY_BYTES)
+    app[BOT] = bot
+    app[BOUND] = {}
+    app.router.add_post("/hooks/daily", hooks_daily)
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/metrics", metrics)
+    app.cleanup_ctx.append(_port_file_ctx)
+    return app
+
+
+async def start_web(bot: Any) -> web.AppRunner:
+    """Serve on RIGCHECK_HTTP_HOST:RIGCHECK_HTTP_PORT (0 = any free port, written to <data_dir>/http.port)."""
+    if bot.metrics is None:
+        bot.metrics = Metrics()
+    app = make_app(bot)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    host, port = bot.settings.rigcheck_http_host, bot.settings.rigcheck_http_port
+    site = web.TCPSite(runner, host, port)
+    try:
+        await site.start()
+    except BaseException:
+        await runner.cleanup()
+        raise
+    bound = runner.addresses[0][1]
+    app[BOUND]["port"] = bound
+    path = _port_file(bot)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(f"{bound}\n")
+    os.replace(tmp, path)
+    log.info("HTTP listening on %s:%d (daily hook %s)", host, bound,
+             "enabled" if bot.settings.rigcheck_webhook_secret else "disabled: no RIGCHECK_WEBHOOK_SECRET")
+    return runner

@@ -1,0 +1,140 @@
+"""`rigcheck trigger-daily`: sign and send the daily hook call, for cron or a systemd timer."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bot.web.signing import signed_headers
+
+EPILOG = """\
+The secret file holds the same value as the bot's RIGCHECK_WEBHOOK_SECRET (surrounding whitespace is
+ignored); keep it readable only by the user that runs the trigger (chmod 600).
+
+Exit status: 0 when the bot answered 2xx (its JSON answer is printed), 1 otherwise.
+
+crontab (every day at 09:00 local time; --url defaults to http://127.0.0.1:8080/hooks/daily):
+  0 9 * * *  /opt/rigcheck/venv/bin/rigcheck trigger-daily --secret-file /etc/rigcheck/webhook-secret
+
+systemd (/etc/systemd/system/rigcheck-daily.service):
+  [Unit]
+  Description=Post the rigcheck daily summary
+  Wants=network-online.target
+  After=network-online.target
+
+  [Service]
+  Type=oneshot
+  User=rigcheck
+  ExecStart=/opt/rigcheck/venv/bin/rigcheck trigger-daily \\
+      --url http://127.0.0.1:8080/hooks/daily --secret-file /etc/rigcheck/webhook-secret
+
+systemd (/etc/systemd/system/rigcheck-daily.timer), enable with
+`systemctl enable --now rigcheck-daily.timer`:
+  [Unit]
+  Description=Daily rigcheck summary
+
+  [Timer]
+  OnCalendar=*-*-* 09:00:00
+  Persistent=true
+  RandomizedDelaySec=60
+
+  [Install]
+  WantedBy=timers.target
+
+A run that is repeated (a retried cron job, Persistent=true catching up) posts nothing twice: the bot
+sends each subscription one summary per date unless --force is given.
+"""
+
+_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+TIMEOUT_S = 120.0
+
+
+class TriggerError(Exception):
+    """A one-line reason the call did not succeed."""
+
+
+def _day(text: str) -> str:
+    if not _DAY.fullmatch(text):
+        raise argparse.ArgumentTypeError("date must be YYYY-MM-DD")
+    return text
+
+
+def _snowflake(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError("guild must be a numeric id")
+    return int(text)
+
+
+def payload_of(args: argparse.Namespace) -> dict[str, Any]:
+    body: dict[str, Any] = {"dry_run": bool(args.dry_run), "force": bool(args.force)}
+    if args.date:
+        body["date"] = args.date
+    if args.guild is not None:
+        body["guild"] = str(args.guild)
+    return body
+
+
+def read_secret(path: str) -> str:
+    try:
+        secret = Path(path).read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise TriggerError(f"cannot read the secret file: {exc.strerror or exc}") from None
+    if not secret:
+        raise TriggerError(f"the secret file {path} is empty")
+    return secret
+
+
+async def send(url: str, secret: str, body: dict[str, Any], *, timeout: float = TIMEOUT_S) -> tuple[int, Any]:  # noqa: ASYNC109 - a plain deadline for one call
+    import aiohttp
+
+    raw = json.dumps(body).encode()
+    headers = signed_headers(secret, raw, time.time())
+    try:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as session, \
+                session.post(url, data=raw, headers=headers) as response:
+            text = await response.text()
+            try:
+                return response.status, json.loads(text)
+            except json.JSONDecodeError:
+                return response.status, {"error": text.strip()[:500] or response.reason}
+    except aiohttp.InvalidURL:
+        raise TriggerError(f"not a usable URL: {url}") from None
+    except (aiohttp.ClientError, OSError) as exc:
+        raise TriggerError(f"could not reach {url}: {exc}") from None
+    except TimeoutError:
+        raise TriggerError(f"no answer from {url} within {timeout:.0f}s") from None
+
+
+def cmd_trigger_daily(_svc: Any, args: argparse.Namespace) -> int:
+    try:
+        status, answer = asyncio.run(send(args.url, read_secret(args.secret_file), payload_of(args)))
+    except TriggerError as exc:
+        print(f"rigcheck: {exc}", file=sys.stderr)
+        return 1
+    sys.stdout.write(json.dumps(answer, ensure_ascii=False) + "\n")
+    if 200 <= status < 300:
+        return 0
+    reason = answer.get("error") if isinstance(answer, dict) else None
+    print(f"rigcheck: the bot answered HTTP {status}: {reason or 'no reason given'}", file=sys.stderr)
+    return 1
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "trigger-daily", help="ask a running bot to post the daily summaries (for cron / systemd timers)",
+        description="Sign and send a call to the bot's /hooks/daily endpoint and print its JSON answer.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--url", default="http://127.0.0.1:8080/hooks/daily", help="the bot's hook URL")
+    p.add_argument("--secret-file", required=True, metavar="PATH", help="file holding RIGCHECK_WEBHOOK_SECRET")
+    p.add_argument("--date", type=_day, help="summary date, YYYY-MM-DD (default: today, UTC)")
+    p.add_argument("--guild", type=_snowflake, metavar="ID", help="only this server's subscriptions")
+    p.add_argument("--dry-run", action="store_true", help="compose the summaries but post nothing")
+    p.add_argument("--force", action="store_true", help="post again even if today's summary was sent")
+    p.set_defaults(func=cmd_trigger_daily)

@@ -1,0 +1,109 @@
+"""llama.cpp partial offload (`-ngl N`): when a model does not fit, how many layers the GPU can take and
+how fast the split runs.
+
+The GPU holds N repeating layers, their share of the KV cache (llama.cpp keeps an offloaded layer's
+cache with it) and its runtime buffers; the token embedding, the LM head and the other layers stay in
+system RAM and run on the CPU. Each generated token streams both parts once:
+
+    s/token = GPU bytes / (GPU bandwidth × η) + CPU bytes / (RAM bandwidth × η_cpu) + layers × t_layer
+
+DEFAULT_SYSTEM_RAM_GBS = 89.6 GB/s is dual-channel DDR5-5600, the common desktop: 2 channels × 8 bytes
+× 5600 MT/s (JEDEC DDR5-5600 transfer rate, 64-bit channel), theoretical peak.
+DEFAULT_CPU_EFFICIENCY = 0.6 is the share of that peak a memory-bound CPU loop sustains on such
+desktops (STREAM-triad style measurements on dual-channel DDR5 land around 55–70 %); it is an
+assumption, not fitted on llama.cpp CPU measurements, and both values are parameters.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from estimator.engines import decode_fit
+from estimator.memory import (
+    body_params,
+    embedding_table_params,
+    kv_cache_bytes,
+    memory,
+    runtime_overhead_bytes,
+    usable_vram_bytes,
+)
+from estimator.query import Query
+from estimator.speed import streamed_weight_bytes
+
+DEFAULT_SYSTEM_RAM_GBS = 89.6
+DEFAULT_CPU_EFFICIENCY = 0.6
+
+
+class OffloadPlan(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    gpu_layers: int
+    total_layers: int
+    vram_bytes: float  # what the GPU(s) hold: offloaded layers, their KV cache, runtime buffers
+    ram_bytes: float  # what system RAM holds: the other layers, their KV cache, embedding and LM head
+    decode_tps: float
+    system_ram_gbs: float
+    cpu_efficiency: float
+
+    @property
+    def gpu_fraction(self) -> float:
+        return self.gpu_layers / self.total_layers
+
+
+def _per_layer(q: Query) -> tuple[float, float, float]:
+    """(stored weight bytes, KV bytes, streamed weight bytes per token) of one repeating layer."""
+    m, fmt = q.model, q.quant
+    layer_weights = body_params(m) * fmt.bits_per_weight / 8 / m.layers
+    layer_kv = kv_cache_bytes(m, q.ctx, q.kv, q.batch) / m.layers
+    head_stream = embedding_table_params(m) * fmt.output_bits / 8
+    layer_stream = max(streamed_weight_bytes(m, fmt, q.batch) - head_stream, 0.0) / m.layers
+    return layer_weights, layer_kv, layer_stream
+
+
+def _tables_bytes(q: Query) -> float:
+    table = embedding_table_params(q.model)
+    if q.model.tied_embeddings:
+        return table * q.quant.output_bits / 8
+    return table * (q.quant.embedding_bits + q.quant.output_bits) / 8
+
+
+def offload_plan(
+    q: Query,
+    *,
+    system_ram_gbs: float = DEFAULT_SYSTEM_RAM_GBS,
+    cpu_efficiency: float = DEFAULT_CPU_EFFICIENCY,
+    system_ram_gb: float | None = None,
+) -> OffloadPlan | None:
+    """The largest -ngl that fits, or None: when everything fits already, when not even the runtime
+    buffers fit, when the engine is not llama.cpp, or when the CPU part exceeds `system_ram_gb` (GiB)."""
+    if q.engine != "llama.cpp" or system_ram_gbs <= 0 or cpu_efficiency <= 0:
+        return None
+    if memory(q).verdict != "does_not_fit":
+        return None
+    m = q.model
+    usable = usable_vram_bytes(q.gpu, q.engine) * q.gpus
+    buffers = runtime_overhead_bytes(m, q.gpu, q.engine, q.ctx, q.gpus)
+    if buffers > usable:
+        return None
+    w_layer, kv_layer, s_layer = _per_layer(q)
+    per_layer = w_layer + kv_layer
+    n = m.layers if per_layer <= 0 else min(int((usable - buffers) // per_layer), m.layers)
+    cpu_layers = m.layers - n
+    vram = buffers + n * per_layer
+    ram = cpu_layers * per_layer + _tables_bytes(q)
+    if system_ram_gb is not None and ram > system_ram_gb * 2**30:
+        return None
+
+    fit = decode_fit(q.engine, q.quant, q.gpu)
+    kv_read = kv_layer  # every cached token of a layer is read once per generated token
+    head_stream = embedding_table_params(m) * q.quant.output_bits / 8
+    gpu_bytes = n * (s_layer + kv_read)
+    cpu_bytes = cpu_layers * (s_layer + kv_read) + head_stream
+    seconds = (gpu_bytes / (q.gpu.bandwidth_gbs * 1e9 * fit.efficiency)
+               + cpu_bytes / (system_ram_gbs * 1e9 * cpu_efficiency)
+               + m.layers * fit.per_layer_s)
+    return OffloadPlan(gpu_layers=n, total_layers=m.layers, vram_bytes=vram, ram_bytes=ram, decode_tps=1 / seconds,
+                       system_ram_gbs=system_ram_gbs, cpu_efficiency=cpu_efficiency)
+
+
+__all__ = ["DEFAULT_CPU_EFFICIENCY", "DEFAULT_SYSTEM_RAM_GBS", "OffloadPlan", "offload_plan"]

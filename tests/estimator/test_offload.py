@@ -1,0 +1,104 @@
+"""Partial offload: more RAM bandwidth is faster, more VRAM takes more layers, and a fit needs no plan."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from catalog.store import load_catalog
+from estimator.memory import memory
+from estimator.offload import DEFAULT_SYSTEM_RAM_GBS, offload_plan
+from estimator.query import Query
+from estimator.speed import speed
+
+CAT = load_catalog()
+Q4 = CAT.quant("q4_k_m")
+LLAMA70 = CAT.model("llama-3.3-70b")
+RTX4090 = CAT.gpu("nvidia-rtx-4090")
+
+
+def q70(gpu=RTX4090, gpus=1, ctx=8192, model=LLAMA70):
+    return Query(gpu=gpu, gpus=gpus, model=model, quant=Q4, ctx=ctx)
+
+
+def test_default_ram_is_dual_channel_ddr5_5600():
+    assert DEFAULT_SYSTEM_RAM_GBS == pytest.approx(2 * 8 * 5600e6 / 1e9)
+
+
+def test_plan_for_a_model_that_does_not_fit():
+    q = q70()
+    assert memory(q).verdict == "does_not_fit"
+    plan = offload_plan(q)
+    assert plan is not None
+    assert 0 < plan.gpu_layers < plan.total_layers == LLAMA70.layers
+    assert plan.vram_bytes <= memory(q).usable_bytes
+    assert plan.ram_bytes > 0
+    # slower than the GPU alone would be, faster than nothing
+    assert 0 < plan.decode_tps < speed(q).decode_tps
+
+
+def test_no_plan_when_everything_fits():
+    q = q70(model=CAT.model("llama-3.1-8b"))
+    assert memory(q).verdict != "does_not_fit"
+    assert offload_plan(q) is None
+
+
+def test_no_plan_for_other_engines():
+    q = Query(gpu=RTX4090, model=LLAMA70, quant=CAT.quant("awq-int4"), engine="vllm", ctx=8192)
+    assert offload_plan(q) is None
+
+
+def test_no_plan_when_ram_is_too_small():
+    assert offload_plan(q70(), system_ram_gb=8) is None
+    assert offload_plan(q70(), system_ram_gb=64) is not None
+
+
+def test_more_ram_bandwidth_is_faster():
+    slow = offload_plan(q70(), system_ram_gbs=50)
+    fast = offload_plan(q70(), system_ram_gbs=120)
+    assert slow is not None and fast is not None
+    assert fast.decode_tps > slow.decode_tps
+    assert fast.gpu_layers == slow.gpu_layers
+
+
+def test_more_vram_takes_more_layers():
+    small = offload_plan(q70(gpu=CAT.gpu("nvidia-rtx-4060-ti-16gb")))
+    big = offload_plan(q70(gpu=RTX4090))
+    assert small is not None and big is not None
+    assert big.gpu_layers > small.gpu_layers
+
+
+@settings(max_examples=40, deadline=None)
+@given(ctx=st.sampled_from([2048, 8192, 32768]), bw=st.floats(20, 400), eff=st.floats(0.2, 0.9))
+def test_monotone_in_bandwidth_and_efficiency(ctx, bw, eff):
+    base = offload_plan(q70(ctx=ctx), system_ram_gbs=bw, cpu_efficiency=eff)
+    more = offload_plan(q70(ctx=ctx), system_ram_gbs=bw * 1.5, cpu_efficiency=eff)
+    better = offload_plan(q70(ctx=ctx), system_ram_gbs=bw, cpu_efficiency=min(eff * 1.1, 1.0))
+    assert base is not None and more is not None and better is not None
+    assert more.decode_tps > base.decode_tps
+    assert better.decode_tps >= base.decode_tps
+
+
+@settings(max_examples=30, deadline=None)
+@given(ctx=st.sampled_from([4096, 16384, 65536]))
+def test_layers_never_grow_with_context_and_split_adds_up(ctx):
+    short = offload_plan(q70(ctx=ctx))
+    longer = offload_plan(q70(ctx=ctx * 2))
+    if short is not None and longer is not None:
+        assert longer.gpu_layers <= short.gpu_layers
+    for plan in (short, longer):
+        if plan is not None:
+            assert plan.gpu_layers < plan.total_layers or plan.ram_bytes > 0
+
+
+def test_more_layers_on_gpu_is_faster_than_fewer():
+    two = offload_plan(q70(gpus=2, gpu=CAT.gpu("nvidia-rtx-4060-ti-16gb")))
+    one = offload_plan(q70(gpu=CAT.gpu("nvidia-rtx-4060-ti-16gb")))
+    assert one is not None and two is not None
+    assert two.gpu_layers > one.gpu_layers and two.decode_tps > one.decode_tps
+
+
+def test_nothing_fits_gives_none():
+    tiny = CAT.gpus[0].model_copy(update={"vram_gb": 0.3})
+    assert offload_plan(q70(gpu=tiny)) is None

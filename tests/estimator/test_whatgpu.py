@@ -1,0 +1,102 @@
+"""whatgpu: which setups run a model, never one the memory estimate rejects, filtered and ordered."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from catalog.store import load_catalog
+from estimator.memory import memory
+from estimator.query import Query
+from estimator.whatgpu import what_gpu
+
+CAT = load_catalog()
+LLAMA70 = CAT.model("llama-3.3-70b")
+Q4 = CAT.quant("q4_k_m")
+CTX = 32 * 1024
+
+
+@pytest.fixture(scope="module")
+def setups():
+    return what_gpu(LLAMA70, [Q4], CAT.gpus, ctx=CTX)
+
+
+def test_includes_multi_gpu_and_single_80gb_cards(setups):
+    assert any(s.count > 1 for s in setups)
+    singles = {s.gpu.id for s in setups if s.count == 1}
+    assert {"nvidia-h100-sxm", "nvidia-a100-80gb-sxm"} <= singles
+    assert all(s.gpu.vram_gb >= 64 for s in setups if s.count == 1)
+
+
+def test_never_a_setup_the_estimator_rejects(setups):
+    for s in setups:
+        q = Query(gpu=s.gpu, gpus=s.count, model=LLAMA70, quant=s.quant, ctx=CTX, prompt_tokens=2048)
+        assert memory(q).verdict != "does_not_fit", (s.gpu.id, s.count)
+        assert s.memory == memory(q)
+
+
+def test_count_is_the_smallest_that_fits(setups):
+    for s in setups:
+        if s.count > 1:
+            fewer = Query(gpu=s.gpu, gpus=s.count - 1, model=LLAMA70, quant=s.quant, ctx=CTX)
+            assert memory(fewer).verdict == "does_not_fit", (s.gpu.id, s.count)
+
+
+def test_rtx_4090s_need_several_cards(setups):
+    four090 = [s for s in setups if s.gpu.id == "nvidia-rtx-4090"]
+    assert len(four090) == 1 and four090[0].count >= 2
+
+
+def test_apple_never_pooled(setups):
+    assert all(s.count == 1 for s in setups if s.gpu.vendor == "apple")
+
+
+def test_sorted_by_count_price_power_speed(setups):
+    keys = [s.sort_key() for s in setups]
+    assert keys == sorted(keys)
+    assert keys[0][0] == 1
+
+
+def test_min_tps_filters(setups):
+    fast = what_gpu(LLAMA70, [Q4], CAT.gpus, ctx=CTX, min_tps=40)
+    assert fast and all(s.decode_tps >= 40 for s in fast)
+    assert len(fast) < len(setups)
+    assert what_gpu(LLAMA70, [Q4], CAT.gpus, ctx=CTX, min_tps=1e6) == []
+
+
+def test_budget_filters(setups):
+    budget = 5000
+    cheap = what_gpu(LLAMA70, [Q4], CAT.gpus, ctx=CTX, budget_usd=budget)
+    assert cheap
+    assert all(s.price_usd is not None and s.price_usd <= budget for s in cheap)
+    assert all(s.gpu.launch_price_usd is not None for s in cheap)
+    assert len(cheap) < len(setups)
+
+
+def test_unsupported_engines_are_skipped():
+    out = what_gpu(CAT.model("llama-3.1-8b"), [CAT.quant("awq-int4")], CAT.gpus, ctx=8192, engine="vllm")
+    assert out and all(s.gpu.vendor != "apple" for s in out)
+    mlx = what_gpu(CAT.model("llama-3.1-8b"), [CAT.quant("mlx-4bit")], CAT.gpus, ctx=8192, engine="mlx")
+    assert mlx and all(s.gpu.vendor == "apple" for s in mlx)
+
+
+def test_vllm_tensor_parallel_divides_heads_and_speeds_up():
+    out = what_gpu(LLAMA70, [CAT.quant("awq-int4")], CAT.gpus, ctx=CTX, engine="vllm")
+    assert all(LLAMA70.attention_heads % s.count == 0 for s in out)
+    h100 = CAT.gpu("nvidia-h100-sxm")
+    one = what_gpu(LLAMA70, [CAT.quant("awq-int4")], [h100], ctx=CTX, engine="vllm")[0]
+    need = one.decode_tps * 1.3
+    more = what_gpu(LLAMA70, [CAT.quant("awq-int4")], [h100], ctx=CTX, engine="vllm", min_tps=need)
+    assert more and more[0].count > 1 and more[0].decode_tps >= need
+
+
+def test_max_gpus_caps_the_count():
+    out = what_gpu(LLAMA70, [Q4], CAT.gpus, ctx=CTX, max_gpus=2)
+    assert out and max(s.count for s in out) <= 2
+
+
+def test_headroom_is_reported(setups):
+    for s in setups:
+        assert s.headroom_bytes >= 0
+        assert math.isclose(s.headroom_fraction, s.headroom_bytes / s.memory.usable_bytes)
