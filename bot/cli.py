@@ -470,7 +470,9 @@ def _register_optional() -> None:
     """Commands whose modules pull in discord.py or aiohttp register themselves lazily."""
     from bot import cli_extra
 
-    EXTRA_COMMANDS.extend(cli_extra.REGISTER)
+    for register in cli_extra.REGISTER:
+        if register not in EXTRA_COMMANDS:
+            EXTRA_COMMANDS.append(register)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

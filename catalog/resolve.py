@@ -18,19 +18,26 @@ from catalog.store import Catalog
 MAX_QUERY_CHARS = 200
 _NOISE = frozenset({"nvidia", "geforce", "tesla", "amd", "radeon", "apple", "intel", "gpu", "the"})
 _TAG_FILLER = frozenset({"instruct", "chat", "it", "text", "latest", "base"})
-_SPLIT = re.compile(r"[^a-z0-9.]+")
+_SPLIT = re.compile(r"[^a-z0-9.:+]+")
 
 E = TypeVar("E", GPU, Model)
 Kind = Literal["gpu", "model"]
 
 
 def normalise(text: str) -> str:
-    """Lowercase, keep letters, digits and dots: 'RTX-4090' and 'rtx 4090' both become 'rtx4090'."""
+    """Lowercase, keep letters, digits, dots, ':' and '+': 'RTX-4090' and 'rtx 4090' both become 'rtx4090'.
+
+    ':' stays because an Ollama tag names one exact build ('deepseek-r1:8b' is not 'DeepSeek R1 8B'),
+    '+' because 'Command R+' is not 'Command R'.
+    """
     return _SPLIT.sub("", text.lower()).strip(".")
 
 
+_WORDS = re.compile(r"[^a-z0-9.+]+")
+
+
 def tokens(text: str) -> tuple[str, ...]:
-    return tuple(t.strip(".") for t in _SPLIT.split(text.lower()) if t.strip("."))
+    return tuple(t.strip(".") for t in _WORDS.split(text.lower()) if t.strip("."))
 
 
 @dataclass(frozen=True)
@@ -64,22 +71,33 @@ class _Index(Generic[E]):
         self.kind = kind
         self.entries = {e.id: e for e in entries}
         self.exact: dict[str, set[str]] = {}
+        self.primary: dict[str, set[str]] = {}  # id, name, HF repo: these beat an alias that collides
         self.keys: list[tuple[str, str]] = []  # (normalised key, id), for prefix and fuzzy search
         self.token_sets: dict[str, list[frozenset[str]]] = {}
         for e in entries:
+            primary = {normalise(n) for n in self._primary_names(e)}
             for raw in self._names(e):
                 key = normalise(raw)
                 if not key:
                     continue
                 self.exact.setdefault(key, set()).add(e.id)
+                if key in primary:
+                    self.primary.setdefault(key, set()).add(e.id)
                 self.keys.append((key, e.id))
                 self.token_sets.setdefault(e.id, []).append(frozenset(tokens(raw)))
 
     @staticmethod
-    def _names(e: GPU | Model) -> list[str]:
-        names = [e.id, e.name, *e.aliases]
+    def _primary_names(e: GPU | Model) -> list[str]:
+        names = [e.id, e.name]
         if isinstance(e, Model) and e.hf_repo:
-            names += [e.hf_repo, e.hf_repo.split("/")[-1]]
+            names.append(e.hf_repo)
+        return names
+
+    @classmethod
+    def _names(cls, e: GPU | Model) -> list[str]:
+        names = [*cls._primary_names(e), *e.aliases]
+        if isinstance(e, Model) and e.hf_repo:
+            names.append(e.hf_repo.split("/")[-1])
         return names
 
     def label(self, entry_id: str) -> str:
@@ -92,7 +110,13 @@ class _Index(Generic[E]):
         query = text.strip()[: MAX_QUERY_CHARS + 1]
         if not normalise(query) or len(query) > MAX_QUERY_CHARS:
             raise NotFound(self.kind, text[:MAX_QUERY_CHARS], self.suggest(self.ranked(query)[:5]))
-        hits = self.exact.get(normalise(query), set())
+        key = normalise(query)
+        hits = self.exact.get(key, set())
+        if len(hits) > 1 and len(self.primary.get(key, set())) == 1:
+            hits = self.primary[key]
+        if not hits and "/" in query:
+            # 'Qwen/Qwen2.5-7B-Instruct' when only the repo's own name is known as an alias
+            hits = self.exact.get(normalise(query.rsplit("/", 1)[-1]), set())
         if len(hits) == 1:
             return self.entries[next(iter(hits))]
         if not hits:
@@ -131,7 +155,7 @@ class _Index(Generic[E]):
                 best[i] = score
         for i in self.by_tokens(query):
             best[i] = max(best.get(i, 0.0), 2.5)
-        if len(best) < limit:
+        if not best:
             close = difflib.get_close_matches(key, [k for k, _ in self.keys], n=limit, cutoff=0.6)
             for rank, k in enumerate(close):
                 for i in self.exact.get(k, ()):
@@ -164,7 +188,10 @@ class Resolver:
             words = [w for w in tag.split("-") if w and self.quant_or_none(w) is None]
             size = [w for w in words if re.fullmatch(r"[a-z]?\d+(\.\d+)?[bm](-a\d+b)?|e\d+b|\d+x\d+b", w.lower())]
             rest = [w for w in words if w.lower() not in _TAG_FILLER and w not in size]
-            for attempt in (f"{base} {' '.join(size)}", f"{base} {' '.join(size + rest)}", base):
+            attempts = [f"{base} {' '.join(size)}", f"{base} {' '.join(size + rest)}"]
+            if not size:  # 'qwen3:latest' means the default size; a named size must match exactly
+                attempts.append(base)
+            for attempt in attempts:
                 try:
                     return ModelChoice(self._models.find(attempt), quant)
                 except NotFound:

@@ -63,3 +63,19 @@ ALLREDUCE_LATENCY_S = {"nvlink": 8e-6, "pcie": 25e-6, "infinity fabric": 10e-6}
 # (32 cores × 128 ALUs × 2 FLOPs × 1.296 GHz = 10.6 TFLOPS, 400 GB/s) gives 26.5 FLOP/byte; M1 (2.6
 # TFLOPS announced, 68.25 GB/s) gives 38. Metal runs FP16 at the FP32 rate on M1–M3.
 APPLE_FLOPS_PER_BYTE = 26.5
+
+# llama.cpp k-quants pack rows in blocks of 256; a tensor whose rows are not a multiple of that (Qwen2.5-72B's
+# ffn_down, 29568 wide) is stored in a fallback type instead (src/llama-quant.cpp, convert_incompatible_tensor:
+# Q4_K → Q5_0, Q5_K → Q5_1, Q6_K → Q8_0, Q2_K/Q3_K/IQ4_XS → IQ4_NL). Extra bits per ffn_down weight over the
+# format's usual ffn_down mix (Q4_K_M keeps half of them in Q6_K: 5.53 → 7.0 with the fallbacks).
+KQUANT_ROW_BLOCK = 256
+FFN_DOWN_FALLBACK_EXTRA_BITS: dict[str, float] = {
+    "q4_k_m": (5.5 + 8.5) / 2 - (4.5 + 6.5625) / 2,
+    "q4_k_s": 5.5 - 4.5,
+    "q5_k_m": (6.0 + 8.5) / 2 - (5.5 + 6.5625) / 2,
+    "q5_k_s": 6.0 - 5.5,
+    "q6_k": 8.5 - 6.5625,
+    "q3_k_m": 5.5 - 4.5,
+    "q2_k": 4.5 - 3.4375,
+    "iq4_xs": 4.5 - 4.25,
+}

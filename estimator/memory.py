@@ -31,15 +31,50 @@ def body_params(model: Model) -> float:
     return max(model.params - tables, 0.0)
 
 
+def ffn_down_fallback_bits(model: Model, fmt: QuantFormat) -> float:
+    """Extra bits when the FFN width is not a whole number of k-quant blocks (see constants)."""
+    extra = k.FFN_DOWN_FALLBACK_EXTRA_BITS.get(fmt.id)
+    if not extra:
+        return 0.0
+    total = 0.0
+    if model.intermediate_size and model.intermediate_size % k.KQUANT_ROW_BLOCK:
+        dense_layers = model.layers if model.moe is None else model.moe.dense_layers
+        total += dense_layers * model.hidden_size * model.intermediate_size * extra
+    moe = model.moe
+    if moe is not None and moe.moe_intermediate_size and moe.moe_intermediate_size % k.KQUANT_ROW_BLOCK:
+        experts = moe.experts + moe.shared_experts
+        total += (model.layers - moe.dense_layers) * experts * model.hidden_size * moe.moe_intermediate_size * extra
+    return total
+
+
+_WEIGHT_MEMO: dict[tuple[int, int], tuple[Model, QuantFormat, float]] = {}
+_WEIGHT_MEMO_MAX = 4096
+
+
 def weight_bytes(model: Model, fmt: QuantFormat) -> float:
-    """Bytes of the model file in this format (bits per weight / 8 per tensor class)."""
+    """Bytes of the model file in this format (bits per weight / 8 per tensor class).
+
+    Entries are frozen, so the answer for the same two objects never changes; ranking asks it thousands
+    of times. The memo checks identity, so two different models that share an id are never confused.
+    """
+    hit = _WEIGHT_MEMO.get((id(model), id(fmt)))
+    if hit is not None and hit[0] is model and hit[1] is fmt:
+        return hit[2]
+    value = _weight_bytes(model, fmt)
+    if len(_WEIGHT_MEMO) >= _WEIGHT_MEMO_MAX:
+        _WEIGHT_MEMO.clear()
+    _WEIGHT_MEMO[(id(model), id(fmt))] = (model, fmt, value)
+    return value
+
+
+def _weight_bytes(model: Model, fmt: QuantFormat) -> float:
     table = embedding_table_params(model)
     if model.tied_embeddings:
         # One shared matrix; engines store it at the LM head's type because it is used as one.
         tables_bits = table * fmt.output_bits
     else:
         tables_bits = table * (fmt.embedding_bits + fmt.output_bits)
-    return (body_params(model) * fmt.bits_per_weight + tables_bits) / 8
+    return (body_params(model) * fmt.bits_per_weight + tables_bits + ffn_down_fallback_bits(model, fmt)) / 8
 
 
 # --- KV cache --------------------------------------------------------------------------------------
@@ -180,12 +215,18 @@ def memory(q: Query) -> MemoryBreakdown:
     )
 
 
-def total_bytes_at(q: Query, ctx: int) -> float:
+def total_bytes(
+    model: Model, fmt: QuantFormat, gpu: GPU, engine: Engine, ctx: int, kv: KVDtype, sequences: int, gpus: int
+) -> float:
     return (
-        weight_bytes(q.model, q.quant)
-        + kv_cache_bytes(q.model, ctx, q.kv, q.batch)
-        + runtime_overhead_bytes(q.model, q.gpu, q.engine, ctx, q.gpus)
+        weight_bytes(model, fmt)
+        + kv_cache_bytes(model, ctx, kv, sequences)
+        + runtime_overhead_bytes(model, gpu, engine, ctx, gpus)
     )
+
+
+def total_bytes_at(q: Query, ctx: int) -> float:
+    return total_bytes(q.model, q.quant, q.gpu, q.engine, ctx, q.kv, q.batch, q.gpus)
 
 
 def max_context(q: Query) -> int:

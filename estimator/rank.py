@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from catalog.schema import GPU, Model, QuantFormat
-from estimator.memory import MemoryBreakdown, memory
+from estimator.memory import MemoryBreakdown, memory, total_bytes, usable_vram_bytes
 from estimator.query import Engine, KVDtype, Query
 from estimator.speed import Speed, speed
 
@@ -59,21 +59,19 @@ def rank(
     sort: Sort = "quality",
 ) -> list[RankRow]:
     rows: list[RankRow] = []
+    if not models or not formats:
+        return rows
+    capacity = usable_vram_bytes(gpu, engine) * gpus
+    base = Query(gpu=gpu, gpus=gpus, model=models[0], quant=formats[0], engine=engine, ctx=ctx, kv=kv,
+                 prompt_tokens=min(prompt_tokens, ctx))
     for model in models:
         if ctx > model.max_context:
             continue
         fitting: list[RankedFormat] = []
         for fmt in formats:
-            q = Query(
-                gpu=gpu,
-                gpus=gpus,
-                model=model,
-                quant=fmt,
-                engine=engine,
-                ctx=ctx,
-                kv=kv,
-                prompt_tokens=min(prompt_tokens, ctx),
-            )
+            if total_bytes(model, fmt, gpu, engine, ctx, kv, 1, gpus) > capacity:
+                continue  # only what fits gets the full breakdown and a speed
+            q = base.model_copy(update={"model": model, "quant": fmt})
             mem = memory(q)
             if mem.verdict != "does_not_fit":
                 fitting.append(RankedFormat(quant=fmt, memory=mem, speed=speed(q)))

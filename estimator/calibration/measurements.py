@@ -105,6 +105,12 @@ def _model(resolver: Resolver, catalog: Catalog, name: str) -> Model | None:
         return None
 
 
+def is_flagged(row: dict[str, object]) -> bool:
+    """Rows whose note records the figure as anomalous in its own source (an A100 SXM F16 prompt rate a
+    tenth of the same source's A100 PCIe figure, say) are kept in the data but neither fitted nor scored."""
+    return "anomalous" in str(row.get("note", "")).lower()
+
+
 _TEST = re.compile(r"^(pp|tg)(\d+)(?:\s*@\s*d(\d+))?$")
 
 
@@ -115,6 +121,9 @@ def llamacpp_rows(catalog: Catalog) -> tuple[list[Row], int]:
     rows: list[Row] = []
     skipped = 0
     for m in doc["measurement"]:
+        if is_flagged(m):
+            skipped += 1
+            continue
         test = _TEST.match(m["test"].replace(" ", "").replace("@d", " @ d"))
         backend = BACKENDS.get(m.get("backend", ""))
         gpu = _gpu(resolver, catalog, m["gpu"])

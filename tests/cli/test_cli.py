@@ -151,8 +151,6 @@ def test_unknown_gpu_message_suggests(capsys: pytest.CaptureFixture[str]) -> Non
     assert "RTX 4090" in err
 
 
-@pytest.mark.xfail(strict=True, reason="bot/cli.py main(): _register_optional() extends EXTRA_COMMANDS on every "
-                   "call, so a second in-process call fails with argparse 'conflicting subparser: ask'")
 def test_main_can_be_called_twice(capsys: pytest.CaptureFixture[str]) -> None:
     cli.EXTRA_COMMANDS.clear()
     argv = ["fit", "--gpu", "t4", "--model", "qwen3-8b", "--quant", "q4_k_m", "--json"]

@@ -67,7 +67,8 @@ def env_pairs(args: str) -> dict[str, str]:
     parts = shlex.split(args)
     if len(parts) >= 2 and "=" not in parts[0]:  # legacy `ENV KEY value`
         return {parts[0]: " ".join(parts[1:])}
-    return dict(p.split("=", 1) if "=" in p else (p, "") for p in parts)
+    pairs = (p.partition("=") for p in parts)
+    return {key: value for key, _, value in pairs}
 
 
 @pytest.fixture(scope="module")

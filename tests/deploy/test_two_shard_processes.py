@@ -87,3 +87,5 @@ async def test_each_process_answers_only_its_own_guild(tmp_path: Path) -> None:
             await sandbox.invoke(COMMAND, guild=second.id, timeout=3)
         assert await settled_log(dirs[0], 2) == [first.id, first.id]
         assert logged_guilds(dirs[1]) == [second.id]
+        for process in processes:
+            assert "command failed" not in process.output_tail(200), process.output_tail()

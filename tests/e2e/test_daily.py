@@ -25,7 +25,7 @@ from bot.sandbox import BotProcess, Sandbox
 from bot.sandbox.snowflake import snowflake_at
 from bot.sandbox.state import StoredMessage
 from bot.sandbox.world import SandboxChannel, SandboxGuild, World
-from bot.web.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, signed_headers
+from bot.web.signing import signed_headers
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
 
@@ -243,9 +243,11 @@ async def test_member_without_manage_server_cannot_subscribe(running: Any) -> No
     hidden = await sb.invoke("/daily subscribe channel:general", guild=guild)
     assert hidden.rejected_by_client  # default_permissions hides the command from ordinary members
     # An admin may grant the command to anyone; the stand-in cannot model that override, so the
-    # interaction carries no permissions at all and the bot's own check must refuse.
-    reply = await sb.invoke("/daily subscribe channel:general", guild=guild, member_permissions=None)  # type: ignore[arg-type]
-    assert reply.ephemeral and reply.embeds[0]["title"] == "Not allowed"
+    # interaction carries no member permissions at all and the bot's own check must refuse. (Without
+    # a channel option: a resolved channel needs permissions in its payload.)
+    for command in ("/daily subscribe gpus:t4", "/daily unsubscribe"):
+        reply = await sb.invoke(command, guild=guild, member_permissions=None)  # type: ignore[arg-type]
+        assert reply.ephemeral and reply.embeds[0]["title"] == "Not allowed", command
     status, answer = await running[2].trigger(guild=str(guild), dry_run=True)
     assert status == 200 and all(d["channel"] != str(channel_id("main", "general")) for d in answer["deliveries"])
 
@@ -267,7 +269,7 @@ async def test_preview_is_ephemeral(running: Any) -> None:
 async def test_server_errors_are_retried_into_one_post(running: Any) -> None:
     sb, _, hook = running
     flaky = channel_id("flaky", "flaky")
-    await subscribe(sb, "flaky", f"channel:flaky gpus:t4")
+    await subscribe(sb, "flaky", "channel:flaky gpus:t4")
     # 500 is retried inside discord.py, 503 by the delivery's own backoff.
     sb.faults.inject(f"/channels/{flaky}/messages", status=500, times=1, method="POST")
     sb.faults.inject(f"/channels/{flaky}/messages", status=503, times=1, method="POST")
@@ -361,7 +363,7 @@ async def test_restart_finds_a_post_made_just_before_the_kill(tmp_path: Path) ->
         hook = Hook(tmp_path)
         await subscribe(sb, "crash", "channel:crash gpus:t4")
         status, answer = await hook.trigger(guild=guild)
-        assert status == 200 and answer["deliveries"][0]["status"] == "sent"
+        assert status == 200 and answer["deliveries"][0]["status"] == "sent", (answer, process.output_tail())
         await sb.wait_for_message(crash)
         await sb.stop_bot(process)
         # Roll the record back to "pending", as if the kill landed between the post and mark_sent.

@@ -164,12 +164,6 @@ GGUF_KNOWN_MISSES = {
     # Qwen's own GGUFs use a lighter recipe than llama.cpp's default k-quant mix.
     "Qwen:qwen2.5-7b:q3_k_m:3.31": "official Qwen GGUF, lighter mix than llama.cpp's default Q3_K_M",
     "Qwen:qwen2.5-7b:q2_k:2.62": "official Qwen GGUF, lighter mix than llama.cpp's default Q2_K",
-    # Qwen2.5-72B: intermediate_size 29568 is not a multiple of 256, so llama.cpp cannot k-quantize
-    # ffn_down and falls back to a larger legacy type; estimator.memory.weight_bytes does not model it.
-    "mradermacher:qwen2.5-72b:q2_k:27.75": "k-quant fallback for ffn_down (29568 % 256 != 0) not modelled",
-    "mradermacher:qwen2.5-72b:q3_k_m:35.11": "k-quant fallback for ffn_down (29568 % 256 != 0) not modelled",
-    "mradermacher:qwen2.5-72b:q4_k_m:44.14": "k-quant fallback for ffn_down (29568 % 256 != 0) not modelled",
-    "mradermacher:qwen2.5-72b:q4_k_s:40.89": "k-quant fallback for ffn_down (29568 % 256 != 0) not modelled",
 }
 
 
