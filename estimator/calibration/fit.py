@@ -188,8 +188,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     rows, skipped = llamacpp_rows(load_catalog())
     print(
-        f"{len(rows)} llama.cpp rows matched to the catalog ({skipped} skipped: flagged anomalous in their note, or GPU/model/format not in the "
-        f"catalog or a non-native backend)\n"
+        f"{len(rows)} llama.cpp rows matched to the catalog ({skipped} skipped: flagged anomalous in their note, "
+        f"or GPU/model/format not in the catalog or a non-native backend)\n"
     )
     if not args.check:
         decode, prefill = fit_all(rows)
