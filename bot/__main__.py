@@ -26,10 +26,20 @@ async def main() -> int:
     point_at(settings)
     bot = RigBot(settings)
     loop = asyncio.get_running_loop()
+    closing: list[asyncio.Task[None]] = []
+
+    def stop() -> None:
+        if not closing:
+            closing.append(asyncio.ensure_future(bot.close()))
+
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, lambda: asyncio.ensure_future(bot.close()))
+        loop.add_signal_handler(sig, stop)
     async with bot:
         await bot.start(settings.discord_token.get_secret_value())
+    # start() returns as soon as the gateway is closed; the stores and the web server close after that,
+    # and asyncio.run would cancel that half-way (leaving a database thread that blocks exit).
+    if closing:
+        await closing[0]
     return 0
 
 

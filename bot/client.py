@@ -8,6 +8,7 @@ import hashlib
 import io
 import json
 import logging
+import os
 import time
 import uuid
 from datetime import UTC, datetime
@@ -25,6 +26,7 @@ from bot.render.reply import Reply
 from bot.render.views import error_reply
 from bot.service import Service
 from bot.settings import Settings
+from bot.sharding import resolve_shards
 from catalog.resolve import NotFound
 
 log = logging.getLogger(__name__)
@@ -136,10 +138,16 @@ class RigTree(app_commands.CommandTree["RigBot"]):
 class RigBot(commands.AutoShardedBot):
     def __init__(self, settings: Settings, service: Service | None = None) -> None:
         kwargs: dict[str, Any] = {}
-        if settings.shard_ids is not None:
-            kwargs["shard_ids"] = settings.shard_ids
-        if settings.rigcheck_shard_count is not None:
-            kwargs["shard_count"] = settings.rigcheck_shard_count
+        # Explicit shard settings win; otherwise a StatefulSet pod derives its shards from its ordinal.
+        shard_ids, shard_count = resolve_shards({
+            **os.environ,
+            "RIGCHECK_SHARD_IDS": settings.rigcheck_shard_ids or "",
+            "RIGCHECK_SHARD_COUNT": str(settings.rigcheck_shard_count or ""),
+        })
+        if shard_ids is not None:
+            kwargs["shard_ids"] = shard_ids
+        if shard_count is not None:
+            kwargs["shard_count"] = shard_count
         super().__init__(
             command_prefix=commands.when_mentioned,
             intents=discord.Intents.none() | discord.Intents(guilds=True),

@@ -31,7 +31,7 @@ from bot.params import format_tokens
 from bot.render import charts
 from bot.render.embeds import COLORS, FOOTER_MAX, render_embed
 from bot.render.reply import Reply, ReplyFile
-from bot.render.views import _rank_rows_view
+from bot.render.views import rank_rows_view
 from bot.service import RankRequest, Service
 from catalog.resolve import NotFound
 
@@ -157,7 +157,7 @@ def compose(
             missing.append(gpu_id)
             continue
         top = rows[:TOP_MODELS]
-        gpus.append({"name": gpu.name, "rows": _rank_rows_view(top, 0)})
+        gpus.append({"name": gpu.name, "rows": rank_rows_view(top, 0)})
         pngs.append(charts.rank_chart(top, title=f"{gpu.name} · {format_tokens(ctx)}", limit=TOP_MODELS,
                                       locale=locale, theme=theme))
     since, _ = stats_window(day)

@@ -141,7 +141,7 @@ def fit_reply(svc: Service, req: FitRequest, locale: str, theme: charts.Theme = 
     return Reply(embeds=[embed], files=[ReplyFile(filename="vram.png", data=png)])
 
 
-def _rank_rows_view(rows: list[RankRow], start: int) -> list[dict[str, Any]]:
+def rank_rows_view(rows: list[RankRow], start: int) -> list[dict[str, Any]]:
     out = []
     for i, r in enumerate(rows):
         params = f"{r.model.params_b:g}B"
@@ -187,7 +187,7 @@ def rank_reply(svc: Service, req: RankRequest, locale: str, page: int = 1, theme
         page=page,
         pages=pages,
         total=len(rows),
-        rows=_rank_rows_view(chunk, start),
+        rows=rank_rows_view(chunk, start),
         color=COLORS["info"],
         image="rank.png",
     )

@@ -92,6 +92,13 @@ class Hook:
             return resp.status, await resp.text()
 
 
+async def kill(sb: Sandbox, process: BotProcess) -> None:
+    """SIGKILL: what a crash or an OOM kill does; also quicker than a graceful stop when the test is done."""
+    os.kill(process.pid, signal.SIGKILL)
+    await process.process.wait()
+    await sb.stop_bot(process)
+
+
 async def start(sb: Sandbox, data_dir: Path, *, wait_for_sync: bool = True) -> BotProcess:
     return await sb.start_bot([sys.executable, "-m", "bot"], env=bot_env(data_dir), wait_for_sync=wait_for_sync)
 
@@ -102,6 +109,7 @@ async def running(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[tup
     async with Sandbox(WORLD) as sb:
         process = await start(sb, data_dir)
         yield sb, process, Hook(data_dir)
+        await kill(sb, process)
 
 
 async def subscribe(sb: Sandbox, guild: str, options: str) -> None:
@@ -336,22 +344,21 @@ async def test_killed_mid_delivery_posts_exactly_once_after_restart(tmp_path: Pa
         sb.faults.inject(f"/channels/{crash}/messages", status=503, times=1000, method="POST")
         call = asyncio.create_task(hook.trigger(guild=guild))
         await sb.wait_for_request("POST", f"/channels/{crash}/messages", timeout=15)
-        os.kill(process.pid, signal.SIGKILL)
-        await process.process.wait()
+        await kill(sb, process)
         with pytest.raises(aiohttp.ClientError):
             await call
-        await sb.stop_bot(process)
         assert posts(sb, crash) == []
 
         sb.faults.clear()
         (tmp_path / "http.port").unlink()
-        await start(sb, tmp_path, wait_for_sync=False)
+        process = await start(sb, tmp_path, wait_for_sync=False)
         message = await sb.wait_for_message(crash, timeout=15)
         assert_summary(message, today())
         status, answer = await hook.trigger(guild=guild)
         assert status == 200 and answer["deliveries"][0]["status"] == "skipped"
         await asyncio.sleep(0.3)
         assert len(posts(sb, crash)) == 1
+        await kill(sb, process)
 
 
 async def test_restart_finds_a_post_made_just_before_the_kill(tmp_path: Path) -> None:
@@ -365,14 +372,14 @@ async def test_restart_finds_a_post_made_just_before_the_kill(tmp_path: Path) ->
         status, answer = await hook.trigger(guild=guild)
         assert status == 200 and answer["deliveries"][0]["status"] == "sent", (answer, process.output_tail())
         await sb.wait_for_message(crash)
-        await sb.stop_bot(process)
+        await kill(sb, process)
         # Roll the record back to "pending", as if the kill landed between the post and mark_sent.
         import sqlite3
 
         with sqlite3.connect(tmp_path / "state.sqlite3") as db:
             db.execute("UPDATE deliveries SET status = 'pending', message_id = NULL")
         db.close()
-        await start(sb, tmp_path, wait_for_sync=False)
+        process = await start(sb, tmp_path, wait_for_sync=False)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             with sqlite3.connect(tmp_path / "state.sqlite3") as db:
@@ -383,3 +390,4 @@ async def test_restart_finds_a_post_made_just_before_the_kill(tmp_path: Path) ->
             await asyncio.sleep(0.1)
         assert statuses == ["sent"]
         assert len(posts(sb, crash)) == 1
+        await kill(sb, process)
