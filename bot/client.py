@@ -174,7 +174,8 @@ class RigBot(commands.AutoShardedBot):
         await self.open_stores(data_dir)
         from bot.hub import HubClient
 
-        self.service.hub = HubClient.from_settings(self.settings, cache_path=data_dir / "hf_models.sqlite3")
+        self.service.hub = HubClient.from_settings(self.settings, cache_path=data_dir / "hf_models.sqlite3",
+                                                   total_timeout_s=self.settings.rigcheck_hf_timeout_s)
         for ext in EXTENSIONS:
             await self.load_extension(ext)
         await self.sync_if_changed(data_dir)

@@ -25,6 +25,7 @@ class Settings(BaseSettings):
     rigcheck_webhook_secret: SecretStr | None = None
     rigcheck_hf_base_url: str = "https://huggingface.co"
     rigcheck_hf_token: SecretStr | None = None
+    rigcheck_hf_timeout_s: float = Field(default=10.0, gt=0, description="whole-request deadline for a hub fetch")
     rigcheck_guild_ready_timeout: float = 2.0
     rigcheck_log_level: str = "INFO"
 
