@@ -20,8 +20,10 @@ import yarl
 from discord import app_commands
 from discord.ext import commands
 
+from bot.i18n import RigTranslator
 from bot.params import BadValue
 from bot.render.embeds import locale_key
+from bot.render.pool import RenderPool
 from bot.render.reply import Reply
 from bot.render.views import error_reply
 from bot.service import Service
@@ -43,6 +45,9 @@ EXTENSIONS = (
     "bot.commands.whatgpu",
     "bot.commands.daily",
 )
+
+
+LAG_PROBE_S = 0.01
 
 
 def point_at(settings: Settings) -> None:
@@ -163,6 +168,8 @@ class RigBot(commands.AutoShardedBot):
         self.state: Any = None
         self.metrics: Any = None
         self.web_runner: Any = None
+        self.lag_watch: asyncio.Task[None] | None = None
+        self.render_pool = RenderPool(self.service, settings.rigcheck_render_workers)
 
     def metrics_outcome(self, interaction: discord.Interaction, outcome: str) -> None:
         if self.metrics is not None and interaction.command is not None:
@@ -178,8 +185,20 @@ class RigBot(commands.AutoShardedBot):
                                                    total_timeout_s=self.settings.rigcheck_hf_timeout_s)
         for ext in EXTENSIONS:
             await self.load_extension(ext)
+        await self.tree.set_translator(RigTranslator())
         await self.sync_if_changed(data_dir)
+        await self.render_pool.warm()
         await self.start_web()
+        self.lag_watch = asyncio.create_task(self.watch_loop_lag())
+
+    async def watch_loop_lag(self) -> None:
+        """Measure how late the loop wakes a short sleep: anything that blocks it shows up here."""
+        loop = asyncio.get_running_loop()
+        while True:
+            started = loop.time()
+            await asyncio.sleep(LAG_PROBE_S)
+            if self.metrics is not None:
+                self.metrics.loop_lag(loop.time() - started - LAG_PROBE_S)
 
     async def open_stores(self, data_dir: Path) -> None:
         try:
@@ -208,7 +227,12 @@ class RigBot(commands.AutoShardedBot):
         guild = discord.Object(self.settings.rigcheck_dev_guild) if self.settings.rigcheck_dev_guild else None
         if guild is not None:
             self.tree.copy_global_to(guild=guild)
-        payload = [c.to_dict(self.tree) for c in self.tree.get_commands(guild=guild)]
+        translator = self.tree.translator
+        commands_ = self.tree.get_commands(guild=guild)
+        if translator is not None:
+            payload = [await c.get_translated_payload(self.tree, translator) for c in commands_]
+        else:
+            payload = [c.to_dict(self.tree) for c in commands_]
         digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
         marker = data_dir / f"commands-{self.application_id}-{guild.id if guild else 'global'}.sha256"
         known = await asyncio.to_thread(lambda: marker.read_text().strip() if marker.exists() else "")
@@ -222,11 +246,14 @@ class RigBot(commands.AutoShardedBot):
         log.info("synced %d commands", len(payload))
 
     async def close(self) -> None:
+        if self.lag_watch is not None:
+            self.lag_watch.cancel()
         if self.web_runner is not None:
             await self.web_runner.cleanup()
         await super().close()
         if self.service.hub is not None:
             await self.service.hub.close()
+        self.render_pool.close()
         for store in (self.cache, self.state):
             if store is not None:
                 await store.close()
@@ -236,7 +263,8 @@ class RigBot(commands.AutoShardedBot):
         interaction: discord.Interaction,
         command: str,
         key_parts: dict[str, Any],
-        render: Any,
+        job: str,
+        *args: Any,
         view: discord.ui.View | None = None,
     ) -> None:
         """Serve from the cache, or defer, render off the event loop, store, and follow up."""
@@ -264,7 +292,7 @@ class RigBot(commands.AutoShardedBot):
         if reply is None:
             if not interaction.response.is_done():
                 await interaction.response.defer(thinking=True)
-            reply = await asyncio.to_thread(render, locale)
+            reply = await self.render_pool.render(job, *args, locale=locale)
             if self.cache is not None and key is not None:
                 from bot.store.cache import CachedFile, CachedReply
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pydantic import Field, SecretStr
@@ -26,6 +27,10 @@ class Settings(BaseSettings):
     rigcheck_hf_base_url: str = "https://huggingface.co"
     rigcheck_hf_token: SecretStr | None = None
     rigcheck_hf_timeout_s: float = Field(default=10.0, gt=0, description="whole-request deadline for a hub fetch")
+    rigcheck_render_workers: int = Field(
+        default_factory=lambda: min(2, os.cpu_count() or 1), ge=0, le=32,
+        description="processes that draw charts (0: threads in the bot process)",
+    )
     rigcheck_guild_ready_timeout: float = 2.0
     rigcheck_log_level: str = "INFO"
 

@@ -38,12 +38,37 @@ def best_format(fitting: list[RankedFormat]) -> RankedFormat:
     return max(pool, key=lambda f: f.quant.bits_per_weight)
 
 
-def quality_key(model: Model) -> tuple[float, float, float]:
-    """Higher is better: a published quality score where the catalog has one, then the seed pages'
-    rank (lower rank number is better), then size."""
-    score = model.quality.score if model.quality else float("-inf")
-    seed = -model.seed_rank if model.seed_rank is not None else float("-inf")
-    return (score, seed, model.params_b)
+def percentiles(values: dict[str, float]) -> dict[str, float]:
+    """Each id's share of the others it beats (1.0 = best, 0.0 = worst); a lone value gets 0.5."""
+    if len(values) == 1:
+        return dict.fromkeys(values, 0.5)
+    ordered = sorted(values, key=lambda i: values[i])
+    return {i: pos / (len(ordered) - 1) for pos, i in enumerate(ordered)}
+
+
+def quality_percentiles(models: tuple[Model, ...]) -> dict[str, float]:
+    """One quality figure per model from the two signals the catalog has, neither of which covers it all:
+    the Open LLM Leaderboard v2 average (older models; retired March 2025) and the calculator pages'
+    own rank (newer ones). Each is turned into a percentile within the models it covers, and a model with
+    both gets their mean, so a score on one scale never outranks the other by its units."""
+    scored = {m.id: m.quality.score for m in models if m.quality is not None}
+    seeded = {m.id: -float(m.seed_rank) for m in models if m.seed_rank is not None}
+    by_score, by_seed = percentiles(scored) if scored else {}, percentiles(seeded) if seeded else {}
+    out: dict[str, float] = {}
+    for m in models:
+        signals = [p for p in (by_score.get(m.id), by_seed.get(m.id)) if p is not None]
+        if signals:
+            out[m.id] = sum(signals) / len(signals)
+    return out
+
+
+def quality_order_key(model: Model, quality: dict[str, float]) -> tuple[float, str, float, str]:
+    """Sort key, smaller first: rated models by quality; unrated ones after them, newest and largest first."""
+    rated = quality.get(model.id)
+    if rated is not None:
+        return (-rated, "", -model.params_b, model.id)
+    newest_first = "".join(chr(0x10FFFF - ord(c)) for c in (model.release_date or ""))
+    return (1.0, newest_first or chr(0x10FFFF), -model.params_b, model.id)
 
 
 def rank(
@@ -83,5 +108,6 @@ def rank(
     elif sort == "size":
         rows.sort(key=lambda r: (-r.model.params_b, r.model.id))
     else:
-        rows.sort(key=lambda r: (*tuple(-x for x in quality_key(r.model)), r.model.id))  # type: ignore[operator]
+        quality = quality_percentiles(models)
+        rows.sort(key=lambda r: quality_order_key(r.model, quality))
     return rows

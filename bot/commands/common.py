@@ -14,11 +14,15 @@ if TYPE_CHECKING:
     from bot.client import RigBot
     from bot.service import Service
 
-# A Hugging Face fetch that has not finished by then is answered with a (private) "thinking…" first,
-# so Discord's 3-second deadline never passes; its errors stay private too.
+# A Hugging Face fetch that has not finished by then is answered with a private "thinking…" first, so
+# Discord's 3-second deadline never passes and a failure stays private. The answer to such a slow first
+# fetch is private too (Discord fixes that with the defer); asked again, it comes from the cache, public.
 HF_DEFER_AFTER_S = 2.0
 
 MAX_CHOICES = 25
+# Per-user limit on commands that render charts: generous for a person, a brake on a script.
+HEAVY_COMMAND_RATE = 20
+HEAVY_COMMAND_PER_S = 60.0
 ENGINE_CHOICES = [
     app_commands.Choice(name=n, value=v)
     for n, v in (("llama.cpp (Ollama, LM Studio)", "llama.cpp"), ("vLLM", "vllm"), ("MLX (Apple)", "mlx"))

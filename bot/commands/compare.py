@@ -8,9 +8,14 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.commands.common import ENGINE_CHOICES, gpu_autocomplete, model_autocomplete
+from bot.commands.common import (
+    ENGINE_CHOICES,
+    HEAVY_COMMAND_PER_S,
+    HEAVY_COMMAND_RATE,
+    gpu_autocomplete,
+    model_autocomplete,
+)
 from bot.params import BadValue, parse_tokens
-from bot.render.views import compare_reply
 from bot.service import FitRequest
 
 if TYPE_CHECKING:
@@ -34,6 +39,7 @@ class Compare(commands.Cog):
     @app_commands.autocomplete(
         gpu=gpu_autocomplete, gpu2=gpu_autocomplete, model=model_autocomplete, model2=model_autocomplete
     )
+    @app_commands.checks.cooldown(HEAVY_COMMAND_RATE, HEAVY_COMMAND_PER_S)
     async def compare(
         self,
         interaction: discord.Interaction,
@@ -58,7 +64,7 @@ class Compare(commands.Cog):
             interaction,
             "compare",
             {"a": reqs[0].__dict__, "b": reqs[1].__dict__},
-            lambda locale: compare_reply(svc, reqs, locale),
+            "compare", reqs,
         )
 
 

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+
 def _locale(interaction: discord.Interaction) -> str:
     # The summary is read by the whole server, so its language follows the server's, not the caller's.
     chosen = interaction.guild_locale or interaction.locale
@@ -33,8 +34,12 @@ def _zh(interaction: discord.Interaction) -> bool:
 
 @app_commands.guild_only()
 @app_commands.default_permissions(manage_guild=True)
-class DailyCog(commands.GroupCog, name="Daily", group_name="daily",
-               group_description="A daily summary of the best models for your GPUs"):
+class DailyCog(
+    commands.GroupCog,
+    name="Daily",
+    group_name="daily",
+    group_description="A daily summary of the best models for your GPUs",
+):
     def __init__(self, bot: RigBot) -> None:
         self.bot = bot
         self.job = DailyJob(bot)
@@ -91,8 +96,9 @@ class DailyCog(commands.GroupCog, name="Daily", group_name="daily",
         zh = _zh(interaction)
         assert interaction.guild_id is not None
         if channel is None and webhook_url is None:
-            raise BadValue("请指定 `channel` 或 `webhook_url`。" if zh
-                           else "Give a `channel`, a `webhook_url`, or both.")
+            raise BadValue(
+                "请指定 `channel` 或 `webhook_url`。" if zh else "Give a `channel`, a `webhook_url`, or both."
+            )
         if webhook_url is not None:
             try:
                 parse_webhook_url(webhook_url, self.bot.settings.discord_api_base)
@@ -111,20 +117,29 @@ class DailyCog(commands.GroupCog, name="Daily", group_name="daily",
             gpu_ids = list(settings.gpu_ids) or [self.bot.service.gpu("rtx 4090").id]
         tokens = parse_tokens(ctx) if ctx else (settings.ctx or 8192)
         sub = await self.bot.state.add_subscription(
-            interaction.guild_id, channel.id if channel else None, webhook_url, gpu_ids, tokens,
-            settings.locale or _locale(interaction))
+            interaction.guild_id,
+            channel.id if channel else None,
+            webhook_url,
+            gpu_ids,
+            tokens,
+            settings.locale or _locale(interaction),
+        )
         where = channel.mention if channel else ("频道 Webhook" if zh else "the channel webhook")
         names = ", ".join(self.bot.service.catalog.gpu(g).name for g in sub.gpus)
-        text = (f"已订阅：每日摘要将发送到 {where}（{names}，上下文 {format_tokens(sub.ctx)}）。" if zh else
-                f"Subscribed: the daily summary goes to {where} ({names}, {format_tokens(sub.ctx)} context).")
+        text = (
+            f"已订阅：每日摘要将发送到 {where}（{names}，上下文 {format_tokens(sub.ctx)}）。"
+            if zh
+            else f"Subscribed: the daily summary goes to {where} ({names}, {format_tokens(sub.ctx)} context)."
+        )
         await interaction.response.send_message(text, ephemeral=True)
         self.bot.metrics_outcome(interaction, "ok")
 
     @app_commands.command(name="unsubscribe", description="Stop the daily summary (in one channel, or everywhere)")
     @app_commands.describe(channel="Only this channel's subscription; leave empty for all of this server's")
     @app_commands.checks.has_permissions(manage_guild=True)
-    async def unsubscribe(self, interaction: discord.Interaction,
-                          channel: app_commands.AppCommandChannel | None = None) -> None:
+    async def unsubscribe(
+        self, interaction: discord.Interaction, channel: app_commands.AppCommandChannel | None = None
+    ) -> None:
         zh = _zh(interaction)
         assert interaction.guild_id is not None
         if self._unavailable():
@@ -133,8 +148,11 @@ class DailyCog(commands.GroupCog, name="Daily", group_name="daily",
         if zh:
             text = f"已取消 {removed} 个订阅。" if removed else "没有找到可取消的订阅。"
         else:
-            text = f"Removed {removed} subscription{'s' if removed != 1 else ''}." if removed else \
-                "There was no subscription to remove."
+            text = (
+                f"Removed {removed} subscription{'s' if removed != 1 else ''}."
+                if removed
+                else "There was no subscription to remove."
+            )
         await interaction.response.send_message(text, ephemeral=True)
         self.bot.metrics_outcome(interaction, "ok")
 

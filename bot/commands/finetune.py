@@ -8,9 +8,8 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.commands.common import GpuCount, gpu_autocomplete, model_autocomplete
+from bot.commands.common import HEAVY_COMMAND_PER_S, HEAVY_COMMAND_RATE, GpuCount, gpu_autocomplete, model_autocomplete
 from bot.params import parse_tokens
-from bot.render.views import finetune_reply
 
 if TYPE_CHECKING:
     from bot.client import RigBot
@@ -30,6 +29,7 @@ class Finetune(commands.Cog):
         gpus="Number of GPUs",
     )
     @app_commands.autocomplete(gpu=gpu_autocomplete, model=model_autocomplete)
+    @app_commands.checks.cooldown(HEAVY_COMMAND_RATE, HEAVY_COMMAND_PER_S)
     async def finetune(
         self,
         interaction: discord.Interaction,
@@ -46,7 +46,7 @@ class Finetune(commands.Cog):
         seq = parse_tokens(ctx or 2048)
         params = {"gpu": g.id, "model": m.id, "method": method, "seq": seq, "batch": batch, "gpus": gpus}
         await self.bot.answer(
-            interaction, "finetune", params, lambda locale: finetune_reply(svc, g, m, method, seq, batch, gpus, locale)
+            interaction, "finetune", params, "finetune", g, m, method, seq, batch, gpus
         )
 
 

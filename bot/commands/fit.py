@@ -10,6 +10,8 @@ from discord.ext import commands
 
 from bot.commands.common import (
     ENGINE_CHOICES,
+    HEAVY_COMMAND_PER_S,
+    HEAVY_COMMAND_RATE,
     KV_CHOICES,
     Batch,
     GpuCount,
@@ -19,7 +21,6 @@ from bot.commands.common import (
     quant_autocomplete,
 )
 from bot.params import parse_tokens
-from bot.render.views import fit_reply
 from bot.service import FitRequest
 
 if TYPE_CHECKING:
@@ -44,6 +45,7 @@ class Fit(commands.Cog):
     )
     @app_commands.choices(engine=ENGINE_CHOICES, kv=KV_CHOICES)
     @app_commands.autocomplete(gpu=gpu_autocomplete, model=model_autocomplete, quant=quant_autocomplete)
+    @app_commands.checks.cooldown(HEAVY_COMMAND_RATE, HEAVY_COMMAND_PER_S)
     async def fit(
         self,
         interaction: discord.Interaction,
@@ -84,7 +86,7 @@ class Fit(commands.Cog):
             "kv": q.kv,
             "batch": q.batch,
         }
-        await self.bot.answer(interaction, "fit", key, lambda locale: fit_reply(svc, req, locale))
+        await self.bot.answer(interaction, "fit", key, "fit", req)
 
     async def bot_defaults(self, interaction: discord.Interaction) -> dict[str, object]:
         from bot.commands.settings import defaults_for

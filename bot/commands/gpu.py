@@ -8,9 +8,8 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.commands.common import gpu_autocomplete
+from bot.commands.common import HEAVY_COMMAND_PER_S, HEAVY_COMMAND_RATE, gpu_autocomplete
 from bot.params import parse_tokens
-from bot.render.views import gpu_reply
 
 if TYPE_CHECKING:
     from bot.client import RigBot
@@ -23,6 +22,7 @@ class Gpu(commands.Cog):
     @app_commands.command(name="gpu", description="Spec card: VRAM, bandwidth, largest models, fine-tuning")
     @app_commands.describe(gpu="GPU, e.g. T4, RTX 4090, M2 Max 64GB", ctx="Context for the capability (default 8k)")
     @app_commands.autocomplete(gpu=gpu_autocomplete)
+    @app_commands.checks.cooldown(HEAVY_COMMAND_RATE, HEAVY_COMMAND_PER_S)
     async def gpu(self, interaction: discord.Interaction, gpu: str, ctx: str | None = None) -> None:
         svc = self.bot.service
         tokens = parse_tokens(ctx or 8192)
@@ -31,7 +31,7 @@ class Gpu(commands.Cog):
             interaction,
             "gpu",
             {"gpu": found.id, "ctx": tokens},
-            lambda locale: gpu_reply(svc, found.id, locale, tokens),
+            "gpu", found.id, tokens,
         )
 
 

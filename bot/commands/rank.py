@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import io
 from typing import TYPE_CHECKING
 
@@ -10,10 +9,18 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.commands.common import ENGINE_CHOICES, KV_CHOICES, SORT_CHOICES, GpuCount, gpu_autocomplete
+from bot.commands.common import (
+    ENGINE_CHOICES,
+    HEAVY_COMMAND_PER_S,
+    HEAVY_COMMAND_RATE,
+    KV_CHOICES,
+    SORT_CHOICES,
+    GpuCount,
+    gpu_autocomplete,
+)
 from bot.params import parse_tokens
 from bot.render.embeds import locale_key
-from bot.render.views import PAGE_SIZE, rank_reply
+from bot.render.views import PAGE_SIZE
 from bot.service import RankRequest
 
 if TYPE_CHECKING:
@@ -41,7 +48,7 @@ class RankPages(discord.ui.View):
         return True
 
     async def show(self, interaction: discord.Interaction) -> None:
-        reply = await asyncio.to_thread(rank_reply, self.bot.service, self.req, self.locale, self.page)
+        reply = await self.bot.render_pool.render("rank", self.req, self.page, locale=self.locale)
         self._sync_buttons()
         files = [discord.File(io.BytesIO(f.data), filename=f.filename) for f in reply.files]
         await interaction.response.edit_message(
@@ -75,7 +82,7 @@ class Rank(commands.Cog):
     )
     @app_commands.choices(sort=SORT_CHOICES, kv=KV_CHOICES, engine=ENGINE_CHOICES)
     @app_commands.autocomplete(gpu=gpu_autocomplete)
-    @app_commands.checks.cooldown(5, 30.0)
+    @app_commands.checks.cooldown(HEAVY_COMMAND_RATE, HEAVY_COMMAND_PER_S)
     async def rank(
         self,
         interaction: discord.Interaction,
@@ -91,13 +98,14 @@ class Rank(commands.Cog):
             gpu=gpu, ctx=parse_tokens(ctx or 8192), sort=sort, kv=kv, gpus=gpus, engine=engine, quant=quant
         )
         svc = self.bot.service
-        found, rows = svc.rank(req)  # resolve and validate before answering
-        pages = max(1, -(-len(rows) // PAGE_SIZE))
+        found = svc.gpu(gpu)  # resolve on the loop so a typo gets its "did you mean" at once
+        total = await self.bot.render_pool.render("rank_total", req, locale="en")  # the whole catalog: off the loop
+        pages = max(1, -(-total // PAGE_SIZE))
         locale = str(interaction.locale.value)
         view = RankPages(self.bot, req, interaction.user.id, locale, 1, pages)
         key = {**req.__dict__, "gpu": found.id, "engine": svc.engine(req.engine), "kv": svc.kv(req.kv)}
         await self.bot.answer(
-            interaction, "rank", key, lambda loc: rank_reply(svc, req, loc, 1), view=view if pages > 1 else None
+            interaction, "rank", key, "rank", req, 1, view=view if pages > 1 else None
         )
 
 

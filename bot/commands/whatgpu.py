@@ -8,9 +8,15 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.commands.common import ENGINE_CHOICES, model_autocomplete, prefetch_model, quant_autocomplete
+from bot.commands.common import (
+    ENGINE_CHOICES,
+    HEAVY_COMMAND_PER_S,
+    HEAVY_COMMAND_RATE,
+    model_autocomplete,
+    prefetch_model,
+    quant_autocomplete,
+)
 from bot.params import parse_tokens
-from bot.render.views import whatgpu_reply
 
 if TYPE_CHECKING:
     from bot.client import RigBot
@@ -21,23 +27,45 @@ class WhatGpu(commands.Cog):
         self.bot = bot
 
     @app_commands.command(name="whatgpu", description="Which GPU setups run a model at a context, and how fast")
-    @app_commands.describe(model="Model, or hf:org/name for any Hugging Face model", ctx="Context length",
-                           quant="Format or level (default int4)", min_tps="At least this many tokens/s",
-                           budget="Most you would spend, USD (launch prices)", engine="Inference engine")
+    @app_commands.describe(
+        model="Model, or hf:org/name for any Hugging Face model",
+        ctx="Context length",
+        quant="Format or level (default int4)",
+        min_tps="At least this many tokens/s",
+        budget="Most you would spend, USD (launch prices)",
+        engine="Inference engine",
+    )
     @app_commands.choices(engine=ENGINE_CHOICES)
     @app_commands.autocomplete(model=model_autocomplete, quant=quant_autocomplete)
-    async def whatgpu(self, interaction: discord.Interaction, model: str, ctx: str | None = None,
-                      quant: str | None = None, min_tps: app_commands.Range[float, 0.1, 10000.0] | None = None,
-                      budget: app_commands.Range[float, 1.0, 10000000.0] | None = None,
-                      engine: str = "llama.cpp") -> None:
+    @app_commands.checks.cooldown(HEAVY_COMMAND_RATE, HEAVY_COMMAND_PER_S)
+    async def whatgpu(
+        self,
+        interaction: discord.Interaction,
+        model: str,
+        ctx: str | None = None,
+        quant: str | None = None,
+        min_tps: app_commands.Range[float, 0.1, 10000.0] | None = None,
+        budget: app_commands.Range[float, 1.0, 10000000.0] | None = None,
+        engine: str = "llama.cpp",
+    ) -> None:
         svc = self.bot.service
         await prefetch_model(interaction, svc, model)
         found, _ = svc.model(model)
         tokens = parse_tokens(ctx or 8192)
-        key = {"model": found.id, "ctx": tokens, "quant": quant, "min_tps": min_tps, "budget": budget,
-               "engine": svc.engine(engine)}
-        await self.bot.answer(interaction, "whatgpu", key,
-                              lambda locale: whatgpu_reply(svc, model, tokens, quant, min_tps, budget, engine, locale))
+        key = {
+            "model": found.id,
+            "ctx": tokens,
+            "quant": quant,
+            "min_tps": min_tps,
+            "budget": budget,
+            "engine": svc.engine(engine),
+        }
+        await self.bot.answer(
+            interaction,
+            "whatgpu",
+            key,
+            "whatgpu", model, tokens, quant, min_tps, budget, engine,
+        )
 
 
 async def setup(bot: RigBot) -> None:

@@ -162,7 +162,9 @@ def rank_rows_view(rows: list[RankRow], start: int) -> list[dict[str, Any]]:
     return out
 
 
-def rank_reply(svc: Service, req: RankRequest, locale: str, page: int = 1, theme: charts.Theme = "dark") -> Reply:
+def rank_reply(
+    svc: Service, req: RankRequest, page: int = 1, *, locale: str, theme: charts.Theme = "dark"
+) -> Reply:
     gpu, rows = svc.rank(req)
     pages = max(1, math.ceil(len(rows) / PAGE_SIZE))
     page = min(max(1, page), pages)
@@ -239,7 +241,9 @@ def recommendation_text(svc: Service, gpu: GPU, locale: str) -> str:
     return "\n".join(lines) or ("目录中没有可运行的模型" if zh else "Nothing in the catalog fits.")
 
 
-def gpu_reply(svc: Service, gpu_text: str, locale: str, ctx: int = 8192, theme: charts.Theme = "dark") -> Reply:
+def gpu_reply(
+    svc: Service, gpu_text: str, ctx: int = 8192, *, locale: str, theme: charts.Theme = "dark"
+) -> Reply:
     from estimator import finetune
     from estimator.memory import usable_vram_bytes
 
@@ -371,6 +375,21 @@ def finetune_reply(
 
 
 WHATGPU_ROWS = 15
+WHATGPU_PER_COUNT = 5
+
+
+def rows_per_count(setups: list[Any], limit: int) -> list[Any]:
+    """The best few setups of each GPU count, in the list's own order, so a long list of single cards
+    does not hide that two or four smaller ones would also do."""
+    seen: dict[int, int] = {}
+    out = []
+    for s in setups:
+        if seen.get(s.count, 0) < WHATGPU_PER_COUNT:
+            seen[s.count] = seen.get(s.count, 0) + 1
+            out.append(s)
+        if len(out) >= limit:
+            break
+    return out
 
 
 def whatgpu_reply(svc: Service, model_text: str, ctx: int, quant: str | None, min_tps: float | None,
@@ -383,7 +402,7 @@ def whatgpu_reply(svc: Service, model_text: str, ctx: int, quant: str | None, mi
     if not quant and tagged is None:
         formats = [svc.quant("int4", engine)]
     setups = what_gpu(model, formats, svc.catalog.gpus, ctx=ctx, engine=engine, min_tps=min_tps, budget_usd=budget)
-    shown = setups[:WHATGPU_ROWS]
+    shown = rows_per_count(setups, WHATGPU_ROWS)
     rows = [{
         "setup": gpu_label(s.gpu, s.count), "quant": s.quant.name, "tps": f"{s.decode_tps:.0f}",
         "ttft": f"{s.ttft_s * 1000:.0f}ms" if s.ttft_s < 1 else f"{s.ttft_s:.1f}s",

@@ -33,18 +33,23 @@ def _number(value: float) -> str:
     return repr(float(value))
 
 
-class _Histogram:
-    __slots__ = ("counts", "sum", "total")
+# How late the event loop runs a 10 ms sleep: the cost of anything that blocks it (render, SQL, CPU work).
+LOOP_LAG_BUCKETS_S = (0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
 
-    def __init__(self) -> None:
-        self.counts = [0] * len(LATENCY_BUCKETS_S)
+
+class _Histogram:
+    __slots__ = ("buckets", "counts", "sum", "total")
+
+    def __init__(self, buckets: tuple[float, ...] = LATENCY_BUCKETS_S) -> None:
+        self.buckets = buckets
+        self.counts = [0] * len(buckets)
         self.sum = 0.0
         self.total = 0
 
     def observe(self, seconds: float) -> None:
         self.sum += seconds
         self.total += 1
-        for i, bound in enumerate(LATENCY_BUCKETS_S):
+        for i, bound in enumerate(self.buckets):
             if seconds <= bound:
                 self.counts[i] += 1
 
@@ -58,6 +63,12 @@ class Metrics:
         self.cache_misses = 0
         self.latency: dict[str, _Histogram] = {}
         self.deliveries: dict[str, int] = defaultdict(int)
+        self.loop_lag_hist = _Histogram(LOOP_LAG_BUCKETS_S)
+        self.loop_lag_max_s = 0.0
+
+    def loop_lag(self, seconds: float) -> None:
+        self.loop_lag_hist.observe(max(seconds, 0.0))
+        self.loop_lag_max_s = max(self.loop_lag_max_s, seconds)
 
     def command(self, name: str, outcome: str) -> None:
         self.commands[(name, outcome)] += 1
@@ -97,6 +108,16 @@ class Metrics:
             samples.append(f"rigcheck_command_latency_seconds_sum{_labels({'command': command})} {_number(hist.sum)}")
             samples.append(f"rigcheck_command_latency_seconds_count{_labels({'command': command})} {hist.total}")
         family("rigcheck_command_latency_seconds", "histogram", "Time from a command to its answer.", samples)
+        lag = self.loop_lag_hist
+        lag_samples = [f"rigcheck_event_loop_lag_seconds_bucket{_labels({'le': _number(b)})} {n}"
+                       for b, n in zip(lag.buckets, lag.counts, strict=True)]
+        lag_samples += [f"rigcheck_event_loop_lag_seconds_bucket{_labels({'le': '+Inf'})} {lag.total}",
+                        f"rigcheck_event_loop_lag_seconds_sum {_number(lag.sum)}",
+                        f"rigcheck_event_loop_lag_seconds_count {lag.total}"]
+        family("rigcheck_event_loop_lag_seconds", "histogram", "How late the event loop wakes a 10 ms sleep.",
+               lag_samples)
+        family("rigcheck_event_loop_lag_max_seconds", "gauge", "Largest event-loop lag seen since start.",
+               [f"rigcheck_event_loop_lag_max_seconds {_number(self.loop_lag_max_s)}"])
         family("rigcheck_deliveries_total", "counter", "Daily summary deliveries, by outcome.",
                (f"rigcheck_deliveries_total{_labels({'outcome': o})} {n}" for o, n in sorted(self.deliveries.items())))
         return "\n".join(out) + "\n"

@@ -17,7 +17,8 @@ pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "e2e"
 MANAGE_GUILD = 1 << 5
-EXPECTED_COMMANDS = {"fit", "rank", "gpu", "compare", "finetune", "models", "gpus", "help", "settings"}
+EXPECTED_COMMANDS = {"fit", "rank", "gpu", "compare", "finetune", "models", "gpus", "help", "settings", "whatgpu",
+                     "daily"}
 
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
@@ -52,6 +53,10 @@ async def test_command_sync_matches_tree(sandbox: tuple[Sandbox, BotProcess]) ->
     assert options["gpu"]["required"] and options["gpu"].get("autocomplete")
     assert options["gpus"]["min_value"] == 1 and options["gpus"]["max_value"] == 8
     assert {c["value"] for c in options["kv"]["choices"]} == {"f16", "q8_0", "q4_0", "fp8"}
+    # Descriptions are localised for Simplified Chinese clients; names stay English.
+    assert fit["description_localizations"]["zh-CN"].startswith("模型能否在显卡上运行")
+    assert options["gpu"]["description_localizations"]["zh-CN"].startswith("显卡")
+    assert not fit.get("name_localizations")
 
 
 async def test_fit_embed_and_chart(sandbox: tuple[Sandbox, BotProcess]) -> None:

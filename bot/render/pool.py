@@ -1,0 +1,98 @@
+"""Renders replies in worker processes, so chart drawing never holds the event loop's GIL.
+
+Rendering in a thread is off the loop but not off the interpreter lock: matplotlib's Agg renderer keeps
+the GIL for tens of milliseconds, and the loop stalls that long (the loop-lag benchmark shows it). Each
+worker builds its own `Service` once and answers `(job, args, locale)` with a picklable `Reply`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import ctypes.util
+import logging
+import multiprocessing
+import os
+import signal
+import sys
+from collections.abc import Callable
+from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
+from typing import Any
+
+from bot.render import views
+from bot.render.reply import Reply
+from bot.service import Service
+from catalog.schema import Model
+
+log = logging.getLogger(__name__)
+
+JOBS: dict[str, Callable[..., Any]] = {
+    "fit": views.fit_reply,
+    "rank": views.rank_reply,
+    "rank_total": lambda svc, req, locale: len(svc.rank(req)[1]),
+    "gpu": views.gpu_reply,
+    "compare": views.compare_reply,
+    "finetune": views.finetune_reply,
+    "whatgpu": views.whatgpu_reply,
+    "ping": lambda svc, locale: locale,
+}
+
+_worker_service: Service | None = None
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _die_with_parent() -> None:
+    """A worker must not outlive the bot: a killed bot would otherwise leave workers holding its pipes."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() == 1:  # the parent died before prctl took effect
+            os._exit(0)
+
+
+def _init_worker() -> None:
+    global _worker_service
+    _die_with_parent()
+    _worker_service = Service()
+    from bot.render import charts  # noqa: F401  (fonts and matplotlib load once, not on the first request)
+
+
+def _run(job: str, args: tuple[Any, ...], locale: str, extra_models: dict[str, Model], service: Any = None) -> Any:
+    svc = service if service is not None else _worker_service
+    assert svc is not None, "worker not initialised"
+    svc.extra_models.update(extra_models)
+    return JOBS[job](svc, *args, locale=locale)
+
+
+class RenderPool:
+    """`await pool.render("fit", req, locale=…)`; with `workers=0` it renders in threads instead."""
+
+    def __init__(self, service: Service, workers: int) -> None:
+        self.service = service
+        self.workers = workers
+        self._executor: Executor
+        if workers > 0:
+            # spawn, not fork: the parent has a running loop and database threads that must not be copied.
+            self._executor = ProcessPoolExecutor(
+                max_workers=workers, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker
+            )
+        else:
+            self._executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="render")
+
+    async def render(self, job: str, *args: Any, locale: str) -> Any:
+        loop = asyncio.get_running_loop()
+        extra = {k: v for k, v in self.service.extra_models.items()}
+        if self.workers > 0:
+            return await loop.run_in_executor(self._executor, _run, job, args, locale, extra)
+        return await loop.run_in_executor(self._executor, _run, job, args, locale, {}, self.service)
+
+    async def warm(self) -> None:
+        """Start every worker now (a few seconds of imports) rather than on the first command."""
+        await asyncio.gather(*(self.render("ping", locale="en") for _ in range(max(self.workers, 1))))
+        log.info("render pool ready: %s", f"{self.workers} processes" if self.workers else "threads")
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+__all__ = ["JOBS", "RenderPool", "Reply"]

@@ -1,0 +1,340 @@
+"""The real bot process with `hf:org/name` models read from a loopback Hugging Face Hub, plus /whatgpu and
+partial offload: what Discord would receive, checked against the estimator run in-process."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import sqlite3
+import sys
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+from aiohttp import web
+
+from bot.commands.common import HF_DEFER_AFTER_S
+from bot.render.views import WHATGPU_ROWS, gpu_label, rows_per_count
+from bot.sandbox import BotProcess, Sandbox
+from bot.sandbox.models import Reply
+from bot.service import Service
+from estimator.memory import memory
+from estimator.query import Query
+from estimator.whatgpu import DEFAULT_PROMPT_TOKENS, what_gpu
+
+pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "hf"
+HF_TIMEOUT_S = 3.0
+SLOW_S = HF_TIMEOUT_S + 2.0  # the slow repo answers well after the bot has given up
+QWEN = "Qwen/Qwen3-8B"
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+# --- a loopback Hub -----------------------------------------------------------------------------------
+
+
+class LoopbackHub:
+    """Serves tests/data/hf/<org>__<name>/<file>; a few orgs stand for the Hub's failure modes."""
+
+    def __init__(self) -> None:
+        self.hits: dict[str, int] = {}
+        self.fail_everything = False
+        self.base = ""
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        org, name, filename = request.match_info["org"], request.match_info["name"], request.match_info["file"]
+        key = f"{org}/{name}/{filename}"
+        self.hits[key] = self.hits.get(key, 0) + 1
+        if self.fail_everything:
+            return web.Response(status=503, text="down for maintenance")
+        if org == "gated":
+            return web.Response(status=401, text="Access to model is restricted")
+        if filename == "model.safetensors.index.json":
+            return web.Response(status=404, text="Entry not found")
+        if org == "slow":
+            await asyncio.sleep(SLOW_S)
+            return web.Response(body=(DATA / "Qwen__Qwen3-8B" / "config.json").read_bytes())
+        if org == "huge":  # 20 MB, chunked: no Content-Length to refuse early
+            return await self._stream(request, b" " * (20 * 1024 * 1024))
+        if org == "hugelength":  # 20 MB with its Content-Length
+            return web.Response(body=b" " * (20 * 1024 * 1024))
+        path = DATA / f"{org}__{name}" / filename
+        if path.is_file():
+            return web.Response(body=path.read_bytes(), content_type="application/json")
+        return web.Response(status=404, text="Repository not found")
+
+    @staticmethod
+    async def _stream(request: web.Request, body: bytes) -> web.StreamResponse:
+        resp = web.StreamResponse()
+        resp.enable_chunked_encoding()
+        await resp.prepare(request)
+        try:
+            for i in range(0, len(body), 256 * 1024):
+                await resp.write(body[i : i + 256 * 1024])
+            await resp.write_eof()
+        except (ConnectionError, RuntimeError):
+            pass  # the bot hung up once it had seen enough
+        return resp
+
+
+@dataclass
+class World:
+    sb: Sandbox
+    bot: BotProcess
+    hub: LoopbackHub
+    data_dir: Path
+
+    def cached_repos(self) -> set[str]:
+        """Rows of the bot's hub cache, read through a read-only connection."""
+        path = self.data_dir / "hf_models.sqlite3"
+        if not path.exists():
+            return set()
+        db = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
+        try:
+            return {row[0] for row in db.execute("SELECT repo FROM hf_models")}
+        except sqlite3.OperationalError:  # the table is created on first use
+            return set()
+        finally:
+            db.close()
+
+    def cached_model(self, repo: str) -> dict:
+        path = self.data_dir / "hf_models.sqlite3"
+        db = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
+        try:
+            row = db.execute("SELECT model_json FROM hf_models WHERE repo = ?", (repo.lower(),)).fetchone()
+        finally:
+            db.close()
+        assert row is not None, f"no hub cache row for {repo}"
+        return json.loads(row[0])
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def hub() -> AsyncIterator[LoopbackHub]:
+    fake = LoopbackHub()
+    app = web.Application()
+    app.router.add_get("/{org}/{name}/resolve/main/{file}", fake.handle)
+    runner = web.AppRunner(app, shutdown_timeout=1.0)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    fake.base = f"http://127.0.0.1:{port}"
+    yield fake
+    await runner.cleanup()
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def world(hub: LoopbackHub, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[World]:
+    data_dir = tmp_path_factory.mktemp("hubbotdata")
+    async with Sandbox() as sb:
+        process = await sb.start_bot([sys.executable, "-m", "bot"], env={
+            "RIGCHECK_DATA_DIR": str(data_dir), "RIGCHECK_HTTP_ENABLED": "false",
+            "RIGCHECK_GUILD_READY_TIMEOUT": "0.2", "RIGCHECK_HF_BASE_URL": hub.base,
+            "RIGCHECK_HF_TIMEOUT_S": f"{HF_TIMEOUT_S:g}", "RIGCHECK_HF_TOKEN": ""}, ready_timeout=60)
+        yield World(sb, process, hub, data_dir)
+
+
+@pytest.fixture(scope="module")
+def svc() -> Service:
+    return Service()
+
+
+# --- reading embeds -----------------------------------------------------------------------------------
+
+NUMBER = re.compile(r"(\d+(?:\.\d+)?)")
+
+
+def fit_numbers(embed: dict) -> dict[str, list[str]]:
+    """Per format field: every number in it as shown (weights, KV, runtime, total GiB, tok/s, TTFT, max ctx)."""
+    return {f["name"]: NUMBER.findall(f["value"]) for f in embed["fields"] if "Weights" in f["value"]}
+
+
+def last_digit_step(shown: str) -> float:
+    """One unit of the last digit shown: 0.1 for "4.7", 1 for "48"."""
+    return 10.0 ** -len(shown.partition(".")[2])
+
+
+def table_rows(embed: dict) -> list[dict[str, str]]:
+    """The whatgpu code block: "%-28s %-7s %6s %7s %8s" → setup, format, tok/s, TTFT, free GiB."""
+    block = embed["description"].split("```")[1]
+    lines = [line for line in block.splitlines() if line.strip()]
+    assert lines[0].split() == ["setup", "format", "tok/s", "TTFT", "free", "GiB"]
+    return [{"setup": line[:28].rstrip(), "quant": line[29:36].strip(), "tps": line[37:43].strip(),
+             "ttft": line[44:51].strip(), "free": line[52:].strip()} for line in lines[1:]]
+
+
+def error_text(reply: Reply) -> str:
+    return " ".join(str(e.get(k) or "") for e in reply.embeds for k in ("title", "description"))
+
+
+# --- hf: models ---------------------------------------------------------------------------------------
+
+
+async def test_fit_with_hub_model_matches_catalog_entry(world: World) -> None:
+    hf = await world.sb.invoke(f"/fit gpu:T4 model:hf:{QWEN}")
+    assert hf.ok and not hf.ephemeral, hf.reason or hf.error
+    embed = hf.embeds[0]
+    assert embed["title"] == "Qwen3-8B on 1× NVIDIA T4"
+    assert embed["image"]["url"] == "attachment://vram.png"
+    png = hf.files[0]
+    assert png.filename == "vram.png" and png.data[:8] == PNG_MAGIC and png.bytes > 10_000
+    hf_numbers = fit_numbers(embed)
+    assert set(hf_numbers) == {"Q4_K_M · fits", "Q8_0 · fits", "F16 · does not fit"}
+    assert all("GiB" in f["value"] and "**Total" in f["value"] for f in embed["fields"] if f["name"] in hf_numbers)
+    assert world.hub.hits.get(f"{QWEN}/config.json", 0) >= 1
+    assert QWEN.lower() in world.cached_repos()
+
+    catalog = await world.sb.invoke("/fit gpu:T4 model:qwen3-8b")
+    assert catalog.ok and not catalog.ephemeral
+    assert catalog.embeds[0]["title"] == embed["title"]
+    catalog_numbers = fit_numbers(catalog.embeds[0])
+    assert catalog_numbers.keys() == hf_numbers.keys()
+    # Same config.json: layers, heads, head_dim and max context are identical; the parameter count
+    # differs only by the catalog's rounding to 8.19B (8,190,427,000 derived, 5e-5 relative), far below
+    # the display precision. So each shown number may differ at most by one step of its last digit
+    # (0.1 GiB, 1 tok/s, 0.1 s), should an exact value sit on a rounding boundary.
+    for name, values in hf_numbers.items():
+        assert len(values) == len(catalog_numbers[name])
+        for got, want in zip(values, catalog_numbers[name], strict=True):
+            step = last_digit_step(want)
+            assert float(got) == pytest.approx(float(want), abs=step * 1.01), (name, got, want)
+
+
+async def test_unknown_repo_is_a_private_error_and_not_cached(world: World) -> None:
+    reply = await world.sb.invoke("/fit gpu:T4 model:hf:nobody/no-such-model")
+    assert reply.ok and reply.ephemeral
+    text = error_text(reply)
+    assert "no such model" in text and "nobody/no-such-model" in text
+    assert not reply.files
+    assert "nobody/no-such-model" not in world.cached_repos()
+
+
+async def test_slow_repo_times_out_privately_and_not_cached(world: World) -> None:
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    reply = await world.sb.invoke("/fit gpu:T4 model:hf:slow/model", timeout=HF_TIMEOUT_S + 7)
+    elapsed = loop.time() - started
+    assert reply.ok, reply.error
+    assert reply.deferred  # the private "thinking…" after 2 s; the error is its follow-up
+    assert reply.ephemeral
+    text = error_text(reply)
+    assert f"did not answer within {HF_TIMEOUT_S:g} s" in text and "slow/model" in text
+    assert elapsed >= HF_DEFER_AFTER_S  # only then is the private defer sent
+    assert "slow/model" not in world.cached_repos()
+
+
+@pytest.mark.parametrize("org", ["huge", "hugelength"])
+async def test_oversized_config_is_refused_and_not_cached(world: World, org: str) -> None:
+    reply = await world.sb.invoke(f"/fit gpu:T4 model:hf:{org}/model")
+    assert reply.ok and reply.ephemeral
+    text = error_text(reply)
+    assert "too large" in text.lower() or "larger than" in text
+    assert f"{org}/model" in text
+    assert f"{org}/model" not in world.cached_repos()
+
+
+async def test_gated_repo_is_a_private_error(world: World) -> None:
+    reply = await world.sb.invoke("/fit gpu:T4 model:hf:gated/model")
+    assert reply.ok and reply.ephemeral
+    text = error_text(reply)
+    assert "gated or private" in text and "gated/model" in text
+    assert "gated/model" not in world.cached_repos()
+
+
+async def test_known_hub_model_is_answered_while_the_hub_is_down(world: World) -> None:
+    first = await world.sb.invoke(f"/fit gpu:T4 model:hf:{QWEN}")
+    assert first.ok and not first.ephemeral
+    assert world.cached_model(QWEN)["layers"] == 36
+    before = dict(world.hub.hits)
+    world.hub.fail_everything = True
+    try:
+        again = await world.sb.invoke(f"/fit gpu:T4 model:hf:{QWEN}")
+        # not in the reply cache (another context), so it is computed from the model already read
+        other = await world.sb.invoke(f"/fit gpu:T4 model:hf:{QWEN} ctx:16k")
+    finally:
+        world.hub.fail_everything = False
+    assert world.hub.hits == before  # the Hub was not asked at all
+    assert again.ok and not again.ephemeral and again.embeds == first.embeds
+    assert other.ok and not other.ephemeral
+    assert other.embeds[0]["title"] == "Qwen3-8B on 1× NVIDIA T4" and "context 16k" in other.embeds[0]["description"]
+    assert other.files and other.files[0].data[:8] == PNG_MAGIC
+
+
+# --- /whatgpu ------------------------------------------------------------------------------------------
+
+
+async def test_whatgpu_rows_are_the_estimators_and_all_fit(world: World, svc: Service) -> None:
+    reply = await world.sb.invoke("/whatgpu model:llama-3.3-70b ctx:32k")
+    assert reply.ok and not reply.ephemeral
+    embed = reply.embeds[0]
+    model, _ = svc.model("llama-3.3-70b")
+    assert embed["title"] == f"What runs {model.name} at 32k context?"
+    rows = table_rows(embed)
+    assert 0 < len(rows) <= WHATGPU_ROWS
+
+    q4 = svc.quant("int4", "llama.cpp")
+    expected = what_gpu(model, [q4], svc.catalog.gpus, ctx=32768, engine="llama.cpp")
+    assert f"{len(expected)} setups" in embed["description"]
+    shown = rows_per_count(expected, WHATGPU_ROWS)
+    assert [r["setup"] for r in rows] == [gpu_label(s.gpu, s.count)[:28].rstrip() for s in shown]
+    assert {r["quant"] for r in rows} == {q4.name[:7]}
+
+    for row, setup in zip(rows, shown, strict=True):
+        q = Query(gpu=setup.gpu, gpus=setup.count, model=model, quant=q4, engine="llama.cpp", ctx=32768,
+                  prompt_tokens=DEFAULT_PROMPT_TOKENS, kv="f16")
+        mem = memory(q)
+        assert mem.verdict != "does_not_fit", row
+        assert float(row["free"]) == pytest.approx(mem.headroom_bytes / 2**30, abs=0.051), row
+        assert float(row["free"]) >= 0
+
+    big_single = [s for s in shown if s.count == 1 and s.gpu.vram_bytes >= 80e9]
+    assert big_single, "no single card with at least 80 GB among the rows shown"
+
+
+async def test_whatgpu_embed_names_a_multi_gpu_setup(world: World) -> None:
+    reply = await world.sb.invoke("/whatgpu model:llama-3.3-70b ctx:32k")
+    setups = [r["setup"] for r in table_rows(reply.embeds[0])]
+    assert any(re.match(r"[2-8]× ", s) for s in setups), setups
+
+
+async def test_whatgpu_cli_lists_multi_gpu_and_big_single_setups(capsys: pytest.CaptureFixture[str],
+                                                                  svc: Service) -> None:
+    from bot.cli import main
+
+    argv = ["whatgpu", "--model", "llama-3.3-70b", "--ctx", "32k", "--json", "--limit", "200"]
+    assert await asyncio.to_thread(main, argv) == 0
+    setups = json.loads(capsys.readouterr().out)["setups"]
+    assert setups and all(s["verdict"] != "does_not_fit" for s in setups)
+    counts = [s["count"] for s in setups]
+    assert counts == sorted(counts)
+    assert any(s["count"] >= 2 for s in setups)
+    vram = {g.id: g.vram_bytes for g in svc.catalog.gpus}
+    assert any(s["count"] == 1 and vram[s["gpu"]] >= 80e9 for s in setups)
+
+
+# --- partial offload -----------------------------------------------------------------------------------
+
+
+async def test_partial_offload_for_70b_on_t4(world: World, svc: Service) -> None:
+    reply = await world.sb.invoke("/fit gpu:T4 model:llama-3.3-70b quant:Q4_K_M")
+    assert reply.ok and not reply.ephemeral
+    embed = reply.embeds[0]
+    assert embed["description"].startswith("**Does not fit**")
+    fields = {f["name"]: f["value"] for f in embed["fields"]}
+    assert "Partial offload" in fields, list(fields)
+    text = fields["Partial offload"]
+    found = re.search(r"with (\d+) of 80 layers on the GPU.*~(\d+(?:\.\d+)?) tok/s .*`-ngl (\d+)`", text)
+    assert found, text
+    layers, tps, ngl = int(found.group(1)), float(found.group(2)), int(found.group(3))
+    assert 0 < layers < 80 and ngl == layers and tps > 0
+
+    from estimator.offload import offload_plan
+
+    model, _ = svc.model("llama-3.3-70b")
+    plan = offload_plan(Query(gpu=svc.gpu("T4"), model=model, quant=svc.quant("Q4_K_M", "llama.cpp"), ctx=8192))
+    assert plan is not None and plan.total_layers == 80
+    assert plan.gpu_layers == layers and tps == pytest.approx(plan.decode_tps, abs=0.051)
