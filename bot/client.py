@@ -11,6 +11,7 @@ import logging
 import os
 import time
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -265,7 +266,7 @@ class RigBot(commands.AutoShardedBot):
         key_parts: dict[str, Any],
         job: str,
         *args: Any,
-        view: discord.ui.View | None = None,
+        view_for: Callable[[Reply], discord.ui.View | None] | None = None,
     ) -> None:
         """Serve from the cache, or defer, render off the event loop, store, and follow up."""
         started = time.perf_counter()
@@ -306,7 +307,7 @@ class RigBot(commands.AutoShardedBot):
                         files=[CachedFile(filename=f.filename, data=f.data) for f in reply.files],
                     ),
                 )
-        await send_reply(interaction, reply, view)
+        await send_reply(interaction, reply, view_for(reply) if view_for else None)
         latency_ms = (time.perf_counter() - started) * 1000
         if self.metrics is not None:
             self.metrics.observe(command, latency_ms / 1000, hit)

@@ -20,7 +20,7 @@ from bot.commands.common import (
 )
 from bot.params import parse_tokens
 from bot.render.embeds import locale_key
-from bot.render.views import PAGE_SIZE
+from bot.render.reply import Reply
 from bot.service import RankRequest
 
 if TYPE_CHECKING:
@@ -99,14 +99,14 @@ class Rank(commands.Cog):
         )
         svc = self.bot.service
         found = svc.gpu(gpu)  # resolve on the loop so a typo gets its "did you mean" at once
-        total = await self.bot.render_pool.render("rank_total", req, locale="en")  # the whole catalog: off the loop
-        pages = max(1, -(-total // PAGE_SIZE))
         locale = str(interaction.locale.value)
-        view = RankPages(self.bot, req, interaction.user.id, locale, 1, pages)
         key = {**req.__dict__, "gpu": found.id, "engine": svc.engine(req.engine), "kv": svc.kv(req.kv)}
-        await self.bot.answer(
-            interaction, "rank", key, "rank", req, 1, view=view if pages > 1 else None
-        )
+
+        def pages_view(reply: Reply) -> discord.ui.View | None:
+            pages = int(reply.meta.get("pages", 1))
+            return RankPages(self.bot, req, interaction.user.id, locale, 1, pages) if pages > 1 else None
+
+        await self.bot.answer(interaction, "rank", key, "rank", req, 1, view_for=pages_view)
 
 
 async def setup(bot: RigBot) -> None:

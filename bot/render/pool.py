@@ -29,7 +29,6 @@ log = logging.getLogger(__name__)
 JOBS: dict[str, Callable[..., Any]] = {
     "fit": views.fit_reply,
     "rank": views.rank_reply,
-    "rank_total": lambda svc, req, locale: len(svc.rank(req)[1]),
     "gpu": views.gpu_reply,
     "compare": views.compare_reply,
     "finetune": views.finetune_reply,

@@ -22,3 +22,4 @@ class Reply(BaseModel):
     embeds: list[dict[str, Any]] = Field(default_factory=list)
     files: list[ReplyFile] = Field(default_factory=list)
     ephemeral: bool = False
+    meta: dict[str, Any] = Field(default_factory=dict, description="for the bot, never sent: e.g. page count")

@@ -195,7 +195,7 @@ def rank_reply(
     )
     title = f"{req.gpus}× {gpu.name} · {format_tokens(ctx)}"
     png = charts.rank_chart(chunk, title=title, limit=PAGE_SIZE, locale=locale, theme=theme)
-    return Reply(embeds=[embed], files=[ReplyFile(filename="rank.png", data=png)])
+    return Reply(embeds=[embed], files=[ReplyFile(filename="rank.png", data=png)], meta={"pages": pages})
 
 
 def error_reply(
