@@ -85,6 +85,7 @@ class _Index(Generic[E]):
                     self.primary.setdefault(key, set()).add(e.id)
                 self.keys.append((key, e.id))
                 self.token_sets.setdefault(e.id, []).append(frozenset(tokens(raw)))
+        self.unique_keys = sorted({k for k, _ in self.keys})
 
     @staticmethod
     def _primary_names(e: GPU | Model) -> list[str]:
@@ -106,10 +107,11 @@ class _Index(Generic[E]):
     def suggest(self, ids: list[str]) -> list[Suggestion]:
         return [Suggestion(i, self.label(i)) for i in ids]
 
-    def find(self, text: str) -> E:
+    def find(self, text: str, suggest: bool = True) -> E:
         query = text.strip()[: MAX_QUERY_CHARS + 1]
         if not normalise(query) or len(query) > MAX_QUERY_CHARS:
-            raise NotFound(self.kind, text[:MAX_QUERY_CHARS], self.suggest(self.ranked(query)[:5]))
+            hints = self.suggest(self.ranked(query)[:5]) if suggest else []
+            raise NotFound(self.kind, text[:MAX_QUERY_CHARS], hints)
         key = normalise(query)
         hits = self.exact.get(key, set())
         if len(hits) > 1 and len(self.primary.get(key, set())) == 1:
@@ -126,7 +128,7 @@ class _Index(Generic[E]):
         if hits:
             ordered = sorted(hits, key=lambda i: (len(self.label(i)), self.label(i)))
             raise NotFound(self.kind, query, self.suggest(ordered[:10]), ambiguous=True)
-        raise NotFound(self.kind, query, self.suggest(self.ranked(query)[:5]))
+        raise NotFound(self.kind, query, self.suggest(self.ranked(query)[:5]) if suggest else [])
 
     def by_tokens(self, query: str) -> set[str]:
         """Entries one of whose names contains every word typed (vendor words optional)."""
@@ -156,7 +158,10 @@ class _Index(Generic[E]):
         for i in self.by_tokens(query):
             best[i] = max(best.get(i, 0.0), 2.5)
         if not best:
-            close = difflib.get_close_matches(key, [k for k, _ in self.keys], n=limit, cutoff=0.6)
+            # A close match (ratio ≥ 0.6) cannot differ in length by more than about half: skip the rest.
+            spread = max(3, len(key) // 2)
+            pool = [k for k in self.unique_keys if abs(len(k) - len(key)) <= spread]
+            close = difflib.get_close_matches(key, pool, n=limit, cutoff=0.6)
             for rank, k in enumerate(close):
                 for i in self.exact.get(k, ()):
                     best.setdefault(i, 1.0 - rank / 100)
@@ -179,7 +184,7 @@ class Resolver:
     def model(self, text: str) -> ModelChoice:
         """A model, and the quantization when an Ollama-style tag names one (`qwen3:8b-q8_0`)."""
         try:
-            return ModelChoice(self._models.find(text), None)
+            return ModelChoice(self._models.find(text, suggest=":" not in text), None)
         except NotFound as first:
             if ":" not in text:
                 raise
@@ -193,10 +198,13 @@ class Resolver:
                 attempts.append(base)
             for attempt in attempts:
                 try:
-                    return ModelChoice(self._models.find(attempt), quant)
+                    return ModelChoice(self._models.find(attempt, suggest=False), quant)
                 except NotFound:
                     continue
-            raise first from None
+            if first.ambiguous:
+                raise first from None
+            hints = self._models.suggest(self._models.ranked(text)[:5])
+            raise NotFound("model", text.strip()[:MAX_QUERY_CHARS], hints) from None
 
     def _quant_in_tag(self, tag: str) -> QuantFormat | None:
         for part in reversed(tag.split("-")):

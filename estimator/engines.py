@@ -3,6 +3,7 @@ and the calibrated efficiency of each."""
 
 from __future__ import annotations
 
+from functools import cache
 from typing import TypeVar
 
 from catalog.schema import GPU, QuantFormat
@@ -95,7 +96,20 @@ def _lookup(table: dict[tuple[str, str, str], T], engine: str, backend: str, cls
 
 
 def decode_fit(engine: Engine, fmt: QuantFormat, gpu: GPU) -> DecodeFit:
-    return _lookup(fitted.DECODE, engine, backend_of(gpu), fmt.kernel)
+    return _decode_fit(engine, gpu.vendor, fmt.kernel)
+
+
+@cache
+def _decode_fit(engine: str, vendor: str, kernel: str) -> DecodeFit:
+    # Keyed on strings alone: ranking asks this for every model × format, and the answer only depends on these.
+    backend = {"nvidia": "cuda", "amd": "rocm", "apple": "metal", "intel": "sycl"}[vendor]
+    return _lookup(fitted.DECODE, engine, backend, kernel)
+
+
+def forget_fits() -> None:
+    """After the fit script rewrites and reloads the constants."""
+    _decode_fit.cache_clear()
+    _prefill_fit.cache_clear()
 
 
 def prefill_group(gpu: GPU) -> str:
@@ -105,12 +119,16 @@ def prefill_group(gpu: GPU) -> str:
 
 
 def prefill_fit(engine: Engine, fmt: QuantFormat, gpu: GPU) -> PrefillFit:
-    cls = compute_class(engine, fmt, gpu)
+    return _prefill_fit(engine, backend_of(gpu), prefill_group(gpu), compute_class(engine, fmt, gpu))
+
+
+@cache
+def _prefill_fit(engine: str, backend: str, group: str, cls: str) -> PrefillFit:
     table = fitted.PREFILL
-    for key in ((engine, prefill_group(gpu), cls), (engine, prefill_group(gpu), "*")):
+    for key in ((engine, group, cls), (engine, group, "*")):
         if key in table:
             return table[key]
-    return _lookup(table, engine, backend_of(gpu), cls)
+    return _lookup(table, engine, backend, cls)
 
 
 def backend(gpu: GPU) -> Backend:

@@ -198,18 +198,24 @@ def verdict_for(total: float, usable: float) -> Verdict:
 
 
 def memory(q: Query) -> MemoryBreakdown:
-    weights = weight_bytes(q.model, q.quant)
-    kv = kv_cache_bytes(q.model, q.ctx, q.kv, q.batch)
-    overhead = runtime_overhead_bytes(q.model, q.gpu, q.engine, q.ctx, q.gpus)
-    total = weights + kv + overhead
-    usable = usable_vram_bytes(q.gpu, q.engine) * q.gpus
+    return memory_of(q.model, q.quant, q.gpu, q.gpus, q.engine, q.ctx, q.kv, q.batch)
+
+
+def memory_of(
+    model: Model, fmt: QuantFormat, gpu: GPU, gpus: int, engine: Engine, ctx: int, kv: KVDtype, sequences: int
+) -> MemoryBreakdown:
+    weights = weight_bytes(model, fmt)
+    kv_bytes = kv_cache_bytes(model, ctx, kv, sequences)
+    overhead = runtime_overhead_bytes(model, gpu, engine, ctx, gpus)
+    total = weights + kv_bytes + overhead
+    usable = usable_vram_bytes(gpu, engine) * gpus
     return MemoryBreakdown(
         weights_bytes=weights,
-        kv_cache_bytes=kv,
+        kv_cache_bytes=kv_bytes,
         overhead_bytes=overhead,
         total_bytes=total,
         usable_bytes=usable,
-        vram_bytes=q.gpu.vram_bytes * q.gpus,
+        vram_bytes=gpu.vram_bytes * gpus,
         headroom_bytes=usable - total,
         verdict=verdict_for(total, usable),
     )

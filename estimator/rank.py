@@ -7,9 +7,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from catalog.schema import GPU, Model, QuantFormat
-from estimator.memory import MemoryBreakdown, memory, total_bytes, usable_vram_bytes
-from estimator.query import Engine, KVDtype, Query
-from estimator.speed import Speed, speed
+from estimator.memory import MemoryBreakdown, memory_of, total_bytes, usable_vram_bytes
+from estimator.query import Engine, KVDtype
+from estimator.speed import Speed, speed_of
 
 Sort = Literal["quality", "speed", "size"]
 
@@ -84,11 +84,8 @@ def rank(
     sort: Sort = "quality",
 ) -> list[RankRow]:
     rows: list[RankRow] = []
-    if not models or not formats:
-        return rows
     capacity = usable_vram_bytes(gpu, engine) * gpus
-    base = Query(gpu=gpu, gpus=gpus, model=models[0], quant=formats[0], engine=engine, ctx=ctx, kv=kv,
-                 prompt_tokens=min(prompt_tokens, ctx))
+    prompt = min(prompt_tokens, ctx)
     for model in models:
         if ctx > model.max_context:
             continue
@@ -96,10 +93,9 @@ def rank(
         for fmt in formats:
             if total_bytes(model, fmt, gpu, engine, ctx, kv, 1, gpus) > capacity:
                 continue  # only what fits gets the full breakdown and a speed
-            q = base.model_copy(update={"model": model, "quant": fmt})
-            mem = memory(q)
-            if mem.verdict != "does_not_fit":
-                fitting.append(RankedFormat(quant=fmt, memory=mem, speed=speed(q)))
+            mem = memory_of(model, fmt, gpu, gpus, engine, ctx, kv, 1)
+            pace = speed_of(model, fmt, gpu, gpus, engine, kv, prompt)
+            fitting.append(RankedFormat(quant=fmt, memory=mem, speed=pace))
         if fitting:
             fitting.sort(key=lambda f: -f.quant.bits_per_weight)
             rows.append(RankRow(model=model, best=best_format(fitting), fitting=tuple(fitting)))

@@ -132,7 +132,15 @@ class Speed(BaseModel):
 
 
 def speed(q: Query) -> Speed:
-    step_s = decode_seconds_per_step(q.model, q.quant, q.gpu, q.engine, max(q.prompt_tokens, 1), q.kv, q.gpus, q.batch)
-    ttft = prefill_seconds(q.model, q.quant, q.gpu, q.engine, q.prompt_tokens, q.gpus)
-    prefill_tps = q.prompt_tokens / ttft if ttft > 0 else 0.0
-    return Speed(decode_tps=1 / step_s, aggregate_tps=q.batch / step_s, prefill_tps=prefill_tps, ttft_s=ttft)
+    return speed_of(q.model, q.quant, q.gpu, q.gpus, q.engine, q.kv, q.prompt_tokens, q.batch)
+
+
+def speed_of(
+    model: Model, fmt: QuantFormat, gpu: GPU, gpus: int, engine: Engine, kv: KVDtype, prompt_tokens: int,
+    sequences: int = 1,
+) -> Speed:
+    """Decode right after a prompt of `prompt_tokens` (its KV cache is read every step), and its TTFT."""
+    step_s = decode_seconds_per_step(model, fmt, gpu, engine, max(prompt_tokens, 1), kv, gpus, sequences)
+    ttft = prefill_seconds(model, fmt, gpu, engine, prompt_tokens, gpus)
+    prefill_tps = prompt_tokens / ttft if ttft > 0 else 0.0
+    return Speed(decode_tps=1 / step_s, aggregate_tps=sequences / step_s, prefill_tps=prefill_tps, ttft_s=ttft)

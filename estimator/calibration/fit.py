@@ -23,7 +23,7 @@ from catalog.store import load_catalog
 from estimator import speed
 from estimator.calibration.measurements import Row, llamacpp_rows
 from estimator.calibration.model import DecodeFit, PrefillFit
-from estimator.engines import compute_class, compute_tflops, prefill_group
+from estimator.engines import compute_class, compute_tflops, forget_fits, prefill_group
 from estimator.memory import weight_bytes
 
 CONSTANTS_PATH = Path(__file__).with_name("constants.py")
@@ -199,6 +199,7 @@ def main(argv: list[str] | None = None) -> None:
         from estimator.calibration import constants
 
         importlib.reload(constants)
+        forget_fits()
         for key, f in sorted(decode.items()):
             print(
                 f"decode  {'/'.join(key):28s} η={f.efficiency:.3f} t_layer={f.per_layer_s * 1e6:6.1f} µs  rows={f.rows}"
