@@ -81,32 +81,35 @@ def decode_seconds_per_step(
     return max(memory_s, compute_s) + latency
 
 
-def prefill_flops(model: Model, prompt_tokens: int) -> float:
-    """2 FLOPs per active weight per token, plus causal attention over the prompt."""
+def prefill_flops(model: Model, prompt_tokens: int, depth: int = 0) -> float:
+    """2 FLOPs per active weight per prompt token, plus attention over what each token sees.
+
+    Token i of the prompt attends to `depth + i` earlier tokens (causal), so QK^T and AV together cost
+    4·H·d per layer per token per attended token: 4·L·H·d·P·(depth + P/2) in all. Sliding-window layers
+    attend to at most their window. The token embedding is a lookup and the LM head only runs for the
+    last prompt token, so neither is in the per-token matmuls.
+    """
     table = embedding_table_params(model)
-    matmul_params = max(model.active_params - (0 if model.tied_embeddings else table), 0.0)
+    matmul_params = max(model.active_params - table * (1 if model.tied_embeddings else 2), 0.0)
     a = model.attention
     attn_layers = model.layers
-    span = float(prompt_tokens)
+    seen = depth + prompt_tokens * k.ATTENTION_FLOPS_CAUSAL_FACTOR  # mean tokens attended per prompt token
+    local_flops = 0.0
     if a.kind == "sliding" and a.global_layers is not None and a.sliding_window is not None:
         local = model.layers - a.global_layers
         attn_layers = a.global_layers
-        local_flops = (
-            4 * local * model.attention_heads * model.head_dim * prompt_tokens * min(prompt_tokens, a.sliding_window)
-        )
-    else:
-        local_flops = 0.0
-        if a.kind == "hybrid_linear" and a.global_layers is not None:
-            attn_layers = a.global_layers
+        local_flops = 4 * local * model.attention_heads * model.head_dim * prompt_tokens * min(seen, a.sliding_window)
+    elif a.kind == "hybrid_linear" and a.global_layers is not None:
+        attn_layers = a.global_layers
     qk_dim = model.head_dim
     if a.kind == "mla":
         qk_dim = (a.qk_nope_head_dim or 0) + (a.qk_rope_head_dim or 0)
-    attention = 4 * attn_layers * model.attention_heads * qk_dim * span * span * k.ATTENTION_FLOPS_CAUSAL_FACTOR
-    return 2 * matmul_params * prompt_tokens + attention + local_flops * k.ATTENTION_FLOPS_CAUSAL_FACTOR
+    attention = 4 * attn_layers * model.attention_heads * qk_dim * prompt_tokens * seen
+    return 2 * matmul_params * prompt_tokens + attention + local_flops
 
 
 def prefill_seconds(
-    model: Model, fmt: QuantFormat, gpu: GPU, engine: Engine, prompt_tokens: int, gpus: int = 1
+    model: Model, fmt: QuantFormat, gpu: GPU, engine: Engine, prompt_tokens: int, gpus: int = 1, depth: int = 0
 ) -> float:
     if prompt_tokens <= 0:
         return 0.0
@@ -115,7 +118,7 @@ def prefill_seconds(
     peak = compute_tflops(engine, fmt, gpu) * 1e12
     # Tensor parallel splits the work; llama.cpp's layer split pipelines micro-batches over the GPUs.
     parallel = gpus if engine == "vllm" else 1
-    compute_s = prefill_flops(model, prompt_tokens) / (peak * fit.utilisation * parallel)
+    compute_s = prefill_flops(model, prompt_tokens, depth) / (peak * fit.utilisation * parallel)
     passes = math.ceil(prompt_tokens / k.LLAMACPP_UBATCH) if engine != "vllm" else 1
     # A big prompt batch routes to every expert, so each pass streams the whole model.
     weights_s = passes * weight_bytes(model, fmt) / (gpu.bandwidth_gbs * 1e9 * dfit.efficiency * parallel)

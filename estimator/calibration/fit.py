@@ -33,6 +33,8 @@ MIN_ROWS_FOR_TWO_PARAMS = 6
 # few GB measure 4.3 TB/s on a 4.8 TB/s H200); a fit that wants more is trading bandwidth for latency.
 MAX_EFFICIENCY = 0.95
 MIN_GPUS_PER_BACKEND_GROUP = 2
+RECENT_FROM = "2025-01"
+MIN_RECENT_GPUS = 3
 
 
 def decode_context(row: Row) -> int:
@@ -85,14 +87,25 @@ def fit_prefill(rows: list[Row], decode: dict[tuple[str, str, str], DecodeFit]) 
         if compute_s <= 0:
             continue
         peak = compute_tflops(ENGINE, r.quant, r.gpu) * 1e12
-        logs.append(math.log(speed.prefill_flops(r.model, r.tokens) / (peak * compute_s)))
+        logs.append(math.log(speed.prefill_flops(r.model, r.tokens, r.depth) / (peak * compute_s)))
     if not logs:
         return None
     return PrefillFit(utilisation=math.exp(statistics.fmean(logs)), rows=len(logs))
 
 
+def current_builds(rows: list[Row]) -> list[Row]:
+    """llama.cpp gets faster every few months (CUDA graphs, FlashAttention, new MMQ kernels). People run
+    current builds, so for each backend with enough recent measurements only those are fitted."""
+    out: list[Row] = []
+    for backend in {backend_of_row(r) for r in rows}:
+        mine = [r for r in rows if backend_of_row(r) == backend]
+        recent = [r for r in mine if r.date >= RECENT_FROM]
+        out += recent if len({r.gpu.id for r in recent}) >= MIN_RECENT_GPUS else mine
+    return out
+
+
 def fit_all(rows: list[Row]) -> tuple[dict[tuple[str, str, str], DecodeFit], dict[tuple[str, str, str], PrefillFit]]:
-    train = [r for r in rows if not r.holdout and r.gpus == 1]
+    train = current_builds([r for r in rows if not r.holdout and r.gpus == 1])
     decode_groups: dict[tuple[str, str, str], list[Row]] = defaultdict(list)
     for r in train:
         if r.kind == "decode":
@@ -131,7 +144,7 @@ def predicted_tps(row: Row) -> float:
             row.model, row.quant, row.gpu, ENGINE, decode_context(row), "f16", row.gpus
         )
         return 1 / step
-    return row.tokens / speed.prefill_seconds(row.model, row.quant, row.gpu, ENGINE, row.tokens, row.gpus)
+    return row.tokens / speed.prefill_seconds(row.model, row.quant, row.gpu, ENGINE, row.tokens, row.gpus, row.depth)
 
 
 def ape(row: Row) -> float:

@@ -68,6 +68,7 @@ class Row:
     measured_tps: float
     source: str
     holdout: bool
+    date: str = ""  # YYYY-MM[-DD] of the measurement where the source gives it
 
     @property
     def family(self) -> str:
@@ -111,7 +112,8 @@ def is_flagged(row: dict[str, object]) -> bool:
     return "anomalous" in str(row.get("note", "")).lower()
 
 
-_TEST = re.compile(r"^(pp|tg)(\d+)(?:\s*@\s*d(\d+))?$")
+# "tg128", "pp512", "pp512 @ d4096", and "tg@d32768" (one-token micro-batches at a depth: decode there).
+_TEST = re.compile(r"^(pp|tg)(\d*)(?:\s*@\s*d(\d+))?$")
 
 
 def llamacpp_rows(catalog: Catalog) -> tuple[list[Row], int]:
@@ -125,6 +127,8 @@ def llamacpp_rows(catalog: Catalog) -> tuple[list[Row], int]:
             skipped += 1
             continue
         test = _TEST.match(m["test"].replace(" ", "").replace("@d", " @ d"))
+        if test and test.group(1) == "pp" and not test.group(2):
+            test = None
         backend = BACKENDS.get(m.get("backend", ""))
         gpu = _gpu(resolver, catalog, m["gpu"])
         model = _model(resolver, catalog, m["model"])
@@ -138,8 +142,8 @@ def llamacpp_rows(catalog: Catalog) -> tuple[list[Row], int]:
         kind: Kind = "decode" if test.group(1) == "tg" else "prefill"
         rows.append(Row(
             kind=kind, gpu=gpu, gpus=int(m.get("gpu_count", 1)), model=model, quant=catalog.quant(quant_id),
-            tokens=int(test.group(2)), depth=int(test.group(3) or 0), measured_tps=float(m["tps"]),
-            source=m["source"],
+            tokens=int(test.group(2) or 1), depth=int(test.group(3) or 0), measured_tps=float(m["tps"]),
+            source=m["source"], date=str(m.get("date", "")),
             holdout=_held_out(m["gpu"], m["model"], m["quant"], m["test"], m.get("gpu_count", 1), m["source"]),
         ))
     return rows, skipped
