@@ -33,8 +33,8 @@ MIN_ROWS_FOR_TWO_PARAMS = 6
 # few GB measure 4.3 TB/s on a 4.8 TB/s H200); a fit that wants more is trading bandwidth for latency.
 MAX_EFFICIENCY = 0.95
 MIN_GPUS_PER_BACKEND_GROUP = 2
+# llama.cpp gets faster every few months; the report shows recent builds on their own.
 RECENT_FROM = "2025-01"
-MIN_RECENT_GPUS = 3
 
 
 def decode_context(row: Row) -> int:
@@ -93,19 +93,8 @@ def fit_prefill(rows: list[Row], decode: dict[tuple[str, str, str], DecodeFit]) 
     return PrefillFit(utilisation=math.exp(statistics.fmean(logs)), rows=len(logs))
 
 
-def current_builds(rows: list[Row]) -> list[Row]:
-    """llama.cpp gets faster every few months (CUDA graphs, FlashAttention, new MMQ kernels). People run
-    current builds, so for each backend with enough recent measurements only those are fitted."""
-    out: list[Row] = []
-    for backend in {backend_of_row(r) for r in rows}:
-        mine = [r for r in rows if backend_of_row(r) == backend]
-        recent = [r for r in mine if r.date >= RECENT_FROM]
-        out += recent if len({r.gpu.id for r in recent}) >= MIN_RECENT_GPUS else mine
-    return out
-
-
 def fit_all(rows: list[Row]) -> tuple[dict[tuple[str, str, str], DecodeFit], dict[tuple[str, str, str], PrefillFit]]:
-    train = current_builds([r for r in rows if not r.holdout and r.gpus == 1])
+    train = [r for r in rows if not r.holdout and r.gpus == 1]
     decode_groups: dict[tuple[str, str, str], list[Row]] = defaultdict(list)
     for r in train:
         if r.kind == "decode":
@@ -165,6 +154,10 @@ def report(rows: Iterable[Row]) -> dict[tuple[str, bool], float]:
                     f"{kind:8s} {label} n={len(sel):4d}  median APE {statistics.median(sel):6.1%}"
                     f"  p90 {sorted(sel)[int(0.9 * (len(sel) - 1))]:6.1%}"
                 )
+    for kind in ("decode", "prefill"):
+        recent = [ape(r) for r in rows if r.kind == kind and r.date >= RECENT_FROM]
+        if recent:
+            print(f"{kind:8s} builds from {RECENT_FROM} on: n={len(recent):4d}  median APE {statistics.median(recent):6.1%}")
     families: dict[tuple[str, str], list[float]] = defaultdict(list)
     for r in rows:
         families[(r.kind, r.family + (" multi-GPU" if r.gpus > 1 else ""))].append(ape(r))

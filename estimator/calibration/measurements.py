@@ -36,6 +36,8 @@ GPU_NAMES: dict[str, str] = {
     "m1 7-core gpu 8gb": "apple-m1-8gb",
     "m1 (7-core gpu, 68 gb/s)": "apple-m1-8gb",
     "m1 (8-core gpu, 68 gb/s)": "apple-m1-8gb",
+    "m1 ultra 64-core gpu 128gb": "apple-m1-ultra-128gb",
+    "v100-pcie-32gb": "nvidia-v100-pcie-32gb",
 }
 MODEL_NAMES: dict[str, str] = {
     "llama 3 8b": "llama-3-8b",
@@ -43,6 +45,8 @@ MODEL_NAMES: dict[str, str] = {
     "llama 2 7b": "llama-2-7b",
     "llama 2 13b": "llama-2-13b",
     "llama 3.1 8b": "llama-3.1-8b",
+    "llama 3.2 1b": "llama-3.2-1b",
+    "llama 3.2 3b": "llama-3.2-3b",
     "llama 3.3 70b instruct": "llama-3.3-70b",
     # LLaMA 1 7B and CodeLlama 7B share Llama 2 7B's shapes (32 layers, 4096 hidden, 32 heads, 11008 FFN);
     # CodeLlama's vocabulary is 16 rows larger, a 0.01 % difference in bytes.
