@@ -6,6 +6,7 @@ same way and an answer is computed the same way wherever it is asked.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -72,7 +73,8 @@ class Service:
 
     @property
     def version(self) -> str:
-        return f"{self.catalog.version}+{ESTIMATOR_VERSION}"
+        """Catalog data + estimator code + fitted constants: a change to any of them retires cached answers."""
+        return f"{self.catalog.version}+{ESTIMATOR_VERSION}+{constants_digest()}"
 
     # --- parsing ----------------------------------------------------------------------------------
 
@@ -189,6 +191,13 @@ class Service:
             fmt = self.catalog.quant(DEFAULT_FORMAT[engine][level])
             out.append(largest_that_fits(self.catalog.models, fmt, level, gpu, gpus=gpus, ctx=ctx, engine=engine))
         return out
+
+
+def constants_digest() -> str:
+    from estimator.calibration import constants
+
+    text = repr(sorted(constants.DECODE.items())) + repr(sorted(constants.PREFILL.items()))
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 def suggestions_of(err: NotFound) -> list[dict[str, Any]]:
