@@ -157,7 +157,8 @@ def report(rows: Iterable[Row]) -> dict[tuple[str, bool], float]:
     for kind in ("decode", "prefill"):
         recent = [ape(r) for r in rows if r.kind == kind and r.date >= RECENT_FROM]
         if recent:
-            print(f"{kind:8s} builds from {RECENT_FROM} on: n={len(recent):4d}  median APE {statistics.median(recent):6.1%}")
+            median = statistics.median(recent)
+            print(f"{kind:8s} builds from {RECENT_FROM} on: n={len(recent):4d}  median APE {median:6.1%}")
     families: dict[tuple[str, str], list[float]] = defaultdict(list)
     for r in rows:
         families[(r.kind, r.family + (" multi-GPU" if r.gpus > 1 else ""))].append(ape(r))
