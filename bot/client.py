@@ -25,7 +25,7 @@ from bot.i18n import RigTranslator
 from bot.params import BadValue
 from bot.render.embeds import locale_key
 from bot.render.pool import RenderPool
-from bot.render.reply import Reply
+from bot.render.reply import Reply, ReplyFile
 from bot.render.views import error_reply
 from bot.service import Service
 from bot.settings import Settings
@@ -287,7 +287,7 @@ class RigBot(commands.AutoShardedBot):
                     content=cached.content,
                     embeds=cached.embeds,
                     ephemeral=cached.ephemeral,
-                    files=[{"filename": f.filename, "data": f.data} for f in cached.files],
+                    files=[ReplyFile(filename=f.filename, data=f.data) for f in cached.files],
                 )  # type: ignore[misc]
         hit = reply is not None
         if reply is None:

@@ -69,7 +69,7 @@ class ModelChoice:
 class _Index(Generic[E]):
     def __init__(self, kind: Kind, entries: tuple[E, ...]) -> None:
         self.kind = kind
-        self.entries = {e.id: e for e in entries}
+        self.entries: dict[str, E] = {e.id: e for e in entries}
         self.exact: dict[str, set[str]] = {}
         self.primary: dict[str, set[str]] = {}  # id, name, HF repo: these beat an alias that collides
         self.keys: list[tuple[str, str]] = []  # (normalised key, id), for prefix and fuzzy search

@@ -108,13 +108,18 @@ class DailyCog(
             raise BadValue("Subscriptions are unavailable right now.")
         settings = await self.bot.state.get_guild_settings(interaction.guild_id)
         if gpus:
-            names = [g.strip() for g in gpus.split(",") if g.strip()]
-            if len(names) > MAX_GPUS:
+            wanted = [g.strip() for g in gpus.split(",") if g.strip()]
+            if len(wanted) > MAX_GPUS:
                 raise BadValue(f"最多 {MAX_GPUS} 款显卡。" if zh else f"At most {MAX_GPUS} GPUs.")
             # Raises catalog.resolve.NotFound with suggestions, which the central handler words.
-            gpu_ids = list(dict.fromkeys(self.bot.service.gpu(name).id for name in names))
+            gpu_ids = list(dict.fromkeys(self.bot.service.gpu(name).id for name in wanted))
         else:
-            gpu_ids = list(settings.gpu_ids) or [self.bot.service.gpu("rtx 4090").id]
+            gpu_ids = list(settings.gpu_ids)
+            if not gpu_ids:
+                raise BadValue(
+                    "请用 gpus:… 指定显卡，或先用 /settings server gpu:… 设置本服务器的默认显卡。" if zh
+                    else "Say which GPUs with gpus:…, or set this server's GPU first with /settings server gpu:…"
+                )
         tokens = parse_tokens(ctx) if ctx else (settings.ctx or 8192)
         sub = await self.bot.state.add_subscription(
             interaction.guild_id,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import discord
 from discord import app_commands
@@ -88,7 +88,7 @@ class Fit(commands.Cog):
         }
         await self.bot.answer(interaction, "fit", key, "fit", req)
 
-    async def bot_defaults(self, interaction: discord.Interaction) -> dict[str, object]:
+    async def bot_defaults(self, interaction: discord.Interaction) -> dict[str, Any]:
         from bot.commands.settings import defaults_for
 
         return await defaults_for(self.bot, interaction)

@@ -53,12 +53,16 @@ class SettingsCog(commands.GroupCog, group_name="settings", group_description="D
             return
         from bot.store.records import GuildSettings, UserSettings
 
-        values = {"gpu_ids": (gpu_id,) if gpu_id else (), "engine": eng, "ctx": tokens}
+        gpu_ids: tuple[str, ...] = (gpu_id,) if gpu_id else ()
         if scope == "server":
             assert interaction.guild_id is not None
-            await self.bot.state.set_guild_settings(interaction.guild_id, GuildSettings(**values))
+            await self.bot.state.set_guild_settings(
+                interaction.guild_id, GuildSettings(gpu_ids=gpu_ids, engine=eng, ctx=tokens)
+            )
         else:
-            await self.bot.state.set_user_settings(interaction.user.id, UserSettings(**values))
+            await self.bot.state.set_user_settings(
+                interaction.user.id, UserSettings(gpu_ids=gpu_ids, engine=eng, ctx=tokens)
+            )
         parts = [p for p in (gpu_id, eng, format_tokens(tokens) if tokens else None) if p]
         text = ("已保存：" if zh else "Saved: ") + (", ".join(parts) or ("已清除" if zh else "cleared"))
         await interaction.response.send_message(text, ephemeral=True)

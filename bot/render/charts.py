@@ -20,6 +20,7 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties
+from matplotlib.layout_engine import ConstrainedLayoutEngine
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.text import Text
@@ -237,7 +238,9 @@ def _truncate(s: str, n: int) -> str:
 def _figure(st: _Style, title: str) -> tuple[Figure, Axes]:
     fig = Figure(figsize=(WIDTH_PX / DPI, HEIGHT_PX / DPI), dpi=DPI, facecolor=st.pal.bg, layout="constrained")
     FigureCanvasAgg(fig)
-    fig.get_layout_engine().set(w_pad=0.12, h_pad=0.1)
+    layout = fig.get_layout_engine()
+    if isinstance(layout, ConstrainedLayoutEngine):
+        layout.set(w_pad=0.12, h_pad=0.1)
     fig.suptitle(_plain(title), fontproperties=st.font(TITLE_PT, "bold"), color=st.pal.fg)
     ax = fig.add_subplot()
     ax.set_facecolor(st.pal.bg)
@@ -309,7 +312,9 @@ def _bar_height(n: int) -> float:
 def _fit_notes(fig: Figure, ax: Axes, notes: list[tuple[float, Text]]) -> None:
     """Widen the x range until every note right of its bar ends inside the axes."""
     fig.draw_without_rendering()  # runs the layout, so the axes' width is final
-    renderer = fig.canvas.get_renderer()
+    canvas = fig.canvas
+    assert isinstance(canvas, FigureCanvasAgg)
+    renderer = canvas.get_renderer()
     width = ax.get_window_extent(renderer).width
     offset = NOTE_OFFSET_PT * fig.dpi / 72
     lo, hi = ax.get_xlim()

@@ -13,6 +13,7 @@ from bot.render.reply import Reply, ReplyFile
 from bot.service import FitRequest, RankRequest, Service
 from catalog.schema import GPU
 from estimator.constants import GIB
+from estimator.finetune import Method
 from estimator.fit import FitResult
 from estimator.memory import memory
 from estimator.query import Query
@@ -270,7 +271,7 @@ def gpu_reply(
         recommendation=recommendation_text(svc, gpu, locale),
         image="gpu.png",
     )
-    points = []
+    points: list[tuple[str, float, float]] = []
     q4 = svc.quant("int4", "llama.cpp")
     for model_id in ("llama-3.2-3b", "llama-3.1-8b", "qwen3-14b", "qwen3-32b", "llama-3.3-70b"):
         try:
@@ -289,7 +290,7 @@ def compare_reply(svc: Service, reqs: list[FitRequest], locale: str) -> Reply:
     from estimator.fit import fit
 
     loc = locale_key(locale)
-    sides = []
+    sides: list[dict[str, Any]] = []
     for req in reqs:
         q, formats = svc.base_query(req)
         result = fit(q, formats)
@@ -319,7 +320,7 @@ def help_reply(locale: str) -> Reply:
 
 
 def finetune_reply(
-    svc: Service, gpu: GPU, model: Any, method: str, seq: int, batch: int, gpus: int, locale: str
+    svc: Service, gpu: GPU, model: Any, method: Method, seq: int, batch: int, gpus: int, locale: str
 ) -> Reply:
     from estimator import finetune as ft
     from estimator.memory import usable_vram_bytes
@@ -328,7 +329,7 @@ def finetune_reply(
         method=method,
         seq=seq,
         batch=batch,
-        gpus=gpus,  # type: ignore[arg-type]
+        gpus=gpus,
         sharding="fsdp" if gpus > 1 else "none",
     )
     mem = ft.finetune_memory(model, settings)

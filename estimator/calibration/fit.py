@@ -25,9 +25,10 @@ from estimator.calibration.measurements import Row, llamacpp_rows
 from estimator.calibration.model import DecodeFit, PrefillFit
 from estimator.engines import compute_class, compute_tflops, forget_fits, prefill_group
 from estimator.memory import weight_bytes
+from estimator.query import Engine
 
 CONSTANTS_PATH = Path(__file__).with_name("constants.py")
-ENGINE = "llama.cpp"
+ENGINE: Engine = "llama.cpp"
 MIN_ROWS_FOR_TWO_PARAMS = 6
 # Streaming reads reach at most about 95 % of a GPU's datasheet bandwidth (device-to-device copies of a
 # few GB measure 4.3 TB/s on a 4.8 TB/s H200); a fit that wants more is trading bandwidth for latency.
