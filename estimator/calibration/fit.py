@@ -21,7 +21,7 @@ from pathlib import Path
 
 from catalog.store import load_catalog
 from estimator import speed
-from estimator.calibration.measurements import Row, llamacpp_rows
+from estimator.calibration.measurements import Row, llamacpp_rows, server_rows
 from estimator.calibration.model import DecodeFit, PrefillFit
 from estimator.engines import compute_class, compute_tflops, forget_fits, prefill_group
 from estimator.memory import weight_bytes
@@ -80,14 +80,15 @@ def fit_decode(rows: list[Row]) -> DecodeFit:
 def fit_prefill(rows: list[Row], decode: dict[tuple[str, str, str], DecodeFit]) -> PrefillFit | None:
     logs = []
     for r in rows:
-        d = decode.get((ENGINE, backend_of_row(r), r.quant.kernel)) or decode[(ENGINE, "*", "*")]
+        d = (decode.get((r.engine, backend_of_row(r), r.quant.kernel)) or decode.get((r.engine, backend_of_row(r), "*"))
+             or decode[(ENGINE, "*", "*")])
         t = r.tokens / r.measured_tps
-        passes = math.ceil(r.tokens / 512)
+        passes = 1 if r.engine == "vllm" else math.ceil(r.tokens / 512)
         weights_s = passes * weight_bytes(r.model, r.quant) / (r.gpu.bandwidth_gbs * 1e9 * d.efficiency)
         compute_s = t - weights_s
         if compute_s <= 0:
             continue
-        peak = compute_tflops(ENGINE, r.quant, r.gpu) * 1e12
+        peak = compute_tflops(r.engine, r.quant, r.gpu) * 1e12
         logs.append(math.log(speed.prefill_flops(r.model, r.tokens, r.depth) / (peak * compute_s)))
     if not logs:
         return None
@@ -99,19 +100,19 @@ def fit_all(rows: list[Row]) -> tuple[dict[tuple[str, str, str], DecodeFit], dic
     decode_groups: dict[tuple[str, str, str], list[Row]] = defaultdict(list)
     for r in train:
         if r.kind == "decode":
-            decode_groups[(ENGINE, backend_of_row(r), r.quant.kernel)].append(r)
-            decode_groups[(ENGINE, backend_of_row(r), "*")].append(r)
-            decode_groups[(ENGINE, "*", "*")].append(r)
+            decode_groups[(r.engine, backend_of_row(r), r.quant.kernel)].append(r)
+            decode_groups[(r.engine, backend_of_row(r), "*")].append(r)
+            decode_groups[(r.engine, "*", "*")].append(r)
     decode = {key: fit_decode(group) for key, group in decode_groups.items()}
     prefill_groups: dict[tuple[str, str, str], list[Row]] = defaultdict(list)
     for r in train:
         if r.kind == "prefill":
-            cls = compute_class(ENGINE, r.quant, r.gpu)
-            prefill_groups[(ENGINE, backend_of_row(r), cls)].append(r)
-            prefill_groups[(ENGINE, prefill_group(r.gpu), cls)].append(r)
-            prefill_groups[(ENGINE, prefill_group(r.gpu), "*")].append(r)
-            prefill_groups[(ENGINE, backend_of_row(r), "*")].append(r)
-            prefill_groups[(ENGINE, "*", "*")].append(r)
+            cls = compute_class(r.engine, r.quant, r.gpu)
+            prefill_groups[(r.engine, backend_of_row(r), cls)].append(r)
+            prefill_groups[(r.engine, prefill_group(r.gpu), cls)].append(r)
+            prefill_groups[(r.engine, prefill_group(r.gpu), "*")].append(r)
+            prefill_groups[(r.engine, backend_of_row(r), "*")].append(r)
+            prefill_groups[(r.engine, "*", "*")].append(r)
     prefill = {key: fit for key, group in prefill_groups.items()
                if _broad_enough(key, group) and (fit := fit_prefill(group, decode))}
     decode = {key: fit for key, fit in decode.items() if _broad_enough(key, decode_groups[key])}
@@ -131,10 +132,12 @@ def predicted_tps(row: Row) -> float:
     """What the estimator (with whatever constants are loaded) says for this row's test."""
     if row.kind == "decode":
         step = speed.decode_seconds_per_step(
-            row.model, row.quant, row.gpu, ENGINE, decode_context(row), "f16", row.gpus
+            row.model, row.quant, row.gpu, row.engine, decode_context(row), "f16", row.gpus
         )
         return 1 / step
-    return row.tokens / speed.prefill_seconds(row.model, row.quant, row.gpu, ENGINE, row.tokens, row.gpus, row.depth)
+    return row.tokens / speed.prefill_seconds(
+        row.model, row.quant, row.gpu, row.engine, row.tokens, row.gpus, row.depth
+    )
 
 
 def ape(row: Row) -> float:
@@ -143,7 +146,8 @@ def ape(row: Row) -> float:
 
 def report(rows: Iterable[Row]) -> dict[tuple[str, bool], float]:
     """Print median absolute percentage error per kind, hold-out vs fitted, and per GPU family."""
-    rows = list(rows)
+    every = list(rows)
+    rows = [r for r in every if r.engine == ENGINE]  # the headline figures are llama.cpp's
     medians: dict[tuple[str, bool], float] = {}
     for kind in ("decode", "prefill"):
         for held in (False, True):
@@ -155,6 +159,11 @@ def report(rows: Iterable[Row]) -> dict[tuple[str, bool], float]:
                     f"{kind:8s} {label} n={len(sel):4d}  median APE {statistics.median(sel):6.1%}"
                     f"  p90 {sorted(sel)[int(0.9 * (len(sel) - 1))]:6.1%}"
                 )
+    for engine in sorted({r.engine for r in every} - {ENGINE}):
+        for kind in ("decode", "prefill"):
+            mine = [ape(r) for r in every if r.engine == engine and r.kind == kind]
+            if mine:
+                print(f"{engine:9s}{kind:8s} all rows: n={len(mine):4d}  median APE {statistics.median(mine):6.1%}")
     for kind in ("decode", "prefill"):
         recent = [ape(r) for r in rows if r.kind == kind and r.date >= RECENT_FROM]
         if recent:
@@ -194,7 +203,11 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--check", action="store_true", help="report on the current constants, write nothing")
     args = parser.parse_args(argv)
-    rows, skipped = llamacpp_rows(load_catalog())
+    catalog = load_catalog()
+    rows, skipped = llamacpp_rows(catalog)
+    others, skipped_others = server_rows(catalog)
+    rows += others
+    skipped += skipped_others
     print(
         f"{len(rows)} llama.cpp rows matched to the catalog ({skipped} skipped: flagged anomalous in their note, "
         f"or GPU/model/format not in the catalog or a non-native backend)\n"

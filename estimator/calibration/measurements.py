@@ -18,6 +18,7 @@ from typing import Literal
 from catalog.resolve import NotFound, Resolver
 from catalog.schema import GPU, Model, QuantFormat
 from catalog.store import Catalog
+from estimator.query import Engine
 
 DATA_DIR = Path(__file__).parent / "data"
 HOLDOUT_PERCENT = 25
@@ -73,6 +74,7 @@ class Row:
     source: str
     holdout: bool
     date: str = ""  # YYYY-MM[-DD] of the measurement where the source gives it
+    engine: Engine = "llama.cpp"
 
     @property
     def family(self) -> str:
@@ -150,4 +152,54 @@ def llamacpp_rows(catalog: Catalog) -> tuple[list[Row], int]:
             source=m["source"], date=str(m.get("date", "")),
             holdout=_held_out(m["gpu"], m["model"], m["quant"], m["test"], m.get("gpu_count", 1), m["source"]),
         ))
+    return rows, skipped
+
+
+SERVER_QUANTS: dict[str, str] = {
+    "bf16": "bf16", "fp16": "bf16", "float16": "bf16", "bfloat16": "bf16", "fp8": "fp8", "awq-int4": "awq-int4",
+    "awq": "awq-int4", "gptq-int4": "gptq-int4", "gptq": "gptq-int4", "mlx-4bit": "mlx-4bit", "4bit": "mlx-4bit",
+    "mlx-8bit": "mlx-8bit", "8bit": "mlx-8bit",
+}
+SERVER_ENGINES: dict[str, Engine] = {"vllm": "vllm", "sglang": "vllm", "mlx": "mlx"}
+
+
+def server_rows(catalog: Catalog) -> tuple[list[Row], int]:
+    """Single-stream vLLM/SGLang and MLX measurements (SGLang's kernels and scheduling are close enough to
+    vLLM's at batch 1 to share its constants). Decode from tokens/s or time per output token; prefill from
+    TTFT over the prompt."""
+    resolver = Resolver(catalog)
+    rows: list[Row] = []
+    skipped = 0
+    for name in ("vllm_single.toml", "mlx.toml"):
+        path = DATA_DIR / name
+        if not path.exists():
+            continue
+        for m in tomllib.loads(path.read_text())["measurement"]:
+            engine = SERVER_ENGINES.get(str(m.get("engine", "")).lower())
+            gpu = _gpu(resolver, catalog, str(m.get("gpu", "")))
+            model = _model(resolver, catalog, str(m.get("model_hf") or m.get("model", "")))
+            if model is None:
+                model = _model(resolver, catalog, str(m.get("model", "")))
+            quant_id = SERVER_QUANTS.get(str(m.get("quant", "")).lower())
+            batch = str(m.get("batch", "1")).split()[0]
+            if not (engine and gpu and model and quant_id) or batch != "1" or is_flagged(m):
+                skipped += 1
+                continue
+            quant = catalog.quant(quant_id)
+            prompt = int(m.get("input_tokens") or 0)
+            output = int(m.get("output_tokens") or 0)
+            gpus = int(m.get("tp") or m.get("gpu_count") or 1)
+            source, date = str(m["source"]), str(m.get("date", ""))
+            identity = (m.get("gpu"), m.get("model"), m.get("quant"), prompt, output, m["source"])
+            tps = m.get("decode_tps") or (1000 / float(m["tpot_ms"]) if m.get("tpot_ms") else None)
+            if tps:
+                rows.append(Row(kind="decode", gpu=gpu, gpus=gpus, model=model, quant=quant, tokens=max(output, 2),
+                                depth=prompt, measured_tps=float(tps), source=source, date=date, engine=engine,
+                                holdout=_held_out("decode", *identity)))
+            ttft = m.get("ttft_s") or (float(m["ttft_ms"]) / 1000 if m.get("ttft_ms") else None)
+            prefill_tps = m.get("prompt_tps") or (prompt / float(ttft) if ttft and prompt else None)
+            if prefill_tps and prompt:
+                rows.append(Row(kind="prefill", gpu=gpu, gpus=gpus, model=model, quant=quant, tokens=prompt, depth=0,
+                                measured_tps=float(prefill_tps), source=source, date=date, engine=engine,
+                                holdout=_held_out("prefill", *identity)))
     return rows, skipped
