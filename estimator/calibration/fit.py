@@ -34,8 +34,20 @@ MIN_ROWS_FOR_TWO_PARAMS = 6
 # few GB measure 4.3 TB/s on a 4.8 TB/s H200); a fit that wants more is trading bandwidth for latency.
 MAX_EFFICIENCY = 0.95
 MIN_GPUS_PER_BACKEND_GROUP = 2
+MIN_ROWS_PER_GROUP = 2
+# Too few single-stream vLLM rows to fit (two single-GPU decode rows, with a fixed per-request TTFT cost the
+# model has no term for): they are scored, and vLLM falls back to llama.cpp's constants.
+SCORED_ONLY_ENGINES = frozenset({"vllm"})
 # llama.cpp gets faster every few months; the report shows recent builds on their own.
 RECENT_FROM = "2025-01"
+
+
+def all_rows() -> tuple[list[Row], int]:
+    """Every measurement the fit and the report use: llama-bench rows, then single-stream engine rows."""
+    catalog = load_catalog()
+    rows, skipped = llamacpp_rows(catalog)
+    others, skipped_others = server_rows(catalog)
+    return rows + others, skipped + skipped_others
 
 
 def decode_context(row: Row) -> int:
@@ -96,7 +108,7 @@ def fit_prefill(rows: list[Row], decode: dict[tuple[str, str, str], DecodeFit]) 
 
 
 def fit_all(rows: list[Row]) -> tuple[dict[tuple[str, str, str], DecodeFit], dict[tuple[str, str, str], PrefillFit]]:
-    train = [r for r in rows if not r.holdout and r.gpus == 1]
+    train = [r for r in rows if not r.holdout and r.gpus == 1 and r.engine not in SCORED_ONLY_ENGINES]
     decode_groups: dict[tuple[str, str, str], list[Row]] = defaultdict(list)
     for r in train:
         if r.kind == "decode":
@@ -123,6 +135,8 @@ def _broad_enough(key: tuple[str, str, str], rows: list[Row]) -> bool:
     """A backend-wide constant must rest on more than one GPU model, or one card's quirks (an early ROCm
     build on one MI300X, say) would be applied to every card of that vendor. An architecture's own group
     ("rocm/CDNA 3") may rest on one."""
+    if len(rows) < MIN_ROWS_PER_GROUP:
+        return False
     if "/" in key[1]:
         return True
     return len({r.gpu.id for r in rows}) >= MIN_GPUS_PER_BACKEND_GROUP
@@ -203,11 +217,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--check", action="store_true", help="report on the current constants, write nothing")
     args = parser.parse_args(argv)
-    catalog = load_catalog()
-    rows, skipped = llamacpp_rows(catalog)
-    others, skipped_others = server_rows(catalog)
-    rows += others
-    skipped += skipped_others
+    rows, skipped = all_rows()
     print(
         f"{len(rows)} llama.cpp rows matched to the catalog ({skipped} skipped: flagged anomalous in their note, "
         f"or GPU/model/format not in the catalog or a non-native backend)\n"

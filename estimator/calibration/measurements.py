@@ -38,6 +38,15 @@ GPU_NAMES: dict[str, str] = {
     "m1 (7-core gpu, 68 gb/s)": "apple-m1-8gb",
     "m1 (8-core gpu, 68 gb/s)": "apple-m1-8gb",
     "m1 ultra 64-core gpu 128gb": "apple-m1-ultra-128gb",
+    # Speed rows that name a chip but not its memory: every memory option of these chips has the same GPU
+    # and bandwidth, so any one entry stands for the chip.
+    "m2 ultra": "apple-m2-ultra-192gb",
+    "m1 max": "apple-m1-max-64gb",
+    "m1 ultra": "apple-m1-ultra-128gb",
+    'm3 pro 18gb (macbook pro 14")': "apple-m3-pro-18gb",
+    # "H100-80GB-HBM3" is the SXM part (the PCIe card carries HBM2e); 8×H200 servers are HGX (SXM) boards.
+    "h100-80gb-hbm3": "nvidia-h100-sxm",
+    "h200": "nvidia-h200-sxm",
     "v100-pcie-32gb": "nvidia-v100-pcie-32gb",
 }
 MODEL_NAMES: dict[str, str] = {
@@ -99,8 +108,13 @@ def _gpu(resolver: Resolver, catalog: Catalog, name: str) -> GPU | None:
         return None
 
 
+_BUILD_SUFFIX = re.compile(r"(-mlx)?(-(4|6|8)bit|-bf16|-fp16)?(-mlx)?$", re.IGNORECASE)
+
+
 def _model(resolver: Resolver, catalog: Catalog, name: str) -> Model | None:
-    key = re.sub(r"\s*\(.*\)$", "", name.strip().lower())
+    # "mlx-community/Llama-3.3-70B-Instruct-4bit" is a build of meta-llama/Llama-3.3-70B-Instruct.
+    name = _BUILD_SUFFIX.sub("", name.strip().split("/")[-1] if "mlx-community/" in name else name.strip())
+    key = re.sub(r"\s*\(.*\)$", "", name.lower())
     if key in MODEL_NAMES:
         try:
             return catalog.model(MODEL_NAMES[key])
