@@ -131,6 +131,10 @@ def cmd_run(_svc: Any, args: argparse.Namespace) -> int:
         return asyncio.run(_run_sandbox(args))
     except KeyboardInterrupt:
         return 0
+    except OSError as exc:
+        print(f"rigcheck: cannot start the sandbox on 127.0.0.1:{args.port} ({exc.strerror or exc}); "
+              f"try --port 0 for any free port", file=sys.stderr)
+        return 2
 
 
 def _register_run(sub: Any) -> None:
