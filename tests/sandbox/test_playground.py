@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -11,21 +10,11 @@ import aiohttp
 import pytest
 
 from bot.sandbox import BotProcess, Sandbox
+from tests.browser import chromium
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
 
 Running = tuple[Sandbox, BotProcess]
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
-
 async def post(sandbox: Sandbox, path: str, body: dict[str, Any]) -> Any:
     async with aiohttp.ClientSession() as http, http.post(sandbox.url + path, json=body) as response:
         assert response.status == 200, await response.text()
@@ -68,53 +57,33 @@ async def test_invoke_and_click_through_json(running: Running, minibot: ModuleTy
     assert refused["rejected_by_client"] and refused["reason"] == "missing required option 'text'"
 
 
-def _browser_available() -> str | None:
-    try:
-        import playwright.async_api  # noqa: F401
-    except ImportError:
-        return "playwright is not installed"
-    if not Path(CHROMIUM).exists() and shutil.which("chromium") is None:
-        return "chromium is not installed"
-    return None
-
-
 @pytest.mark.browser
 async def test_playground_page_in_headless_chromium(running: Running, artifacts_dir: Path) -> None:
-    missing = _browser_available()
-    if missing:
-        pytest.skip(missing)
-    from playwright.async_api import async_playwright
-
     sandbox, _ = running
-    executable = CHROMIUM if Path(CHROMIUM).exists() else str(shutil.which("chromium"))
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        try:
-            page = await browser.new_page(viewport={"width": 1000, "height": 900})
-            await page.goto(sandbox.url + "/")
-            await page.evaluate("window.playground.ready")
-            assert await page.text_content("#status") == "rigcheck online"
+    async with chromium() as browser:
+        page = await browser.new_page(viewport={"width": 1000, "height": 900})
+        await page.goto(sandbox.url + "/")
+        await page.evaluate("window.playground.ready")
+        assert await page.text_content("#status") == "rigcheck online"
 
-            await page.type("#input", "/model name:qwen3-1")
-            await page.wait_for_selector("#suggestions li:has-text('qwen3-14b')")
-            await page.keyboard.press("Escape")
-            await page.fill("#input", "")
+        await page.type("#input", "/model name:qwen3-1")
+        await page.wait_for_selector("#suggestions li:has-text('qwen3-14b')")
+        await page.keyboard.press("Escape")
+        await page.fill("#input", "")
 
-            for command in ("/echo text:hello **world** count:2", "/secret", "/vote"):
-                await page.fill("#input", command)
-                await page.keyboard.press("Enter")
-            await page.wait_for_selector(".embed-title:has-text('Echo')")
-            await page.wait_for_selector("text=Only you can see this")
-            await page.wait_for_function(
-                "() => [...document.querySelectorAll('.embed-image img')].some(i => i.complete && i.naturalWidth === 8)"
-            )
-            await page.click("button:has-text('Yes')")
-            await page.wait_for_selector("text=tester voted yes")
-            await page.fill("#input", "/echo text:hi count:9")
+        for command in ("/echo text:hello **world** count:2", "/secret", "/vote"):
+            await page.fill("#input", command)
             await page.keyboard.press("Enter")
-            await page.wait_for_selector("#client-error:has-text('must be at most 5')")
-            await page.fill("#input", "/ec")
-            await page.wait_for_selector("#suggestions li:has-text('/echo')")
-            await page.screenshot(path=str(artifacts_dir / "playground.png"))
-        finally:
-            await browser.close()
+        await page.wait_for_selector(".embed-title:has-text('Echo')")
+        await page.wait_for_selector("text=Only you can see this")
+        await page.wait_for_function(
+            "() => [...document.querySelectorAll('.embed-image img')].some(i => i.complete && i.naturalWidth === 8)"
+        )
+        await page.click("button:has-text('Yes')")
+        await page.wait_for_selector("text=tester voted yes")
+        await page.fill("#input", "/echo text:hi count:9")
+        await page.keyboard.press("Enter")
+        await page.wait_for_selector("#client-error:has-text('must be at most 5')")
+        await page.fill("#input", "/ec")
+        await page.wait_for_selector("#suggestions li:has-text('/echo')")
+        await page.screenshot(path=str(artifacts_dir / "playground.png"))
