@@ -20,6 +20,7 @@ import discord
 import yarl
 from discord import app_commands
 from discord.ext import commands
+from pydantic import ValidationError
 
 from bot.i18n import RigTranslator
 from bot.params import BadValue
@@ -80,11 +81,32 @@ async def send_reply(interaction: discord.Interaction, reply: Reply, view: disco
         await interaction.response.send_message(**kwargs)
 
 
+def people_text(exc: Exception) -> str:
+    """One readable line for a value error: pydantic's multi-line dump becomes `field: reason`."""
+    if isinstance(exc, ValidationError):
+        return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}" for e in exc.errors())[:500]
+    return str(exc)[:1500]
+
+
+async def send_private(interaction: discord.Interaction, reply: Reply) -> None:
+    """An error reply only the asker sees. After a public defer the first follow-up would inherit the
+    public "thinking…" message, so that message goes first and the error follows as a private message."""
+    deferred = interaction.response.type == discord.InteractionResponseType.deferred_channel_message
+    if deferred and not interaction.extras.get("deferred_ephemeral"):
+        try:
+            await interaction.delete_original_response()
+        except discord.HTTPException:
+            log.debug("no original response to remove", exc_info=True)
+    await send_reply(interaction, reply)
+
+
 class RigTree(app_commands.CommandTree["RigBot"]):
     """Every command error becomes a friendly ephemeral reply; unexpected ones get an id in the log."""
 
     async def on_error(self, interaction: discord.Interaction, error: app_commands.AppCommandError) -> None:
         original = getattr(error, "original", error)
+        if isinstance(original, app_commands.TransformerError) and isinstance(original.__cause__, BadValue):
+            original = original.__cause__  # the transformer's own sentence, not "Failed to convert …"
         locale = interaction_locale(interaction)
         zh = locale_key(locale) == "zh-CN"
         bot: RigBot = interaction.client  # type: ignore[assignment]
@@ -108,7 +130,7 @@ class RigTree(app_commands.CommandTree["RigBot"]):
         elif isinstance(original, BadValue | app_commands.TransformerError | ValueError) and not isinstance(
             original, app_commands.CommandInvokeError
         ):
-            reply = error_reply("参数无效" if zh else "That option does not work", str(original)[:1500], locale)
+            reply = error_reply("参数无效" if zh else "That option does not work", people_text(original), locale)
         elif isinstance(original, app_commands.CommandOnCooldown):
             reply = error_reply(
                 "请稍候" if zh else "Slow down",
@@ -136,7 +158,7 @@ class RigTree(app_commands.CommandTree["RigBot"]):
                 error_id=error_id,
             )
         try:
-            await send_reply(interaction, reply)
+            await send_private(interaction, reply)
         except discord.HTTPException:
             log.warning("could not deliver the error reply", exc_info=True)
 
@@ -160,6 +182,8 @@ class RigBot(commands.AutoShardedBot):
             tree_cls=RigTree,
             help_command=None,
             guild_ready_timeout=settings.rigcheck_guild_ready_timeout,
+            # Nothing the bot sends may ping anyone, whatever text ends up in it.
+            allowed_mentions=discord.AllowedMentions.none(),
             **kwargs,
         )
         self.settings = settings

@@ -8,6 +8,7 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
+from bot.commands.common import NumberRange, echo, one_of
 from bot.params import format_tokens
 from bot.render.embeds import locale_key
 from bot.render.views import list_reply
@@ -29,7 +30,7 @@ class Browse(commands.Cog):
         self,
         interaction: discord.Interaction,
         family: str | None = None,
-        max_params: app_commands.Range[float, 0.1, 5000.0] | None = None,
+        max_params: app_commands.Transform[float, NumberRange("max_params", 0.1, 5000.0, integer=False)] | None = None,
     ) -> None:
         cat = self.bot.service.catalog
         picked = [
@@ -53,7 +54,7 @@ class Browse(commands.Cog):
             else ("来源见 /fit" if zh else "Sources: rigcheck catalog")
         )
         title = "模型目录" if zh else "Models"
-        intro = (f"共 {len(picked)} 个" if zh else f"{len(picked)} models") + (f" · {family}" if family else "")
+        intro = (f"共 {len(picked)} 个" if zh else f"{len(picked)} models") + (f" · {echo(family)}" if family else "")
         reply = list_reply(title, intro, lines or ["—"], footer, str(interaction.locale.value))
         await interaction.response.send_message(embeds=[discord.Embed.from_dict(e) for e in reply.embeds])
 
@@ -61,6 +62,8 @@ class Browse(commands.Cog):
     @app_commands.describe(vendor="Vendor")
     @app_commands.choices(vendor=VENDORS)
     async def gpus(self, interaction: discord.Interaction, vendor: str | None = None) -> None:
+        if vendor:
+            one_of("vendor", vendor, VENDORS)
         cat = self.bot.service.catalog
         picked = sorted((g for g in cat.gpus if not vendor or g.vendor == vendor), key=lambda g: (-g.vram_gb, g.name))
         lines = [f"{g.name[:32]:32s} {g.vram_gb:>5g} GB {g.bandwidth_gbs:>6.0f} GB/s" for g in picked[:ROWS]]

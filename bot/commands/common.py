@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import math
 from typing import TYPE_CHECKING
 
 import discord
 from discord import app_commands
 
-from bot.params import parse_tokens
+from bot.params import BadValue, parse_tokens
 
 if TYPE_CHECKING:
     from bot.client import RigBot
@@ -62,8 +63,57 @@ class TokensTransformer(app_commands.Transformer):
 
 
 Tokens = app_commands.Transform[int, TokensTransformer]
-GpuCount = app_commands.Range[int, 1, 8]
-Batch = app_commands.Range[int, 1, 256]
+
+
+class NumberRange(app_commands.Transformer):
+    """`app_commands.Range` that also holds on receipt: Discord's client enforces min/max, but discord.py
+    does not re-check what arrives, so a replayed or scripted `batch: 0` would otherwise pass silently."""
+
+    def __init__(self, name: str, low: float, high: float, *, integer: bool = True) -> None:
+        self.name, self.low, self.high, self.integer = name, low, high, integer
+
+    @property
+    def type(self) -> discord.AppCommandOptionType:
+        return discord.AppCommandOptionType.integer if self.integer else discord.AppCommandOptionType.number
+
+    @property
+    def min_value(self) -> float:
+        return self.low
+
+    @property
+    def max_value(self) -> float:
+        return self.high
+
+    async def transform(self, interaction: discord.Interaction, value: float) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
+                or (self.integer and not float(value).is_integer()):
+            raise BadValue(f"{self.name} must be a {'whole ' if self.integer else ''}number")
+        if not self.low <= value <= self.high:
+            raise BadValue(f"{self.name} must be between {self.low:g} and {self.high:g} (got {value:g})")
+        return int(value) if self.integer else float(value)
+
+
+def one_of(name: str, value: str, allowed: list[app_commands.Choice[str]] | tuple[str, ...]) -> str:
+    """A choice option's value checked on receipt, for the same reason as NumberRange."""
+    values = [c.value if isinstance(c, app_commands.Choice) else c for c in allowed]
+    if value not in values:
+        raise BadValue(f"{name} must be one of {', '.join(values)}")
+    return value
+
+
+ECHO_MAX_CHARS = 40
+
+
+def echo(text: str, limit: int = ECHO_MAX_CHARS) -> str:
+    """User text shown back in a public embed: bounded, with markdown (masked links included) and mentions
+    made inert, so an option cannot post a link or a wall of text under the bot's name."""
+    clipped = " ".join(text.split())
+    clipped = clipped[:limit] + ("…" if len(clipped) > limit else "")
+    return discord.utils.escape_mentions(discord.utils.escape_markdown(clipped))
+
+
+GpuCount = app_commands.Transform[int, NumberRange("gpus", 1, 8)]
+Batch = app_commands.Transform[int, NumberRange("batch", 1, 256)]
 
 
 async def prefetch_model(interaction: discord.Interaction, svc: Service, text: str) -> None:
@@ -73,5 +123,6 @@ async def prefetch_model(interaction: discord.Interaction, svc: Service, text: s
     task = asyncio.ensure_future(svc.resolve_hf(text))
     done, _ = await asyncio.wait({task}, timeout=HF_DEFER_AFTER_S)
     if not done:
+        interaction.extras["deferred_ephemeral"] = True
         await interaction.response.defer(thinking=True, ephemeral=True)
     await task

@@ -168,6 +168,7 @@ class DailyCog(
         if self._unavailable():
             raise BadValue("Subscriptions are unavailable right now.")
         # Rendering the charts can take longer than the 3 s an interaction allows.
+        interaction.extras["deferred_ephemeral"] = True
         await interaction.response.defer(ephemeral=True, thinking=True)
         reply = await self.job.preview(interaction.guild_id, _locale(interaction))
         from bot.client import send_reply

@@ -8,11 +8,21 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.commands.common import HEAVY_COMMAND_PER_S, HEAVY_COMMAND_RATE, GpuCount, gpu_autocomplete, model_autocomplete
+from bot.commands.common import (
+    HEAVY_COMMAND_PER_S,
+    HEAVY_COMMAND_RATE,
+    GpuCount,
+    NumberRange,
+    gpu_autocomplete,
+    model_autocomplete,
+    one_of,
+)
 from bot.params import parse_tokens
 
 if TYPE_CHECKING:
     from bot.client import RigBot
+
+METHODS = ("qlora", "lora", "full")
 
 
 class Finetune(commands.Cog):
@@ -37,10 +47,11 @@ class Finetune(commands.Cog):
         model: str,
         method: Literal["qlora", "lora", "full"] = "qlora",
         ctx: str | None = None,
-        batch: app_commands.Range[int, 1, 128] = 1,
+        batch: app_commands.Transform[int, NumberRange("batch", 1, 128)] = 1,
         gpus: GpuCount = 1,
     ) -> None:
         svc = self.bot.service
+        one_of("method", method, METHODS)
         g = svc.gpu(gpu)
         m, _ = svc.model(model)
         seq = parse_tokens(ctx or 2048)

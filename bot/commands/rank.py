@@ -17,6 +17,7 @@ from bot.commands.common import (
     SORT_CHOICES,
     GpuCount,
     gpu_autocomplete,
+    one_of,
 )
 from bot.params import parse_tokens
 from bot.render.embeds import locale_key
@@ -98,7 +99,10 @@ class Rank(commands.Cog):
             gpu=gpu, ctx=parse_tokens(ctx or 8192), sort=sort, kv=kv, gpus=gpus, engine=engine, quant=quant
         )
         svc = self.bot.service
-        found = svc.gpu(gpu)  # resolve on the loop so a typo gets its "did you mean" at once
+        # Everything is checked here, before any defer, so a bad option gets a private answer at once.
+        found = svc.gpu(gpu)
+        one_of("sort", sort, SORT_CHOICES)
+        svc.formats(svc.engine(req.engine), quant)
         locale = str(interaction.locale.value)
         key = {**req.__dict__, "gpu": found.id, "engine": svc.engine(req.engine), "kv": svc.kv(req.kv)}
 

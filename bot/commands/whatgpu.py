@@ -12,6 +12,7 @@ from bot.commands.common import (
     ENGINE_CHOICES,
     HEAVY_COMMAND_PER_S,
     HEAVY_COMMAND_RATE,
+    NumberRange,
     model_autocomplete,
     prefetch_model,
     quant_autocomplete,
@@ -44,14 +45,17 @@ class WhatGpu(commands.Cog):
         model: str,
         ctx: str | None = None,
         quant: str | None = None,
-        min_tps: app_commands.Range[float, 0.1, 10000.0] | None = None,
-        budget: app_commands.Range[float, 1.0, 10000000.0] | None = None,
+        min_tps: app_commands.Transform[float, NumberRange("min_tps", 0.1, 10000.0, integer=False)] | None = None,
+        budget: app_commands.Transform[float, NumberRange("budget", 1.0, 10000000.0, integer=False)] | None = None,
         engine: str = "llama.cpp",
     ) -> None:
         svc = self.bot.service
         await prefetch_model(interaction, svc, model)
         found, _ = svc.model(model)
         tokens = parse_tokens(ctx or 8192)
+        # Checked before any defer, so a bad option gets a private answer at once.
+        if quant:
+            svc.formats(svc.engine(engine), quant)
         key = {
             "model": found.id,
             "ctx": tokens,

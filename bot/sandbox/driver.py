@@ -257,6 +257,36 @@ class Driver:
         )
         return await self.wait_for_reply(record.id, timeout=timeout)
 
+    async def invoke_raw(
+        self,
+        name: str,
+        options: list[dict[str, Any]],
+        *,
+        user: UserLike = None,
+        guild: int | None = None,
+        locale: str = "en-US",
+        member_permissions: int = DEFAULT_MEMBER_PERMISSIONS,
+        timeout: float | None = None,  # noqa: ASYNC109 - a plain deadline, as in asyncio.wait_for
+    ) -> Reply:
+        """Sends option values exactly as given, skipping the client's checks: what a modified client or a
+        replayed payload delivers (`batch: 0`, an unknown choice, a 4 kB string)."""
+        who = self._user(user)
+        place, channel_id = self._place(guild, None, False)
+        command = slash.find_command(self.commands_in(place.id if place else None), name, locale)
+        data: dict[str, Any] = {"id": command["id"], "name": command["name"], "type": command.get("type", 1),
+                                "options": options}
+        if command.get("guild_id"):
+            data["guild_id"] = command["guild_id"]
+        interaction_id, token, payload = self.build_payload(
+            interaction_type=INTERACTION_APPLICATION_COMMAND, data=data, user=who, guild=place,
+            channel_id=channel_id, locale=locale, member_permissions=member_permissions,
+            app_permissions=BOT_PERMISSIONS,
+        )
+        text = f"/{name} " + " ".join(f"{o['name']}:{o.get('value')}"[:80] for o in options)
+        record = await self._dispatch(payload, interaction_id, token, interaction_type=INTERACTION_APPLICATION_COMMAND,
+                                      guild=place, channel_id=channel_id, user=who, command_text=text)
+        return await self.wait_for_reply(record.id, timeout=timeout)
+
     async def autocomplete_reply(
         self,
         command: str,

@@ -301,7 +301,8 @@ async def _followup(state: SandboxState, record: InteractionRecord, request: web
         return _fail(state, record, request, "followup", problem)
     flags = int(payload.get("flags") or 0)
     original = state.messages.get(record.original_message_id or 0)
-    if record.response_type == CALLBACK_DEFERRED_MESSAGE and original is not None and original.flags & FLAG_LOADING:
+    if (record.response_type == CALLBACK_DEFERRED_MESSAGE and original is not None and not original.deleted
+            and original.flags & FLAG_LOADING):
         # The first follow-up after a deferral replaces the "is thinking…" message; it keeps the
         # deferral's visibility.
         replacement = {"content": None, "embeds": [], "components": [], "attachments": [], **payload, "flags": flags}

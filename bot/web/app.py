@@ -36,7 +36,11 @@ PROBE_TIMEOUT_S = 3.0
 PROBE_GUILD = 0
 PROBE_CACHE_KEY = "healthz-probe"
 
-_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+# ASCII digits only: `\d` also matches Arabic-Indic and other digits that int() and date() accept.
+_DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_SNOWFLAKE = re.compile(r"[0-9]{1,20}")
+# Discord snowflakes are unsigned 64-bit but stored as SQLite INTEGER (signed 64-bit).
+SNOWFLAKE_MAX = 2**63 - 1
 
 
 def json_error(status: int, message: str, **extra: Any) -> web.Response:
@@ -52,7 +56,7 @@ class TriggerRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     date: str = Field(default_factory=lambda: datetime.now(UTC).date().isoformat())
-    guild: int | None = Field(default=None, gt=0)
+    guild: int | None = Field(default=None, gt=0, le=SNOWFLAKE_MAX)
     dry_run: StrictBool = False
     force: StrictBool = False
 
@@ -69,7 +73,7 @@ class TriggerRequest(BaseModel):
     def _snowflake(cls, value: Any) -> Any:
         # Snowflakes travel as strings in JSON (they overflow a double), so accept both spellings.
         if isinstance(value, str):
-            if not value.isdigit():
+            if not _SNOWFLAKE.fullmatch(value):
                 raise ValueError("guild must be a numeric id")
             return int(value)
         if isinstance(value, bool) or not isinstance(value, int | None):
@@ -81,8 +85,10 @@ def parse_trigger(body: bytes) -> TriggerRequest:
     """Raises ValueError with a one-line reason."""
     try:
         data = json.loads(body or b"{}")
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ValueError(f"body is not JSON: {exc}") from None
+    except ValueError as exc:  # also int() past 4,300 digits, which is not a JSONDecodeError
+        raise ValueError(f"body is not JSON: {str(exc)[:120]}") from None
+    except RecursionError:
+        raise ValueError("body is nested too deeply") from None
     if not isinstance(data, dict):
         raise ValueError("body must be a JSON object")
     try:
@@ -96,10 +102,17 @@ async def read_limited(request: web.Request, limit: int = MAX_BODY_BYTES) -> byt
     """The raw body, refusing more than `limit` bytes whether or not Content-Length was sent."""
     if request.content_length is not None and request.content_length > limit:
         raise web.HTTPRequestEntityTooLarge(max_size=limit, actual_size=request.content_length)
-    body = await request.content.read(limit + 1)
+    # One read returns only what has arrived so far; a signature checked over that fragment fails, and a
+    # slow body over the limit would pass as "short". Read until the end or until past the limit.
+    body = bytearray()
+    while len(body) <= limit:
+        chunk = await request.content.read(limit + 1 - len(body))
+        if not chunk:
+            break
+        body += chunk
     if len(body) > limit:
         raise web.HTTPRequestEntityTooLarge(max_size=limit, actual_size=len(body))
-    return body
+    return bytes(body)
 
 
 # --- handlers --------------------------------------------------------------------------------------

@@ -16,7 +16,8 @@ SIGNATURE_HEADER = "X-Rigcheck-Signature"
 PREFIX = "sha256="
 MAX_SKEW_S = 300
 
-_TIMESTAMP = re.compile(r"\d{1,12}")
+# [0-9], not \d: `\d` matches any Unicode digit, and int() would read "١٧٠٠…" as a time.
+_TIMESTAMP = re.compile(r"[0-9]{1,12}")
 
 
 class SignatureError(Exception):

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from pathlib import Path
@@ -12,7 +13,7 @@ from web_fakes import SECRET, FakeBot
 from bot.store.cache import ReplyCache
 from bot.store.state import StateStore
 from bot.web.app import MAX_BODY_BYTES, make_app, parse_trigger, start_web
-from bot.web.signing import signed_headers
+from bot.web.signing import SignatureError, signature, signed_headers, verify
 
 Client = TestClient[Any, Any]
 
@@ -153,3 +154,56 @@ async def test_start_web_binds_a_free_port_and_writes_it(tmp_path: Path, stores:
     finally:
         await runner.cleanup()
     assert not (tmp_path / "http.port").exists()
+
+
+async def test_a_signed_body_arriving_in_several_reads_is_verified_over_all_of_it(
+        client: Client, bot: FakeBot) -> None:
+    body = b'{"date": "2025-06-15", "dry_run": true}' + b" " * 20_000
+
+    async def slow_chunks() -> Any:  # each chunk lands in its own read on the server
+        for i in range(0, len(body), 4096):
+            yield body[i: i + 4096]
+            await asyncio.sleep(0.005)
+
+    response = await client.post("/hooks/daily", data=slow_chunks(), headers=signed_headers(SECRET, body, time.time()))
+    assert response.status == 200, await response.text()
+    assert bot.cog.job.calls[0]["day"] == "2025-06-15"
+
+
+async def test_a_slow_chunked_body_over_64_kb_is_413_not_401(client: Client, bot: FakeBot) -> None:
+    big = b'{"x": "' + b"a" * (MAX_BODY_BYTES + 10) + b'"}'
+
+    async def slow_chunks() -> Any:
+        for i in range(0, len(big), 8192):
+            yield big[i: i + 8192]
+            await asyncio.sleep(0.005)
+
+    response = await client.post("/hooks/daily", data=slow_chunks(), headers=signed_headers(SECRET, big, time.time()))
+    assert response.status == 413 and "64 kB" in (await response.json())["error"]
+    assert bot.cog.job.calls == []
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"x": ' + b"[" * 30_000 + b"]" * 30_000 + b"}",
+        b'{"guild": ' + b"9" * 30 + b"}",
+        b'{"guild": "' + b"9" * 30 + b'"}',
+        b'{"guild": 18446744073709551616}',
+        b'{"guild": ' + b"1" * 5000 + b"}",
+        '{"guild": "١٢٣"}'.encode(),
+        '{"date": "٢٠٢٥-06-15"}'.encode(),
+    ],
+)
+async def test_malformed_signed_bodies_are_400(client: Client, bot: FakeBot, body: bytes) -> None:
+    status, answer = await post(client, body)
+    assert status == 400 and answer["ok"] is False and answer["error"], answer
+    assert bot.cog.job.calls == []
+
+
+async def test_a_timestamp_in_non_ascii_digits_is_refused(client: Client, bot: FakeBot) -> None:
+    body = b"{}"
+    headers = signed_headers(SECRET, body, time.time())
+    arabic = headers["X-Rigcheck-Timestamp"].translate(str.maketrans("0123456789", "٠١٢٣٤٥٦٧٨٩"))
+    with pytest.raises(SignatureError, match="unix seconds"):
+        verify(SECRET, arabic, signature(SECRET, arabic, body), body, time.time())
