@@ -1,0 +1,109 @@
+"""The published measurements kept beside the fitted sets (other vendors, engines, MoE, small models, depth
+sweeps, achieved bandwidth): every row must say where it comes from and when, carry positive figures, and name a
+test or engine the loaders understand, so a typo cannot slip a row in silently."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import tomllib
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+from catalog import load_catalog
+from estimator.calibration.measurements import _TEST, DATA_DIR
+
+CATALOG_DATA = Path(str(resources.files("catalog") / "data"))
+LLAMACPP_OTHER = DATA_DIR / "llamacpp_other.toml"
+ENGINES_OTHER = DATA_DIR / "engines_other.toml"
+BANDWIDTH_OTHER = CATALOG_DATA / "achieved_bandwidth_other.toml"
+
+LLAMACPP_ENGINES = {"llama.cpp", "ollama", "lm studio"}
+BACKENDS = {"CUDA", "ROCm", "Metal", "SYCL", "Vulkan"}
+SERVER_ENGINES = {"vllm", "sglang", "exllamav2", "exllamav3", "trt-llm", "mlx"}
+POSITIVE_FIELDS = ("tps", "decode_tps", "prompt_tps", "tpot_ms", "ttft_ms", "model_size_gib", "params_b", "bpw",
+                   "achieved_gbs", "input_tokens", "output_tokens")
+SPEED_FIELDS = ("decode_tps", "prompt_tps", "tpot_ms", "ttft_ms")
+IDENTITY = ("engine", "gpu", "gpu_count", "model", "quant", "bpw", "backend", "driver", "test", "flash_attn", "ubatch",
+            "build", "input_tokens", "output_tokens", "source")
+
+
+def _rows(path: Path) -> list[dict[str, object]]:
+    rows: list[dict[str, object]] = tomllib.loads(path.read_text())["measurement"]
+    return rows
+
+
+def _label(row: dict[str, object]) -> str:
+    return f"{row.get('gpu')} / {row.get('model', row.get('method'))} / {row.get('test', row.get('engine'))}"
+
+
+def _check_common(row: dict[str, object]) -> None:
+    source = str(row.get("source", ""))
+    assert source.startswith("https://"), f"{_label(row)}: source must be a URL, got {source!r}"
+    date = str(row.get("date", ""))
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", date), f"{_label(row)}: date must be YYYY-MM-DD, got {date!r}"
+    assert dt.date.fromisoformat(date) >= dt.date(2023, 1, 1), f"{_label(row)}: {date} predates these engines"
+    for field in POSITIVE_FIELDS:
+        if field in row:
+            value = row[field]
+            assert not isinstance(value, bool), f"{_label(row)}: {field} is a flag, not a number"
+            assert isinstance(value, (int, float)), f"{_label(row)}: {field} not a number"
+            assert value > 0, f"{_label(row)}: {field} = {value}"
+    assert str(row.get("gpu", "")).strip(), f"{_label(row)}: no GPU"
+
+
+@pytest.mark.parametrize("path", [LLAMACPP_OTHER, ENGINES_OTHER, BANDWIDTH_OTHER], ids=lambda p: p.name)
+def test_every_row_has_source_date_and_positive_figures(path: Path) -> None:
+    rows = _rows(path)
+    assert rows
+    for row in rows:
+        _check_common(row)
+
+
+def test_llamacpp_rows_name_a_test_engine_and_backend_the_loader_reads() -> None:
+    for row in _rows(LLAMACPP_OTHER):
+        test = str(row["test"])
+        # The same normalisation llamacpp_rows applies before matching.
+        assert _TEST.match(test.replace(" ", "").replace("@d", " @ d")), f"{_label(row)}: unreadable test {test!r}"
+        assert row.get("engine") in LLAMACPP_ENGINES, f"{_label(row)}: engine {row.get('engine')!r}"
+        assert row.get("backend") in BACKENDS, f"{_label(row)}: backend {row.get('backend')!r}"
+        gpus = row.get("gpu_count")
+        assert isinstance(gpus, int) and gpus >= 1, f"{_label(row)}: gpu_count {gpus!r}"
+        assert str(row.get("model", "")).strip() and str(row.get("quant", "")).strip(), _label(row)
+        if row["engine"] == "ollama":
+            assert str(row.get("build", "")).strip(), f"{_label(row)}: Ollama rows carry the Ollama version"
+
+
+def test_engine_rows_are_single_stream_with_a_speed() -> None:
+    for row in _rows(ENGINES_OTHER):
+        assert row.get("engine") in SERVER_ENGINES, f"{_label(row)}: engine {row.get('engine')!r}"
+        assert any(f in row for f in SPEED_FIELDS), f"{_label(row)}: no speed figure"
+        assert str(row.get("batch", "1")).split()[0] == "1", f"{_label(row)}: not single-stream: {row.get('batch')!r}"
+        if str(row.get("quant", "")).startswith("exl"):
+            assert row["quant"] in ("exl2", "exl3") and "bpw" in row, f"{_label(row)}: EXL rows carry bpw"
+
+
+def test_bandwidth_rows_under_the_datasheet_where_the_catalog_has_the_gpu() -> None:
+    catalog = load_catalog()
+    known = {g.id: g for g in catalog.gpus}
+    for row in _rows(BANDWIDTH_OTHER):
+        assert str(row.get("method", "")).strip(), f"{_label(row)}: no method"
+        gpu = known.get(str(row["gpu"]))
+        if gpu is not None:
+            assert float(str(row["achieved_gbs"])) <= gpu.bandwidth_gbs, f"{_label(row)}: above the datasheet"
+
+
+def test_no_row_repeats_and_no_source_is_already_in_the_fitted_sets() -> None:
+    existing = set()
+    for name in ("llamacpp.toml", "vllm_single.toml", "mlx.toml", "vllm.toml"):
+        for row in _rows(DATA_DIR / name):
+            existing.add(str(row["source"]).split(" ")[0])
+    for path in (LLAMACPP_OTHER, ENGINES_OTHER):
+        seen: set[tuple[object, ...]] = set()
+        for row in _rows(path):
+            identity = tuple(row.get(k) for k in IDENTITY)
+            assert identity not in seen, f"{path.name}: duplicate row {identity}"
+            seen.add(identity)
+            assert str(row["source"]).split(" ")[0] not in existing, f"{_label(row)}: source already in the fitted sets"
