@@ -130,7 +130,8 @@ class RigTree(app_commands.CommandTree["RigBot"]):
         elif isinstance(original, BadValue | app_commands.TransformerError | ValueError) and not isinstance(
             original, app_commands.CommandInvokeError
         ):
-            reply = error_reply("参数无效" if zh else "That option does not work", people_text(original), locale)
+            text = original.text(locale) if isinstance(original, BadValue) else people_text(original)
+            reply = error_reply("参数无效" if zh else "That option does not work", text[:1500], locale)
         elif isinstance(original, app_commands.CommandOnCooldown):
             reply = error_reply(
                 "请稍候" if zh else "Slow down",
@@ -291,8 +292,12 @@ class RigBot(commands.AutoShardedBot):
         job: str,
         *args: Any,
         view_for: Callable[[Reply], discord.ui.View | None] | None = None,
+        note: str | None = None,
     ) -> None:
-        """Serve from the cache, or defer, render off the event loop, store, and follow up."""
+        """Serve from the cache, or defer, render off the event loop, store, and follow up.
+
+        `note` (which stored defaults filled in options) goes on the sent reply only: the cached answer
+        is the same for everyone who asks the same question."""
         started = time.perf_counter()
         locale = interaction_locale(interaction)
         key = None
@@ -312,6 +317,7 @@ class RigBot(commands.AutoShardedBot):
                     embeds=cached.embeds,
                     ephemeral=cached.ephemeral,
                     files=[ReplyFile(filename=f.filename, data=f.data) for f in cached.files],
+                    meta=cached.meta,
                 )  # type: ignore[misc]
         hit = reply is not None
         if reply is None:
@@ -329,8 +335,13 @@ class RigBot(commands.AutoShardedBot):
                         ephemeral=reply.ephemeral,
                         components=[],
                         files=[CachedFile(filename=f.filename, data=f.data) for f in reply.files],
+                        meta=reply.meta,
                     ),
                 )
+        if note:
+            from bot.commands.settings import with_note
+
+            reply = reply.model_copy(update={"embeds": with_note(reply.embeds, note)})
         await send_reply(interaction, reply, view_for(reply) if view_for else None)
         latency_ms = (time.perf_counter() - started) * 1000
         if self.metrics is not None:

@@ -2,14 +2,38 @@
 
 from __future__ import annotations
 
+import math
 import re
+from typing import Any
 
 CTX_MAX_TOKENS = 10_000_000
 _TOKENS = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmM]?)\s*$")
 
 
 class BadValue(ValueError):
-    """A value a person typed that we cannot use; the message says what is allowed."""
+    """A value a person typed that we cannot use; the message says what is allowed.
+
+    Built with `BadValue.of(key, **values)` it carries a message-catalog key, so the reply is written in the
+    asker's language; `str()` is the English text (the CLI prints that).
+    """
+
+    def __init__(self, message: str, *, key: str | None = None, values: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.key = key
+        self.values = values or {}
+
+    @classmethod
+    def of(cls, key: str, **values: Any) -> BadValue:
+        from bot.render.text import t
+
+        return cls(t("en", key, **values), key=key, values=values)
+
+    def text(self, locale: str | None) -> str:
+        if self.key is None:
+            return str(self)
+        from bot.render.text import t
+
+        return t(locale, self.key, **self.values)
 
 
 def parse_tokens(text: str | int, *, name: str = "ctx", allow_zero: bool = False) -> int:
@@ -33,12 +57,28 @@ def parse_tokens(text: str | int, *, name: str = "ctx", allow_zero: bool = False
     return value
 
 
-def format_tokens(tokens: int) -> str:
-    """32768 → '32k'; 1048576 → '1M'; 40960 → '40k'; 1000 → '1000'."""
-    if tokens >= 1024 * 1024 and tokens % (1024 * 1024) == 0:
-        return f"{tokens // (1024 * 1024)}M"
-    if tokens >= 1024 and tokens % 1024 == 0:
-        return f"{tokens // 1024}k"
-    if tokens >= 1024:
-        return f"{tokens / 1024:.1f}k"
+def format_tokens(tokens: float) -> str:
+    """Context as people say it: 65536 → '64k', 128000 → '128k', 1048576 → '1M', 1536 → '1.5k'.
+
+    Model cards give windows in binary (131072) or decimal (128000) thousands; both read as whole
+    numbers. Any other value (a computed maximum) is rounded *down* at the shown precision, so a
+    largest context that fits is never overstated: 67072 → '65k', not '65.5k'.
+
+    >>> format_tokens(65536), format_tokens(131072), format_tokens(1000000), format_tokens(67072)
+    ('64k', '128k', '1M', '65k')
+    """
+    tokens = round(tokens)
+    if tokens < 1000:
+        return str(tokens)
+    for unit, binary, decimal in (("M", 1024 * 1024, 1_000_000), ("k", 1024, 1000)):
+        if tokens >= decimal:
+            # 128000 is both 125 × 1024 and 128 × 1000: people say 128k.
+            if tokens % decimal == 0:
+                return f"{tokens // decimal}{unit}"
+            if tokens % binary == 0:
+                return f"{tokens // binary}{unit}"
+            value = tokens / binary if tokens >= binary else tokens / decimal
+            if value >= 10:
+                return f"{math.floor(value)}{unit}"
+            return f"{math.floor(value * 10) / 10:g}{unit}"
     return str(tokens)

@@ -15,6 +15,7 @@ from bot.commands.common import (
     gpu_autocomplete,
     model_autocomplete,
 )
+from bot.commands.settings import defaults_for
 from bot.params import BadValue, parse_tokens
 from bot.service import FitRequest
 
@@ -43,19 +44,23 @@ class Compare(commands.Cog):
     async def compare(
         self,
         interaction: discord.Interaction,
-        gpu: str,
         model: str,
+        gpu: str | None = None,
         gpu2: str | None = None,
         model2: str | None = None,
         ctx: str | None = None,
-        engine: str = "llama.cpp",
+        engine: str | None = None,
     ) -> None:
         if not gpu2 and not model2:
-            raise BadValue("give gpu2 (to compare GPUs) or model2 (to compare models)")
-        tokens = parse_tokens(ctx or 8192)
+            raise BadValue.of("compare.needs_second")
+        defaults = await defaults_for(self.bot, interaction)
+        first_gpu = defaults.require_gpu(gpu)
+        tokens = parse_tokens(defaults.take("ctx", ctx) or 8192)
+        engine = defaults.take("engine", engine) or "llama.cpp"
+        kv = defaults.take("kv", None) or "f16"
         reqs = [
-            FitRequest(gpu=gpu, model=model, ctx=tokens, engine=engine),
-            FitRequest(gpu=gpu2 or gpu, model=model2 or model, ctx=tokens, engine=engine),
+            FitRequest(gpu=first_gpu, model=model, ctx=tokens, engine=engine, kv=kv),
+            FitRequest(gpu=gpu2 or first_gpu, model=model2 or model, ctx=tokens, engine=engine, kv=kv),
         ]
         svc = self.bot.service
         for r in reqs:
@@ -65,6 +70,7 @@ class Compare(commands.Cog):
             "compare",
             {"a": reqs[0].__dict__, "b": reqs[1].__dict__},
             "compare", reqs,
+            note=defaults.note(str(interaction.locale.value), {"gpu": svc.gpu(first_gpu).name}),
         )
 
 

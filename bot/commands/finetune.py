@@ -17,6 +17,7 @@ from bot.commands.common import (
     model_autocomplete,
     one_of,
 )
+from bot.commands.settings import defaults_for
 from bot.params import parse_tokens
 
 if TYPE_CHECKING:
@@ -43,8 +44,8 @@ class Finetune(commands.Cog):
     async def finetune(
         self,
         interaction: discord.Interaction,
-        gpu: str,
         model: str,
+        gpu: str | None = None,
         method: Literal["qlora", "lora", "full"] = "qlora",
         ctx: str | None = None,
         batch: app_commands.Transform[int, NumberRange("batch", 1, 128)] = 1,
@@ -52,12 +53,14 @@ class Finetune(commands.Cog):
     ) -> None:
         svc = self.bot.service
         one_of("method", method, METHODS)
-        g = svc.gpu(gpu)
+        defaults = await defaults_for(self.bot, interaction)
+        g = svc.gpu(defaults.require_gpu(gpu))
         m, _ = svc.model(model)
         seq = parse_tokens(ctx or 2048)
         params = {"gpu": g.id, "model": m.id, "method": method, "seq": seq, "batch": batch, "gpus": gpus}
         await self.bot.answer(
-            interaction, "finetune", params, "finetune", g, m, method, seq, batch, gpus
+            interaction, "finetune", params, "finetune", g, m, method, seq, batch, gpus,
+            note=defaults.note(str(interaction.locale.value), {"gpu": g.name}),
         )
 
 

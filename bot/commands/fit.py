@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import discord
 from discord import app_commands
@@ -20,6 +20,7 @@ from bot.commands.common import (
     prefetch_model,
     quant_autocomplete,
 )
+from bot.commands.settings import defaults_for
 from bot.params import parse_tokens
 from bot.service import FitRequest
 
@@ -49,8 +50,8 @@ class Fit(commands.Cog):
     async def fit(
         self,
         interaction: discord.Interaction,
-        gpu: str,
         model: str,
+        gpu: str | None = None,
         quant: str | None = None,
         ctx: str | None = None,
         engine: str | None = None,
@@ -59,15 +60,15 @@ class Fit(commands.Cog):
         prompt: str | None = None,
         batch: Batch = 1,
     ) -> None:
-        defaults = await self.bot_defaults(interaction)
+        defaults = await defaults_for(self.bot, interaction)
         req = FitRequest(
-            gpu=gpu,
+            gpu=defaults.require_gpu(gpu),
             model=model,
             quant=quant,
-            engine=engine or defaults.get("engine") or "llama.cpp",
-            ctx=parse_tokens(ctx or defaults.get("ctx") or 8192),
+            engine=defaults.take("engine", engine) or "llama.cpp",
+            ctx=parse_tokens(defaults.take("ctx", ctx) or 8192),
             prompt=parse_tokens(prompt or 2048, name="prompt", allow_zero=True),
-            kv=kv or "f16",
+            kv=defaults.take("kv", kv) or "f16",
             gpus=gpus,
             batch=batch,
         )
@@ -86,12 +87,8 @@ class Fit(commands.Cog):
             "kv": q.kv,
             "batch": q.batch,
         }
-        await self.bot.answer(interaction, "fit", key, "fit", req)
-
-    async def bot_defaults(self, interaction: discord.Interaction) -> dict[str, Any]:
-        from bot.commands.settings import defaults_for
-
-        return await defaults_for(self.bot, interaction)
+        note = defaults.note(str(interaction.locale.value), {"gpu": q.gpu.name})
+        await self.bot.answer(interaction, "fit", key, "fit", req, note=note)
 
 
 async def setup(bot: RigBot) -> None:

@@ -9,6 +9,7 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.commands.common import HEAVY_COMMAND_PER_S, HEAVY_COMMAND_RATE, gpu_autocomplete
+from bot.commands.settings import defaults_for
 from bot.params import parse_tokens
 
 if TYPE_CHECKING:
@@ -23,15 +24,18 @@ class Gpu(commands.Cog):
     @app_commands.describe(gpu="GPU, e.g. T4, RTX 4090, M2 Max 64GB", ctx="Context for the capability (default 8k)")
     @app_commands.autocomplete(gpu=gpu_autocomplete)
     @app_commands.checks.cooldown(HEAVY_COMMAND_RATE, HEAVY_COMMAND_PER_S)
-    async def gpu(self, interaction: discord.Interaction, gpu: str, ctx: str | None = None) -> None:
+    async def gpu(self, interaction: discord.Interaction, gpu: str | None = None, ctx: str | None = None) -> None:
         svc = self.bot.service
-        tokens = parse_tokens(ctx or 8192)
-        found = svc.gpu(gpu)
+        defaults = await defaults_for(self.bot, interaction)
+        found = svc.gpu(defaults.require_gpu(gpu))
+        tokens = parse_tokens(defaults.take("ctx", ctx) or 8192)
+        note = defaults.note(str(interaction.locale.value), {"gpu": found.name})
         await self.bot.answer(
             interaction,
             "gpu",
             {"gpu": found.id, "ctx": tokens},
             "gpu", found.id, tokens,
+            note=note,
         )
 
 

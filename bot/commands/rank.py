@@ -19,6 +19,7 @@ from bot.commands.common import (
     gpu_autocomplete,
     one_of,
 )
+from bot.commands.settings import defaults_for
 from bot.params import parse_tokens
 from bot.render.embeds import locale_key
 from bot.render.reply import Reply
@@ -87,20 +88,27 @@ class Rank(commands.Cog):
     async def rank(
         self,
         interaction: discord.Interaction,
-        gpu: str,
+        gpu: str | None = None,
         ctx: str | None = None,
         sort: str = "quality",
-        kv: str = "f16",
+        kv: str | None = None,
         gpus: GpuCount = 1,
-        engine: str = "llama.cpp",
+        engine: str | None = None,
         quant: str | None = None,
     ) -> None:
+        defaults = await defaults_for(self.bot, interaction)
         req = RankRequest(
-            gpu=gpu, ctx=parse_tokens(ctx or 8192), sort=sort, kv=kv, gpus=gpus, engine=engine, quant=quant
+            gpu=defaults.require_gpu(gpu),
+            ctx=parse_tokens(defaults.take("ctx", ctx) or 8192),
+            sort=sort,
+            kv=defaults.take("kv", kv) or "f16",
+            gpus=gpus,
+            engine=defaults.take("engine", engine) or "llama.cpp",
+            quant=quant,
         )
         svc = self.bot.service
         # Everything is checked here, before any defer, so a bad option gets a private answer at once.
-        found = svc.gpu(gpu)
+        found = svc.gpu(req.gpu)
         one_of("sort", sort, SORT_CHOICES)
         svc.formats(svc.engine(req.engine), quant)
         locale = str(interaction.locale.value)
@@ -110,7 +118,8 @@ class Rank(commands.Cog):
             pages = int(reply.meta.get("pages", 1))
             return RankPages(self.bot, req, interaction.user.id, locale, 1, pages) if pages > 1 else None
 
-        await self.bot.answer(interaction, "rank", key, "rank", req, 1, view_for=pages_view)
+        note = defaults.note(locale, {"gpu": found.name})
+        await self.bot.answer(interaction, "rank", key, "rank", req, 1, view_for=pages_view, note=note)
 
 
 async def setup(bot: RigBot) -> None:

@@ -1,37 +1,100 @@
-"""/settings: a server's (Manage Server) or your own default GPU, engine and context."""
+"""/settings: a server's (Manage Server) or your own default GPU, engine, context and KV cache.
+
+Each option given updates only itself; a bare `/settings me|server` shows what is stored; `/settings reset`
+clears. The stored values fill in every command's options that were left out, and the reply says so.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
 
 import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.commands.common import ENGINE_CHOICES, gpu_autocomplete
-from bot.params import format_tokens, parse_tokens
-from bot.render.embeds import locale_key
+from bot.commands.common import ENGINE_CHOICES, KV_CHOICES, gpu_autocomplete
+from bot.params import BadValue, format_tokens, parse_tokens
+from bot.render.text import t
 from bot.render.views import error_reply
 
 if TYPE_CHECKING:
     from bot.client import RigBot
+    from bot.store.records import GuildSettings, UserSettings
+
+Scope = Literal["me", "server"]
+KEYS = ("gpu", "engine", "ctx", "kv")
 
 
-async def defaults_for(bot: RigBot, interaction: discord.Interaction) -> dict[str, Any]:
+def _values(record: GuildSettings | UserSettings) -> dict[str, Any]:
+    found = {"gpu": record.gpu_ids[0] if record.gpu_ids else None, "engine": record.engine, "ctx": record.ctx,
+             "kv": record.kv}
+    return {k: v for k, v in found.items() if v}
+
+
+@dataclass
+class Defaults:
+    """Stored defaults (yours over the server's) and which of them a command ended up using."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+    sources: dict[str, Scope] = field(default_factory=dict)
+    used: dict[str, Any] = field(default_factory=dict)
+
+    def take(self, key: str, given: Any) -> Any:
+        """The option as given; when it was left out, the stored default (remembered for the note)."""
+        if given is not None:
+            return given
+        value = self.values.get(key)
+        if value is not None:
+            self.used[key] = value
+        return value
+
+    def require_gpu(self, given: str | None) -> str:
+        gpu = self.take("gpu", given)
+        if not gpu:
+            raise BadValue.of("defaults.need_gpu")
+        return str(gpu)
+
+    def note(self, locale: str, label: dict[str, str] | None = None) -> str | None:
+        """'Defaults used: GPU NVIDIA T4 (yours), context 32k (server) (/settings)', or None."""
+        if not self.used:
+            return None
+        items = [
+            t(locale, "defaults.item", name=t(locale, f"setting.{k}"),
+              value=(label or {}).get(k) or _shown(k, self.used[k]),
+              source=t(locale, f"defaults.source.{self.sources[k]}"))
+            for k in KEYS if k in self.used
+        ]
+        return t(locale, "defaults.used", items=t(locale, "list_sep").join(items))
+
+
+def _shown(key: str, value: Any) -> str:
+    return format_tokens(int(value)) if key == "ctx" else str(value)
+
+
+async def defaults_for(bot: RigBot, interaction: discord.Interaction) -> Defaults:
     """User settings override the server's; both are optional."""
-    out: dict[str, Any] = {}
+    out = Defaults()
     if bot.state is None:
         return out
+    layers: list[tuple[Scope, GuildSettings | UserSettings]] = []
     if interaction.guild_id:
-        g = await bot.state.get_guild_settings(interaction.guild_id)
-        out.update(
-            {k: v for k, v in (("gpu", g.gpu_ids[0] if g.gpu_ids else None), ("engine", g.engine), ("ctx", g.ctx)) if v}
-        )
-    u = await bot.state.get_user_settings(interaction.user.id)
-    out.update(
-        {k: v for k, v in (("gpu", u.gpu_ids[0] if u.gpu_ids else None), ("engine", u.engine), ("ctx", u.ctx)) if v}
-    )
+        layers.append(("server", await bot.state.get_guild_settings(interaction.guild_id)))
+    layers.append(("me", await bot.state.get_user_settings(interaction.user.id)))
+    for scope, record in layers:
+        for k, v in _values(record).items():
+            out.values[k], out.sources[k] = v, scope
     return out
+
+
+def with_note(embeds: list[dict[str, Any]], note: str | None) -> list[dict[str, Any]]:
+    """The first embed with the defaults note on top of its footer (outside the cached reply)."""
+    if not note or not embeds:
+        return embeds
+    first = dict(embeds[0])
+    footer = first.get("footer", {}).get("text", "")
+    first["footer"] = {"text": (note + ("\n" + footer if footer else ""))[:2048]}
+    return [first, *embeds[1:]]
 
 
 class SettingsCog(commands.GroupCog, group_name="settings", group_description="Default GPU, engine and context"):
@@ -39,37 +102,65 @@ class SettingsCog(commands.GroupCog, group_name="settings", group_description="D
         self.bot = bot
         super().__init__()
 
-    async def _save(
-        self, interaction: discord.Interaction, scope: str, gpu: str | None, engine: str | None, ctx: str | None
-    ) -> None:
-        svc = self.bot.service
-        gpu_id = svc.gpu(gpu).id if gpu else None
-        eng = svc.engine(engine) if engine else None
-        tokens = parse_tokens(ctx) if ctx else None
-        zh = locale_key(str(interaction.locale.value)) == "zh-CN"
-        if self.bot.state is None:
-            reply = error_reply("Unavailable", "Settings storage is not available.", str(interaction.locale.value))
-            await interaction.response.send_message(embeds=[discord.Embed.from_dict(reply.embeds[0])], ephemeral=True)
-            return
-        from bot.store.records import GuildSettings, UserSettings
+    def _describe(self, locale: str, values: dict[str, Any]) -> str:
+        shown = dict(values)
+        if "gpu" in shown:
+            try:
+                shown["gpu"] = self.bot.service.catalog.gpu(shown["gpu"]).name
+            except KeyError:
+                pass  # an id from an older catalog still shows, as stored
+        parts = [f"{t(locale, f'setting.{k}')} {_shown(k, shown[k])}" for k in KEYS if k in shown]
+        return t(locale, "list_sep").join(parts) or t(locale, "settings.none")
 
-        gpu_ids: tuple[str, ...] = (gpu_id,) if gpu_id else ()
+    async def _unavailable(self, interaction: discord.Interaction, locale: str) -> None:
+        reply = error_reply(t(locale, "settings.unavailable_title"), t(locale, "settings.unavailable"), locale)
+        await interaction.response.send_message(embeds=[discord.Embed.from_dict(reply.embeds[0])], ephemeral=True)
+
+    async def _load(self, scope: Scope, interaction: discord.Interaction) -> GuildSettings | UserSettings:
         if scope == "server":
             assert interaction.guild_id is not None
-            await self.bot.state.set_guild_settings(
-                interaction.guild_id, GuildSettings(gpu_ids=gpu_ids, engine=eng, ctx=tokens)
-            )
+            return await self.bot.state.get_guild_settings(interaction.guild_id)
+        return await self.bot.state.get_user_settings(interaction.user.id)
+
+    async def _save(
+        self, interaction: discord.Interaction, scope: Scope, gpu: str | None, engine: str | None, ctx: str | None,
+        kv: str | None,
+    ) -> None:
+        svc = self.bot.service
+        locale = str(interaction.locale.value)
+        # Validate everything before anything is written, so a typo changes nothing.
+        update: dict[str, Any] = {}
+        if gpu:
+            update["gpu_ids"] = (svc.gpu(gpu).id,)
+        if engine:
+            update["engine"] = svc.engine(engine)
+        if ctx:
+            update["ctx"] = parse_tokens(ctx)
+        if kv:
+            update["kv"] = svc.kv(kv)
+        if self.bot.state is None:
+            await self._unavailable(interaction, locale)
+            return
+        record = await self._load(scope, interaction)
+        scope_name = t(locale, f"settings.scope.{scope}")
+        if not update:
+            text = t(locale, "settings.current", scope=scope_name, values=self._describe(locale, _values(record)))
+            text += "\n" + t(locale, "settings.hint", cmd=scope)
+            await interaction.response.send_message(text, ephemeral=True)
+            return
+        record = record.model_copy(update=update)
+        if scope == "server":
+            assert interaction.guild_id is not None
+            await self.bot.state.set_guild_settings(interaction.guild_id, record)
         else:
-            await self.bot.state.set_user_settings(
-                interaction.user.id, UserSettings(gpu_ids=gpu_ids, engine=eng, ctx=tokens)
-            )
-        parts = [p for p in (gpu_id, eng, format_tokens(tokens) if tokens else None) if p]
-        text = ("已保存：" if zh else "Saved: ") + (", ".join(parts) or ("已清除" if zh else "cleared"))
+            await self.bot.state.set_user_settings(interaction.user.id, record)
+        text = t(locale, "settings.saved", scope=scope_name, values=self._describe(locale, _values(record)))
         await interaction.response.send_message(text, ephemeral=True)
 
     @app_commands.command(name="server", description="Defaults for everyone in this server (Manage Server)")
-    @app_commands.describe(gpu="Default GPU", engine="Default engine", ctx="Default context, e.g. 32k")
-    @app_commands.choices(engine=ENGINE_CHOICES)
+    @app_commands.describe(gpu="Default GPU", engine="Default engine", ctx="Default context, e.g. 32k",
+                           kv="Default KV cache precision")
+    @app_commands.choices(engine=ENGINE_CHOICES, kv=KV_CHOICES)
     @app_commands.autocomplete(gpu=gpu_autocomplete)
     @app_commands.guild_only()
     @app_commands.default_permissions(manage_guild=True)
@@ -80,12 +171,14 @@ class SettingsCog(commands.GroupCog, group_name="settings", group_description="D
         gpu: str | None = None,
         engine: str | None = None,
         ctx: str | None = None,
+        kv: str | None = None,
     ) -> None:
-        await self._save(interaction, "server", gpu, engine, ctx)
+        await self._save(interaction, "server", gpu, engine, ctx, kv)
 
     @app_commands.command(name="me", description="Your own defaults (override the server's)")
-    @app_commands.describe(gpu="Default GPU", engine="Default engine", ctx="Default context, e.g. 32k")
-    @app_commands.choices(engine=ENGINE_CHOICES)
+    @app_commands.describe(gpu="Default GPU", engine="Default engine", ctx="Default context, e.g. 32k",
+                           kv="Default KV cache precision")
+    @app_commands.choices(engine=ENGINE_CHOICES, kv=KV_CHOICES)
     @app_commands.autocomplete(gpu=gpu_autocomplete)
     async def me(
         self,
@@ -93,8 +186,29 @@ class SettingsCog(commands.GroupCog, group_name="settings", group_description="D
         gpu: str | None = None,
         engine: str | None = None,
         ctx: str | None = None,
+        kv: str | None = None,
     ) -> None:
-        await self._save(interaction, "user", gpu, engine, ctx)
+        await self._save(interaction, "me", gpu, engine, ctx, kv)
+
+    @app_commands.command(name="reset", description="Clear your defaults, or this server's (Manage Server)")
+    @app_commands.describe(scope="Whose defaults: yours (me) or this server's")
+    async def reset(self, interaction: discord.Interaction, scope: Scope = "me") -> None:
+        locale = str(interaction.locale.value)
+        if self.bot.state is None:
+            await self._unavailable(interaction, locale)
+            return
+        if scope == "server":
+            perms = interaction.permissions
+            if interaction.guild_id is None:
+                raise app_commands.NoPrivateMessage()
+            if not perms.manage_guild:
+                raise app_commands.MissingPermissions(["manage_guild"])
+            cleared = await self.bot.state.clear_guild_settings(interaction.guild_id)
+        else:
+            cleared = await self.bot.state.clear_user_settings(interaction.user.id)
+        scope_name = t(locale, f"settings.scope.{scope}")
+        key = "settings.cleared" if cleared else "settings.nothing_to_clear"
+        await interaction.response.send_message(t(locale, key, scope=scope_name), ephemeral=True)
 
 
 async def setup(bot: RigBot) -> None:

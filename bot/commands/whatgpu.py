@@ -17,6 +17,7 @@ from bot.commands.common import (
     prefetch_model,
     quant_autocomplete,
 )
+from bot.commands.settings import defaults_for
 from bot.params import parse_tokens
 
 if TYPE_CHECKING:
@@ -47,12 +48,14 @@ class WhatGpu(commands.Cog):
         quant: str | None = None,
         min_tps: app_commands.Transform[float, NumberRange("min_tps", 0.1, 10000.0, integer=False)] | None = None,
         budget: app_commands.Transform[float, NumberRange("budget", 1.0, 10000000.0, integer=False)] | None = None,
-        engine: str = "llama.cpp",
+        engine: str | None = None,
     ) -> None:
         svc = self.bot.service
+        defaults = await defaults_for(self.bot, interaction)
+        engine = defaults.take("engine", engine) or "llama.cpp"
         await prefetch_model(interaction, svc, model)
         found, _ = svc.model(model)
-        tokens = parse_tokens(ctx or 8192)
+        tokens = parse_tokens(defaults.take("ctx", ctx) or 8192)
         # Checked before any defer, so a bad option gets a private answer at once.
         if quant:
             svc.formats(svc.engine(engine), quant)
@@ -69,6 +72,7 @@ class WhatGpu(commands.Cog):
             "whatgpu",
             key,
             "whatgpu", model, tokens, quant, min_tps, budget, engine,
+            note=defaults.note(str(interaction.locale.value)),
         )
 
 

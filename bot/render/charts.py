@@ -26,6 +26,7 @@ from matplotlib.patches import Patch
 from matplotlib.text import Text
 from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLocator
 
+from bot.params import format_tokens
 from estimator.curve import VramCurves
 from estimator.rank import RankRow
 
@@ -196,18 +197,8 @@ def _style(theme: Theme, locale: str) -> _Style:
 # --- formatting ------------------------------------------------------------------------------------
 
 def ctx_label(tokens: float) -> str:
-    """1024 -> '1k', 40960 -> '40k', 128000 -> '128k', 1048576 -> '1M', 10115072 -> '9.6M'."""
-    tokens = round(tokens)
-    if tokens < 1000:
-        return str(tokens)
-    # Model cards give contexts either in binary (131072) or decimal (128000) thousands.
-    binary = tokens % 1000 != 0
-    value, unit = (tokens / 1024, "k") if binary else (tokens / 1000, "k")
-    if value >= 1000:
-        value, unit = value / (1024 if binary else 1000), "M"
-    if abs(value - round(value)) < 0.05 or value >= 10:
-        return f"{value:.0f}{unit}"
-    return f"{value:.1f}{unit}"
+    """Axis and legend labels use the same rule as every reply's text."""
+    return format_tokens(tokens)
 
 
 def _gib(value: float) -> str:

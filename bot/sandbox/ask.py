@@ -14,9 +14,11 @@ from bot.sandbox.server import ensure_loopback
 
 
 def reply_summary(command: str, reply: Reply | None) -> dict[str, Any]:
-    """Exactly the keys `rigcheck ask` prints: command, latency_ms, ephemeral, content, embeds, files."""
+    """Exactly the keys `rigcheck ask` prints: command, latency_ms, ephemeral, content, embeds, components
+    (buttons as Discord would show them), files."""
     if reply is None:
-        return {"command": command, "latency_ms": None, "ephemeral": False, "content": None, "embeds": [], "files": []}
+        return {"command": command, "latency_ms": None, "ephemeral": False, "content": None, "embeds": [],
+                "components": [], "files": []}
     content = reply.content
     if reply.rejected_by_client:
         content = f"(Discord would not send this: {reply.reason})"
@@ -28,6 +30,7 @@ def reply_summary(command: str, reply: Reply | None) -> dict[str, Any]:
         "ephemeral": reply.ephemeral,
         "content": content,
         "embeds": reply.embeds,
+        "components": reply.components,
         "files": [{"filename": f.filename, "bytes": f.bytes, "sha256": f.sha256} for f in reply.files],
     }
 

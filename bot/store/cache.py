@@ -79,6 +79,8 @@ class CachedReply(BaseModel):
     files: list[CachedFile] = Field(default_factory=list)
     components: list[dict[str, Any]] = Field(default_factory=list)
     ephemeral: bool = False
+    # What the bot needs to rebuild the reply's buttons (e.g. the page count behind ◀ ▶).
+    meta: dict[str, Any] = Field(default_factory=dict)
 
 
 class CacheStats(BaseModel):

@@ -19,6 +19,7 @@ class _Settings(_Record):
     gpu_ids: tuple[str, ...] = ()
     engine: str | None = None
     ctx: PositiveInt | None = None
+    kv: str | None = None
     locale: str | None = None
 
 

@@ -14,9 +14,15 @@ pytestmark = pytest.mark.e2e
 async def test_ask_returns_one_summary_per_command(
     tmp_path: Path, minibot: ModuleType, minibot_argv: list[str]
 ) -> None:
-    results = await ask(["/ping", "/echo text:hi", "/echo nope:1"], bot_argv=minibot_argv, save_dir=tmp_path)
-    assert [set(r) for r in results] == [{"command", "latency_ms", "ephemeral", "content", "embeds", "files"}] * 3
-    ping, echo, refused = results
+    results = await ask(["/ping", "/echo text:hi", "/echo nope:1", "/vote"], bot_argv=minibot_argv,
+                        save_dir=tmp_path)
+    assert [set(r) for r in results] == [
+        {"command", "latency_ms", "ephemeral", "content", "embeds", "components", "files"}] * 4
+    ping, echo, refused, vote = results
+    # Buttons come back as Discord shows them: action rows of buttons with their custom ids.
+    buttons = [b for row in vote["components"] for b in row["components"]]
+    assert [(b["label"], b["custom_id"]) for b in buttons] == [("Yes", "vote:yes"), ("Later", "vote:later")]
+    assert ping["components"] == []
     assert ping["content"] == "pong from shard 0" and ping["files"] == []
     assert echo["embeds"][0]["description"] == "hi"
     digest = hashlib.sha256(minibot.ECHO_PNG).hexdigest()

@@ -1,0 +1,30 @@
+"""The message catalog and the one rule for printing context lengths."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.params import BadValue, format_tokens
+from bot.render.text import catalog, missing_keys, t
+
+
+def test_every_english_message_has_a_chinese_one() -> None:
+    assert missing_keys() == {"zh-CN": set()}
+    # Chinese text uses full-width punctuation around its own words.
+    assert all("(" not in v or "`" in v for v in catalog("zh-CN").values())
+
+
+def test_bad_value_speaks_the_askers_language() -> None:
+    err = BadValue.of("compare.needs_second")
+    assert str(err) == "give gpu2 (to compare GPUs) or model2 (to compare models)"
+    assert err.text("zh-CN").startswith("请提供 gpu2") and err.text("en-GB") == str(err)
+    assert t("zh", "settings.scope.me") == "你的"
+
+
+@pytest.mark.parametrize(("tokens", "shown"), [
+    (512, "512"), (1000, "1k"), (1536, "1.5k"), (8192, "8k"), (40960, "40k"), (65536, "64k"), (67072, "65k"),
+    (128000, "128k"), (131072, "128k"), (163840, "160k"), (262144, "256k"), (1000000, "1M"), (1048576, "1M"),
+    (10115072, "9.6M"),
+])
+def test_context_as_people_say_it(tokens: int, shown: str) -> None:
+    assert format_tokens(tokens) == shown
