@@ -152,7 +152,7 @@ def encode_reply(reply: CachedReply) -> bytes:
     """A length-prefixed JSON header followed by the raw file bytes, so PNGs are not base64-inflated."""
     header = {
         "format": PAYLOAD_FORMAT,
-        "reply": reply.model_dump(mode="json", exclude={"files"}),
+        "reply": reply.model_dump(mode="json", exclude={"files"} | ({"meta"} if not reply.meta else set())),
         "files": [[item.filename, len(item.data)] for item in reply.files],
     }
     head = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode()

@@ -138,7 +138,7 @@ async def test_trigger_posts_once_per_subscription_and_force_posts_again(running
     await subscribe(sb, "main", "channel:daily-a gpus:t4, a30 ctx:32k")
     # Without gpus the subscription takes the server's default GPU from /settings.
     default = await sb.invoke("/settings server gpu:a30", guild=GUILDS["main"].id, member_permissions=ADMIN_PERMISSIONS)
-    assert default.ok and "nvidia-a30" in (default.content or ""), default
+    assert default.ok and "NVIDIA A30" in (default.content or ""), default
     await subscribe(sb, "main", "channel:daily-b")
     # Yesterday's questions: one asked now shows up in tomorrow's summary.
     asked = await sb.invoke("/fit gpu:t4 model:qwen3-8b", guild=GUILDS["main"].id)
