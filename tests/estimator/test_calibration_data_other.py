@@ -26,8 +26,8 @@ SERVER_ENGINES = {"vllm", "sglang", "exllamav2", "exllamav3", "trt-llm", "mlx"}
 POSITIVE_FIELDS = ("tps", "decode_tps", "prompt_tps", "tpot_ms", "ttft_ms", "model_size_gib", "params_b", "bpw",
                    "achieved_gbs", "input_tokens", "output_tokens")
 SPEED_FIELDS = ("decode_tps", "prompt_tps", "tpot_ms", "ttft_ms")
-IDENTITY = ("engine", "gpu", "gpu_count", "model", "quant", "bpw", "backend", "driver", "test", "flash_attn", "ubatch",
-            "build", "input_tokens", "output_tokens", "source")
+IDENTITY = ("engine", "engine_version", "gpu", "gpu_count", "model", "quant", "bpw", "backend", "driver", "test",
+            "flash_attn", "ubatch", "build", "input_tokens", "output_tokens", "source")
 
 
 def _rows(path: Path) -> list[dict[str, object]]:
