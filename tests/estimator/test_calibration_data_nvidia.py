@@ -56,8 +56,9 @@ def test_llamacpp_row_is_complete(row: dict[str, Any]) -> None:
     # The same normalisation the loader applies, so a row that passes here is one it can read.
     test = _TEST.match(row["test"].replace(" ", "").replace("@d", " @ d"))
     assert test, f"unknown test format {row['test']!r}"
-    # Only a server's own report may leave the token count out (an Ollama issue quoting a rate); llama-bench prints it.
-    assert test.group(2) or (row["engine"] == "ollama" and test.group(1) == "tg"), row
+    # A decode rate quoted without its token count (an Ollama issue, a blog table) is still a decode rate; a prompt rate
+    # means nothing without the prompt length.
+    assert test.group(2) or test.group(1) == "tg", row
     assert _positive(row["tps"]), row
     for key in ("model_size_gib", "params_b"):
         if key in row:
