@@ -1,6 +1,6 @@
 """Facts about GPUs, models and quantization formats, each with its source, and name resolution."""
 
-from catalog.schema import GPU, Attention, Model, MoE, Quality, QuantFormat
+from catalog.schema import GPU, Attention, ContextExtension, ContextFit, Model, MoE, NotARelease, Quality, QuantFormat
 from catalog.store import Catalog, CatalogError, UnknownEntry, load_catalog, load_from
 
 __all__ = [
@@ -8,8 +8,11 @@ __all__ = [
     "Attention",
     "Catalog",
     "CatalogError",
+    "ContextExtension",
+    "ContextFit",
     "MoE",
     "Model",
+    "NotARelease",
     "Quality",
     "QuantFormat",
     "UnknownEntry",

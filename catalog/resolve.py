@@ -3,6 +3,9 @@
 `t4`, `Tesla T4`, `a100 40gb`, `4090`; `Qwen3 8B`, `Qwen/Qwen3-8B`, Ollama tags such as
 `llama3.1:8b-instruct-q4_K_M` (the tag also picks the quantization). Input that matches several entries
 or none raises `NotFound` with ranked suggestions: the resolver never picks arbitrarily.
+
+`gpu_setup` also reads a GPU count (`2x 3090`, `2×4090`, `4 x a100 80gb`, `3090 x2`) and answers a chip
+family typed without its memory size (`m2 ultra`, `4060 ti`) with every memory option of that chip.
 """
 
 from __future__ import annotations
@@ -58,6 +61,80 @@ class NotFound(LookupError):
         what = "matches several" if ambiguous else "matches no"
         hint = ", ".join(s.label for s in suggestions[:5])
         super().__init__(f"{shown!r} {what} {kind}s" + (f"; did you mean {hint}?" if hint else ""))
+
+
+class NotARelease(NotFound):
+    """The name is one the catalog knows to be no public release (a name seen on other calculators)."""
+
+    def __init__(self, query: str, name: str, reason: str) -> None:
+        self.name = name
+        self.reason = reason
+        LookupError.__init__(self, f"{name!r} is not a known release: {reason}")
+        self.kind = "model"
+        self.query = query
+        self.suggestions = []
+        self.ambiguous = False
+
+
+@dataclass(frozen=True)
+class GPUSetup:
+    """What a GPU text names: how many cards, and which GPU, or every memory option of one chip.
+
+    `options` has one entry for a named GPU and several, smallest memory first, for a chip family typed
+    without its memory size (`m2 ultra`): the caller answers for each or picks the smallest that fits.
+    """
+
+    options: tuple[GPU, ...]
+    count: int = 1
+    family: str | None = None
+
+    @property
+    def gpu(self) -> GPU:
+        """The GPU, when the text named exactly one."""
+        if len(self.options) != 1:
+            raise ValueError(f"{self.family or 'the text'} names {len(self.options)} memory options")
+        return self.options[0]
+
+    @property
+    def is_family(self) -> bool:
+        return len(self.options) > 1
+
+
+# '2x 3090', '2×4090', '4 x a100 80gb', '8*h100'; '3090 x2', 'rtx 3090 x 2'. The count is at most two
+# digits and the 'x' stands alone or touches the number, so '6800 xt' and '7900 xtx' are not counts.
+_COUNT_FIRST = re.compile(r"^\s*(\d{1,2})\s*(?:[x×*]|\s+x)\s*(?=\S)(.+)$", re.IGNORECASE)
+_COUNT_LAST = re.compile(r"^(.+?\S)\s*(?:\s[x×*]\s*|[×*]\s*)(\d{1,2})\s*$", re.IGNORECASE)
+_COUNT_WORDS = {"dual": 2, "twin": 2, "two": 2, "triple": 3, "three": 3, "quad": 4, "four": 4, "eight": 8}
+_COUNT_WORD = re.compile(r"^\s*(" + "|".join(_COUNT_WORDS) + r")\s+(.+?)s?\s*$", re.IGNORECASE)
+MAX_GPU_COUNT = 64
+
+
+def split_gpu_count(text: str) -> tuple[str, int]:
+    """('3090', 2) for '2x 3090'; (text, 1) when no count is written. Counts outside 1..64 are not counts."""
+    for pattern, count_group, name_group in ((_COUNT_FIRST, 1, 2), (_COUNT_LAST, 2, 1)):
+        m = pattern.match(text)
+        if m:
+            count = int(m.group(count_group))
+            if 1 <= count <= MAX_GPU_COUNT:
+                return m.group(name_group).strip(), count
+    m = _COUNT_WORD.match(text)
+    if m:
+        return m.group(2).strip(), _COUNT_WORDS[m.group(1).lower()]
+    return text, 1
+
+
+_MEMORY_SUFFIX = re.compile(r"-\d+gb$")
+
+
+def memory_family(gpus: list[GPU]) -> str | None:
+    """The chip's id stem when `gpus` are the memory options of one chip ('apple-m2-ultra' for its 64, 128
+    and 192 GB entries); None when they differ in anything but the memory size in the id."""
+    if len(gpus) < 2:
+        return None
+    stems = {_MEMORY_SUFFIX.sub("", g.id) for g in gpus}
+    if len(stems) != 1 or any(not _MEMORY_SUFFIX.search(g.id) for g in gpus):
+        return None
+    return stems.pop()
 
 
 @dataclass(frozen=True)
@@ -173,6 +250,7 @@ class Resolver:
         self.catalog = catalog
         self._gpus = _Index[GPU]("gpu", catalog.gpus)
         self._models = _Index[Model]("model", catalog.models)
+        self._not_releases = {normalise(n): r for r in catalog.not_releases for n in (r.name, *r.aliases)}
         self._quants: dict[str, QuantFormat] = {}
         for q in catalog.quants:
             for name in (q.id, q.name, *q.aliases):
@@ -181,8 +259,66 @@ class Resolver:
     def gpu(self, text: str) -> GPU:
         return self._gpus.find(text)
 
+    def gpu_setup(self, text: str) -> GPUSetup:
+        """GPU count and GPU (or a chip's memory options) from what people type; NotFound otherwise.
+
+        The whole text is tried first, so a name that happens to end in digits keeps its meaning.
+        """
+        try:
+            return self._setup(text, 1)
+        except NotFound as whole:
+            name, count = split_gpu_count(text[: MAX_QUERY_CHARS + 1])
+            if count == 1 and name == text:
+                raise
+            try:
+                return self._setup(name, count)
+            except NotFound:
+                raise whole from None
+
+    def _setup(self, text: str, count: int) -> GPUSetup:
+        try:
+            return GPUSetup((self._gpus.find(text),), count)
+        except NotFound as err:
+            if not err.ambiguous:
+                raise
+            chip = self._chip_named(text, [s.id for s in err.suggestions])
+            if chip is None:
+                raise
+            every = sorted(chip, key=lambda g: (g.vram_gb, g.bandwidth_gbs))
+            return GPUSetup(tuple(every), count, _family_label(every))
+
+    def _chip_named(self, text: str, shown: list[str]) -> list[GPU] | None:
+        """Every memory option of the one chip `text` names, or None.
+
+        'm2 ultra' matches only M2 Ultra entries; 'm5' matches M5, M5 Pro and M5 Max entries, and names the
+        chip whose own name has exactly the words typed (M5), the others being chips with an extra word.
+        """
+        hits = self._gpus.by_tokens(text) or set(shown)
+        groups: dict[str, list[GPU]] = {}
+        for gpu_id in hits:
+            gpu = self._gpus.entries[gpu_id]
+            groups.setdefault(_MEMORY_SUFFIX.sub("", gpu.id), []).append(gpu)
+        chips = {stem: gpus for stem, gpus in groups.items() if memory_family(gpus) == stem}
+        if len(groups) == 1:
+            return next(iter(chips.values()), None)
+        wanted = {t for t in tokens(text) if t not in _NOISE}
+        named = [gpus for gpus in chips.values() if set(tokens(_family_label(gpus))) - _NOISE == wanted]
+        return named[0] if len(named) == 1 else None
+
     def model(self, text: str) -> ModelChoice:
-        """A model, and the quantization when an Ollama-style tag names one (`qwen3:8b-q8_0`)."""
+        """A model, and the quantization when an Ollama-style tag names one (`qwen3:8b-q8_0`).
+
+        A name the catalog lists as no public release raises NotARelease (a NotFound) saying so.
+        """
+        try:
+            return self._model(text)
+        except NotFound:
+            listed = self._not_releases.get(normalise(text.strip()[:MAX_QUERY_CHARS]))
+            if listed is not None:
+                raise NotARelease(text.strip(), listed.name, listed.reason) from None
+            raise
+
+    def _model(self, text: str) -> ModelChoice:
         try:
             return ModelChoice(self._models.find(text, suggest=":" not in text), None)
         except NotFound as first:
@@ -217,7 +353,22 @@ class Resolver:
         return self._quants.get(normalise(text))
 
     def complete_gpu(self, prefix: str, limit: int = 25) -> list[Suggestion]:
+        prefix = split_gpu_count(prefix[:MAX_QUERY_CHARS])[0]
         return self._gpus.suggest(self._gpus.ranked(prefix[:MAX_QUERY_CHARS], limit))
 
     def complete_model(self, prefix: str, limit: int = 25) -> list[Suggestion]:
         return self._models.suggest(self._models.ranked(prefix[:MAX_QUERY_CHARS], limit))
+
+
+def _family_label(gpus: list[GPU]) -> str:
+    """'Apple M2 Ultra' from 'Apple M2 Ultra (64 GB unified memory)' and its siblings: the words all share."""
+    names = [re.sub(r"\s*\([^)]*\)", "", g.name).strip() for g in gpus]
+    first = names[0].split()
+    common: list[str] = []
+    for i, word in enumerate(first):
+        if all(len(n.split()) > i and n.split()[i] == word for n in names):
+            common.append(word)
+        else:
+            break
+    common = [w for w in common if not re.fullmatch(r"\d+GB", w, re.IGNORECASE)]
+    return " ".join(common) or names[0]

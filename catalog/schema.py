@@ -15,6 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Vendor = Literal["nvidia", "amd", "apple", "intel"]
+Engine = Literal["llama.cpp", "vllm", "mlx", "exllamav2"]
 
 
 class _Frozen(BaseModel):
@@ -120,6 +121,39 @@ class MoE(_Frozen):
     dense_layers: int = Field(default=0, description="leading layers with a dense FFN instead of experts")
 
 
+RopeScaling = Literal["yarn", "linear", "dynamic", "longrope", "llama3"]
+
+
+class ContextExtension(_Frozen):
+    """A window past the native one that the publisher documents, reached by RoPE scaling.
+
+    Qwen3: 32,768 native, 131,072 with YaRN factor 4. Engines apply it only when asked (llama.cpp
+    `--rope-scaling yarn --rope-scale 4 --yarn-orig-ctx 32768`; vLLM `--hf-overrides` with `rope_parameters`),
+    and static YaRN scales every prompt, short ones included, which the publishers say can cost quality
+    on short texts.
+    """
+
+    method: RopeScaling
+    factor: float = Field(gt=1, description="RoPE scaling factor over the native window")
+    extended_context: int = Field(ge=1024, description="tokens the scaled model is documented to handle")
+    source: str = Field(min_length=8)
+    note: str = ""
+
+
+ContextStatus = Literal["native", "scaled", "too_long"]
+
+
+class ContextFit(_Frozen):
+    """How a model serves a requested context: in its native window, with its documented RoPE scaling,
+    or not at all (past every documented window)."""
+
+    ctx: int
+    status: ContextStatus
+    native_context: int
+    limit: int = Field(description="the largest documented window (extended when one exists)")
+    extension: ContextExtension | None = Field(default=None, description="set when status is 'scaled'")
+
+
 class Quality(_Frozen):
     score: float
     metric: str = Field(description="what the score is, e.g. 'LMArena text Elo 2025-09' or 'seed page rank'")
@@ -145,7 +179,10 @@ class Model(_Frozen):
     mlp: Literal["gated", "plain"] = Field(default="gated", description="gated = 3 matrices (SwiGLU/GeGLU)")
     vocab_size: int = Field(ge=1, description="padded vocabulary of the embedding matrix (config vocab_size)")
     tied_embeddings: bool = False
-    max_context: int = Field(ge=512)
+    max_context: int = Field(ge=512, description="native context window, tokens (no RoPE scaling)")
+    context_extension: ContextExtension | None = Field(
+        default=None, description="documented longer window with RoPE scaling (YaRN etc.), if any"
+    )
     context_note: str = ""
     attention: Attention = Attention()
     moe: MoE | None = None
@@ -170,7 +207,41 @@ class Model(_Frozen):
             raise ValueError(f"{self.id}: attention heads not a multiple of KV heads")
         if self.moe is not None and self.moe.active_experts > self.moe.experts:
             raise ValueError(f"{self.id}: more active experts than experts")
+        ext = self.context_extension
+        if ext is not None and ext.extended_context <= self.max_context:
+            raise ValueError(f"{self.id}: extended context does not exceed the native window")
         return self
+
+    @property
+    def native_context(self) -> int:
+        return self.max_context
+
+    def context_limit(self, with_scaling: bool = False) -> int:
+        """Largest documented window: the native one, or the RoPE-scaled one when `with_scaling`."""
+        if with_scaling and self.context_extension is not None:
+            return self.context_extension.extended_context
+        return self.max_context
+
+    def context_fit(self, ctx: int) -> ContextFit:
+        """Whether `ctx` tokens fit natively, need the documented RoPE scaling, or exceed every window."""
+        ext = self.context_extension
+        limit = self.context_limit(with_scaling=True)
+        if ctx <= self.max_context:
+            return ContextFit(ctx=ctx, status="native", native_context=self.max_context, limit=limit)
+        if ext is not None and ctx <= ext.extended_context:
+            return ContextFit(ctx=ctx, status="scaled", native_context=self.max_context, limit=limit, extension=ext)
+        return ContextFit(ctx=ctx, status="too_long", native_context=self.max_context, limit=limit)
+
+    def scaling_flags(self, engine: Engine) -> str:
+        """llama.cpp options that turn on the documented scaling ('' when there is none or for other engines:
+        vLLM takes it as `--hf-overrides` with the model's full `rope_parameters`, rope_theta included,
+        which the catalog does not store)."""
+        ext = self.context_extension
+        if ext is None or engine != "llama.cpp":
+            return ""
+        if ext.method == "yarn":
+            return f"--rope-scaling yarn --rope-scale {ext.factor:g} --yarn-orig-ctx {self.max_context}"
+        return f"--rope-scaling linear --rope-scale {ext.factor:g}"
 
     @property
     def is_moe(self) -> bool:
@@ -183,9 +254,6 @@ class Model(_Frozen):
     @property
     def active_params(self) -> float:
         return self.active_params_b * 1e9
-
-
-Engine = Literal["llama.cpp", "vllm", "mlx", "exllamav2"]
 
 
 class QuantFormat(_Frozen):
@@ -207,3 +275,16 @@ class QuantFormat(_Frozen):
     kernel: str = Field(default="", description="decode kernel family, used to pick a calibrated efficiency")
     source: str = Field(min_length=8)
     notes: str = ""
+
+
+class NotARelease(_Frozen):
+    """A model name that circulates (other calculators list it) but that no publisher has released.
+
+    Listed so the bot can say "not a known release" instead of suggesting look-alikes. An entry needs the
+    searches that found nothing in `source`; a name that turns out to be real moves to a `[[model]]`.
+    """
+
+    name: str
+    aliases: tuple[str, ...] = ()
+    reason: str = Field(min_length=8, description="one sentence the bot shows")
+    source: str = Field(min_length=8, description="where it was seen and what was searched")

@@ -12,7 +12,7 @@ from typing import TypeVar
 
 from pydantic import ValidationError
 
-from catalog.schema import GPU, Model, QuantFormat
+from catalog.schema import GPU, Model, NotARelease, QuantFormat
 
 T = TypeVar("T", GPU, Model, QuantFormat)
 
@@ -26,10 +26,18 @@ class UnknownEntry(KeyError):
 
 
 class Catalog:
-    def __init__(self, gpus: list[GPU], models: list[Model], quants: list[QuantFormat], version: str) -> None:
+    def __init__(
+        self,
+        gpus: list[GPU],
+        models: list[Model],
+        quants: list[QuantFormat],
+        version: str,
+        not_releases: list[NotARelease] | None = None,
+    ) -> None:
         self._gpus = _index("gpu", gpus)
         self._models = _index("model", models)
         self._quants = _index("quant", quants)
+        self.not_releases: tuple[NotARelease, ...] = tuple(not_releases or ())
         self.version = version
 
     def gpu(self, gpu_id: str) -> GPU:
@@ -88,6 +96,7 @@ def load_from(data_dir: Path) -> Catalog:
     gpus: list[GPU] = []
     models: list[Model] = []
     quants: list[QuantFormat] = []
+    not_releases: list[NotARelease] = []
     for path in sorted(data_dir.rglob("*.toml")):
         raw = path.read_bytes()
         digest.update(path.relative_to(data_dir).as_posix().encode() + b"\0" + raw)
@@ -96,9 +105,10 @@ def load_from(data_dir: Path) -> Catalog:
             gpus += [GPU.model_validate(e) for e in doc.get("gpu", [])]
             models += [Model.model_validate(e) for e in doc.get("model", [])]
             quants += [QuantFormat.model_validate(e) for e in doc.get("quant", [])]
+            not_releases += [NotARelease.model_validate(e) for e in doc.get("not_a_release", [])]
         except (tomllib.TOMLDecodeError, ValidationError) as exc:
             raise CatalogError(f"{path.relative_to(data_dir)}: {exc}") from exc
-    return Catalog(gpus, models, quants, digest.hexdigest()[:16])
+    return Catalog(gpus, models, quants, digest.hexdigest()[:16], not_releases)
 
 
 @cache

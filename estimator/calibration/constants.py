@@ -3,11 +3,11 @@
 from estimator.calibration.model import DecodeFit, PrefillFit
 
 DECODE: dict[tuple[str, str, str], DecodeFit] = {
-    ('llama.cpp', '*', '*'): DecodeFit(efficiency=0.8947, per_layer_s=1.190e-04, rows=89),
-    ('llama.cpp', 'cuda', '*'): DecodeFit(efficiency=0.9500, per_layer_s=1.183e-04, rows=59),
+    ('llama.cpp', '*', '*'): DecodeFit(efficiency=0.8945, per_layer_s=1.193e-04, rows=90),
+    ('llama.cpp', 'cuda', '*'): DecodeFit(efficiency=0.9500, per_layer_s=1.189e-04, rows=60),
     ('llama.cpp', 'cuda', 'f16'): DecodeFit(efficiency=0.9500, per_layer_s=1.628e-04, rows=22),
     ('llama.cpp', 'cuda', 'k'): DecodeFit(efficiency=0.9500, per_layer_s=1.202e-04, rows=34),
-    ('llama.cpp', 'cuda', 'q4_0'): DecodeFit(efficiency=0.8434, per_layer_s=0.000e+00, rows=3),
+    ('llama.cpp', 'cuda', 'q4_0'): DecodeFit(efficiency=0.7916, per_layer_s=0.000e+00, rows=4),
     ('llama.cpp', 'metal', '*'): DecodeFit(efficiency=0.8520, per_layer_s=2.056e-04, rows=22),
     ('llama.cpp', 'metal', 'f16'): DecodeFit(efficiency=0.8868, per_layer_s=1.915e-04, rows=8),
     ('llama.cpp', 'metal', 'k'): DecodeFit(efficiency=0.7652, per_layer_s=1.742e-04, rows=11),
@@ -17,14 +17,14 @@ DECODE: dict[tuple[str, str, str], DecodeFit] = {
     ('mlx', 'metal', '*'): DecodeFit(efficiency=0.8788, per_layer_s=0.000e+00, rows=8),
 }
 PREFILL: dict[tuple[str, str, str], PrefillFit] = {
-    ('llama.cpp', '*', '*'): PrefillFit(utilisation=0.4084, rows=90),
-    ('llama.cpp', 'cuda', '*'): PrefillFit(utilisation=0.3516, rows=57),
+    ('llama.cpp', '*', '*'): PrefillFit(utilisation=0.4085, rows=90),
+    ('llama.cpp', 'cuda', '*'): PrefillFit(utilisation=0.3517, rows=57),
     ('llama.cpp', 'cuda', 'fp16'): PrefillFit(utilisation=0.4656, rows=17),
     ('llama.cpp', 'cuda', 'int8'): PrefillFit(utilisation=0.3121, rows=40),
     ('llama.cpp', 'cuda/Ada Lovelace', '*'): PrefillFit(utilisation=0.3707, rows=24),
     ('llama.cpp', 'cuda/Ada Lovelace', 'fp16'): PrefillFit(utilisation=0.5452, rows=8),
-    ('llama.cpp', 'cuda/Ada Lovelace', 'int8'): PrefillFit(utilisation=0.3056, rows=16),
-    ('llama.cpp', 'cuda/Ampere', '*'): PrefillFit(utilisation=0.3745, rows=28),
+    ('llama.cpp', 'cuda/Ada Lovelace', 'int8'): PrefillFit(utilisation=0.3057, rows=16),
+    ('llama.cpp', 'cuda/Ampere', '*'): PrefillFit(utilisation=0.3746, rows=28),
     ('llama.cpp', 'cuda/Ampere', 'fp16'): PrefillFit(utilisation=0.4700, rows=7),
     ('llama.cpp', 'cuda/Ampere', 'int8'): PrefillFit(utilisation=0.3473, rows=21),
     ('llama.cpp', 'cuda/Hopper', '*'): PrefillFit(utilisation=0.1917, rows=5),

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from catalog import GPU, Model, load_catalog
-from catalog.resolve import MAX_QUERY_CHARS, NotFound, Resolver
+from catalog.resolve import MAX_QUERY_CHARS, NotFound, Resolver, split_gpu_count
 
 CAT = load_catalog()
 R = Resolver(CAT)
@@ -193,3 +195,129 @@ def test_completion_never_raises(text: str) -> None:
 def test_case_and_spacing_do_not_matter(gpu: GPU, pad: str, upper: bool) -> None:
     text = pad + (gpu.id.upper() if upper else gpu.id) + pad
     assert R.gpu(text).id == gpu.id
+
+
+# --- names people type for the GPUs added in 2025-26 -------------------------------------------------
+
+@pytest.mark.parametrize(
+    ("text", "gpu_id"),
+    [
+        ("p40", "nvidia-tesla-p40"),
+        ("Tesla P40", "nvidia-tesla-p40"),
+        ("p4", "nvidia-tesla-p4"),
+        ("p100 sxm2", "nvidia-p100-sxm2-16gb"),
+        ("p100", "nvidia-p100-pcie-16gb"),
+        ("a10g", "nvidia-a10g"),
+        ("A10G (AWS g5)", "nvidia-a10g"),
+        ("a10", "nvidia-a10"),
+        ("rtx a2000 6gb", "nvidia-rtx-a2000-6gb"),
+        ("dgx spark", "nvidia-gb10"),
+        ("DGX Spark (GB10)", "nvidia-gb10"),
+        ("gb10", "nvidia-gb10"),
+        ("jetson agx orin 64gb", "nvidia-jetson-agx-orin-64gb"),
+        ("radeon ai pro r9700", "amd-radeon-ai-pro-r9700"),
+        ("r9700", "amd-radeon-ai-pro-r9700"),
+        ("ryzen ai max+ 395 128gb", "amd-radeon-8060s-128gb"),
+        ("8060s 64gb", "amd-radeon-8060s-64gb"),
+        ("m5 16gb", "apple-m5-16gb"),
+        ("m5 max 128gb", "apple-m5-max-128gb"),
+        ("rtx pro 6000 server", "nvidia-rtx-pro-6000-blackwell-server"),
+        ("rtx pro 6000 max-q", "nvidia-rtx-pro-6000-blackwell-max-q"),
+        ("rtx pro 6000", "nvidia-rtx-pro-6000-blackwell"),
+        ("rtx 5060", "nvidia-rtx-5060"),
+        ("rtx 5090 laptop", "nvidia-rtx-5090-laptop"),
+        ("5090", "nvidia-rtx-5090"),
+        ("rx 9070 gre", "amd-rx-9070-gre"),
+        ("mi350x", "amd-mi350x"),
+        ("b300", "nvidia-b300"),
+        ("arc pro b50", "intel-arc-pro-b50"),
+        ("rtx 2000 ada", "nvidia-rtx-2000-ada"),
+    ],
+)
+def test_new_gpu_forms(text: str, gpu_id: str) -> None:
+    assert R.gpu(text).id == gpu_id
+    assert R.gpu_setup(text).gpu.id == gpu_id
+
+
+# --- GPU counts ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    ("text", "gpu_id", "count"),
+    [
+        ("2x 3090", "nvidia-rtx-3090", 2),
+        ("2×4090", "nvidia-rtx-4090", 2),
+        ("2x4090", "nvidia-rtx-4090", 2),
+        ("4 x a100 80gb", "nvidia-a100-80gb-sxm", 4),
+        ("8x H100 SXM", "nvidia-h100-sxm", 8),
+        ("8*h100 sxm", "nvidia-h100-sxm", 8),
+        ("3090 x2", "nvidia-rtx-3090", 2),
+        ("rtx 3090 x 2", "nvidia-rtx-3090", 2),
+        ("dual 3090", "nvidia-rtx-3090", 2),
+        ("2x p40", "nvidia-tesla-p40", 2),
+        ("4x dgx spark", "nvidia-gb10", 4),
+        ("rtx 4090", "nvidia-rtx-4090", 1),
+        ("6800 xt", "amd-rx-6800-xt", 1),
+        ("7900 xtx", "amd-rx-7900-xtx", 1),
+        ("rx 7900 xt", "amd-rx-7900-xt", 1),
+    ],
+)
+def test_gpu_count_forms(text: str, gpu_id: str, count: int) -> None:
+    setup = R.gpu_setup(text)
+    assert (setup.gpu.id, setup.count) == (gpu_id, count)
+
+
+@pytest.mark.parametrize(("text", "name", "count"), [("2x 3090", "3090", 2), ("rtx 4090", "rtx 4090", 1),
+                                                     ("0x 3090", "0x 3090", 1), ("99x 3090", "99x 3090", 1)])
+def test_split_gpu_count(text: str, name: str, count: int) -> None:
+    assert split_gpu_count(text) == (name, count)
+
+
+def test_a_count_does_not_rescue_garbage() -> None:
+    with pytest.raises(NotFound):
+        R.gpu_setup("2x notagpu")
+
+
+# --- chip families without a memory size -----------------------------------------------------------
+
+@pytest.mark.parametrize(
+    ("text", "stem", "count"),
+    [
+        ("m2 ultra", "apple-m2-ultra", 1),
+        ("M4 Max", "apple-m4-max", 1),
+        ("m2 max", "apple-m2-max", 1),
+        ("m5", "apple-m5", 1),
+        ("2x m2 ultra", "apple-m2-ultra", 2),
+        ("jetson agx orin", "nvidia-jetson-agx-orin", 1),
+        ("ryzen ai max+ 395", "amd-radeon-8060s", 1),
+        ("8060s", "amd-radeon-8060s", 1),
+        ("rtx 4060 ti", "nvidia-rtx-4060-ti", 1),
+        ("rtx 5060 ti", "nvidia-rtx-5060-ti", 1),
+        ("rx 9060 xt", "amd-rx-9060-xt", 1),
+        ("rtx a2000", "nvidia-rtx-a2000", 1),
+    ],
+)
+def test_chip_family_answers_with_every_memory_option(text: str, stem: str, count: int) -> None:
+    setup = R.gpu_setup(text)
+    expected = {g.id for g in CAT.gpus if re.sub(r"-\d+gb$", "", g.id) == stem and g.id != stem}
+    assert setup.is_family and setup.count == count
+    assert {g.id for g in setup.options} == expected and len(expected) >= 2
+    sizes = [g.vram_gb for g in setup.options]
+    assert sizes == sorted(sizes), "smallest memory first"
+    assert setup.family and "(" not in setup.family
+    with pytest.raises(ValueError):
+        setup.gpu  # noqa: B018 - several options: no single GPU
+
+
+def test_m2_ultra_family_is_labelled_without_the_memory_size() -> None:
+    assert R.gpu_setup("m2 ultra").family == "Apple M2 Ultra"
+
+
+@pytest.mark.parametrize("text", ["a100", "v100"])
+def test_variants_that_differ_in_more_than_memory_stay_ambiguous(text: str) -> None:
+    with pytest.raises(NotFound) as err:
+        R.gpu_setup(text)
+    assert err.value.ambiguous
+
+
+def test_completion_ignores_a_typed_count() -> None:
+    assert [s.id for s in R.complete_gpu("2x 309")][:1] == [s.id for s in R.complete_gpu("309")][:1]
