@@ -7,8 +7,15 @@ import logging
 import signal
 import sys
 
+import aiohttp
+import discord
+
 from bot.client import RigBot, point_at
 from bot.settings import Settings
+from bot.sharding import ShardConfigError
+from bot.store.errors import StateStoreError
+
+log = logging.getLogger("bot")
 
 
 def configure_logging(level: str) -> None:
@@ -17,30 +24,66 @@ def configure_logging(level: str) -> None:
     logging.getLogger("discord.gateway").setLevel(logging.WARNING)
 
 
+def _api_host(settings: Settings) -> str:
+    return settings.discord_api_base or "https://discord.com/api"
+
+
 async def main() -> int:
-    settings = Settings()
+    try:
+        settings = Settings()
+    except ValueError as exc:
+        # pydantic's report names the setting and the reason; one line of it is enough to act on.
+        first = str(exc).splitlines()
+        print(f"rigcheck: invalid setting: {' '.join(line.strip() for line in first[1:3])}", file=sys.stderr)
+        return 2
     configure_logging(settings.rigcheck_log_level)
     if settings.discord_token is None:
-        logging.getLogger("bot").error("DISCORD_TOKEN is not set; use `rigcheck run` to try the bot in the sandbox")
+        log.error("DISCORD_TOKEN is not set; use `rigcheck run` to try the bot in the sandbox")
         return 2
     point_at(settings)
-    bot = RigBot(settings)
+    # The bot has no voice features; discord.py's warnings about voice libraries would only be noise.
+    discord.VoiceClient.warn_nacl = discord.VoiceClient.warn_dave = False
+    try:
+        bot = RigBot(settings)
+    except ShardConfigError as exc:
+        print(f"rigcheck: {exc}", file=sys.stderr)
+        return 2
     loop = asyncio.get_running_loop()
     closing: list[asyncio.Task[None]] = []
 
     def stop() -> None:
         if not closing:
+            log.info("stopping (signal received)")
             closing.append(asyncio.ensure_future(bot.close()))
 
+    # As PID 1 (a container without an init) the kernel drops signals that have no handler, so these
+    # handlers are what makes `docker stop` and a pod's termination work at all.
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop)
-    async with bot:
-        await bot.start(settings.discord_token.get_secret_value())
+    status = 0
+    try:
+        async with bot:
+            await bot.start(settings.discord_token.get_secret_value())
+    except StateStoreError as exc:
+        print(f"rigcheck: {exc}", file=sys.stderr)
+        status = 2
+    except discord.LoginFailure:
+        print("rigcheck: Discord refused the token (DISCORD_TOKEN): copy it again from the Developer Portal, "
+              "Bot → Reset Token", file=sys.stderr)
+        status = 2
+    except discord.PrivilegedIntentsRequired as exc:
+        print(f"rigcheck: Discord refused an intent the bot asked for: {exc}", file=sys.stderr)
+        status = 2
+    except (aiohttp.ClientConnectionError, OSError) as exc:
+        print(f"rigcheck: cannot reach Discord at {_api_host(settings)} ({type(exc).__name__}: "
+              f"{str(exc).splitlines()[0] if str(exc) else 'no detail'}); check the network, DNS or proxy",
+              file=sys.stderr)
+        status = 1
     # start() returns as soon as the gateway is closed; the stores and the web server close after that,
     # and asyncio.run would cancel that half-way (leaving a database thread that blocks exit).
     if closing:
         await closing[0]
-    return 0
+    return status
 
 
 if __name__ == "__main__":

@@ -6,7 +6,9 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -81,45 +83,89 @@ def _write(path: Path, data: bytes) -> None:
 # --- run -------------------------------------------------------------------------------------------
 
 
+def _stdin_lines(loop: asyncio.AbstractEventLoop) -> asyncio.Queue[str | None]:
+    """Lines from stdin, then None at end of input.
+
+    Read on a daemon thread: a thread blocked in readline() cannot be cancelled, and the event loop's
+    default executor would make the process wait for it at exit.
+    """
+    queue: asyncio.Queue[str | None] = asyncio.Queue()
+
+    def pump() -> None:
+        for line in sys.stdin:
+            loop.call_soon_threadsafe(queue.put_nowait, line)
+        loop.call_soon_threadsafe(queue.put_nowait, None)
+
+    threading.Thread(target=pump, name="stdin", daemon=True).start()
+    return queue
+
+
+async def _prompt(session: Any, args: argparse.Namespace) -> None:
+    """Answer commands typed at the terminal until end of input."""
+    out_dir = Path(args.save)
+    lines = _stdin_lines(asyncio.get_running_loop())
+    while (line := await lines.get()) is not None:
+        command = line.strip()
+        if not command:
+            continue
+        if not command.startswith("/"):
+            command = "/" + command
+        reply = await session.sandbox.driver.invoke(command, locale=args.locale)
+        if reply.rejected_by_client:
+            print(f"(Discord would not send this: {reply.reason})")
+        if reply.content:
+            print(reply.content)
+        for embed in reply.embeds:
+            print(embed_as_text(embed))
+        for f in reply.files:
+            path = out_dir / f"{reply.interaction_id}-{Path(f.filename).name}"
+            await asyncio.to_thread(_write, path, f.data)
+            print(f"[chart saved to {path}]")
+        print(flush=True)
+
+
 async def _run_sandbox(args: argparse.Namespace) -> int:
     from bot.sandbox.ask import serve_playground
 
     _sandbox_env()
-    session = await serve_playground(_bot_argv(), host="127.0.0.1", port=args.port)
-    out_dir = Path(args.save)
-    print(
-        f"rigcheck is running against the local Discord sandbox (no DISCORD_TOKEN set).\n"
-        f"Playground: {session.url}\n"
-        f"Type a slash command here (e.g. /fit gpu:T4 model:qwen3-8b), or Ctrl-C to stop.",
-        flush=True,
-    )
+    loop = asyncio.get_running_loop()
+    stopping = asyncio.Event()
+    # SIGTERM (docker/podman stop, systemd) and Ctrl-C both stop the bot child first, then exit: without
+    # this a SIGTERM killed only this process and left the bot running on its own.
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stopping.set)
     try:
-        if not sys.stdin.isatty() and not args.prompt:
-            return await session.wait()
-        loop = asyncio.get_running_loop()
-        while True:
-            line = await loop.run_in_executor(None, sys.stdin.readline)
-            if not line:
-                return await session.wait()
-            command = line.strip()
-            if not command:
-                continue
-            if not command.startswith("/"):
-                command = "/" + command
-            reply = await session.sandbox.driver.invoke(command, locale=args.locale)
-            if reply.rejected_by_client:
-                print(f"(Discord would not send this: {reply.reason})")
-            if reply.content:
-                print(reply.content)
-            for embed in reply.embeds:
-                print(embed_as_text(embed))
-            for f in reply.files:
-                path = out_dir / f"{reply.interaction_id}-{Path(f.filename).name}"
-                await asyncio.to_thread(_write, path, f.data)
-                print(f"[chart saved to {path}]")
-            print(flush=True)
+        session = await serve_playground(_bot_argv(), host="127.0.0.1", port=args.port)
+        try:
+            print(
+                f"rigcheck is running against the local Discord sandbox (no DISCORD_TOKEN set).\n"
+                f"Playground: {session.url}\n"
+                f"Type a slash command here (e.g. /fit gpu:T4 model:qwen3-8b), or Ctrl-C to stop.",
+                flush=True,
+            )
+            bot_exit = asyncio.ensure_future(session.wait())
+            waits: list[asyncio.Future[Any]] = [bot_exit, asyncio.ensure_future(stopping.wait())]
+            if sys.stdin.isatty() or args.prompt:
+                waits.append(asyncio.ensure_future(_prompt(session, args)))
+            try:
+                done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for waiting in waits:
+                    waiting.cancel()
+            for finished in done:
+                if finished is not bot_exit and finished.exception() is not None:
+                    raise finished.exception()  # type: ignore[misc]
+            if bot_exit in done:
+                status = int(bot_exit.result())
+                if status:
+                    print(f"rigcheck: the bot exited with status {status}", file=sys.stderr)
+                return status
+            return 0
+        finally:
+            await session.close()
     finally:
-        await session.close()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
 
 
 def cmd_run(_svc: Any, args: argparse.Namespace) -> int:

@@ -40,18 +40,22 @@ _worker_service: Service | None = None
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
-def _die_with_parent() -> None:
-    """A worker must not outlive the bot: a killed bot would otherwise leave workers holding its pipes."""
+def _die_with_parent(parent_pid: int) -> None:
+    """A worker must not outlive the bot: a killed bot would otherwise leave workers holding its pipes.
+
+    The parent's pid is handed over rather than guessed: in a container the bot is often PID 1 itself,
+    so "my parent is 1" says nothing about whether the bot is gone.
+    """
     if sys.platform.startswith("linux"):
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-        if os.getppid() == 1:  # the parent died before prctl took effect
-            os._exit(0)
+    if os.getppid() != parent_pid:  # the parent died before prctl took effect (we were re-parented)
+        os._exit(0)
 
 
-def _init_worker() -> None:
+def _init_worker(parent_pid: int) -> None:
     global _worker_service
-    _die_with_parent()
+    _die_with_parent(parent_pid)
     _worker_service = Service()
     from bot.render import charts  # noqa: F401  (fonts and matplotlib load once, not on the first request)
 
@@ -73,7 +77,8 @@ class RenderPool:
         if workers > 0:
             # spawn, not fork: the parent has a running loop and database threads that must not be copied.
             self._executor = ProcessPoolExecutor(
-                max_workers=workers, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker
+                max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                initializer=_init_worker, initargs=(os.getpid(),),
             )
         else:
             self._executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="render")

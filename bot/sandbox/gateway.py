@@ -81,6 +81,8 @@ class GatewayHub:
         self.sessions: dict[str, GatewaySession] = {}
         self.by_shard: dict[int, GatewaySession] = {}
         self.identifies = 0
+        # While True the gateway refuses connections, the way it looks during a Discord outage.
+        self.down = False
         self.changed = Notifier()
 
     # -- queries -----------------------------------------------------------------------------------
@@ -126,7 +128,16 @@ class GatewayHub:
                 await session.socket.close(code=1001, message=b"sandbox shutting down")
 
     # -- the websocket -----------------------------------------------------------------------------
-    async def handle(self, request: web.Request) -> web.WebSocketResponse:
+    async def outage(self, down: bool = True) -> None:
+        """Start (or end) an outage: connected shards are dropped and reconnects refused meanwhile."""
+        self.down = down
+        if down:
+            await self.drop()
+        self.changed.notify()
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        if self.down:
+            return web.Response(status=503, text="gateway unavailable (sandbox outage)")
         socket = web.WebSocketResponse(max_msg_size=0)
         await socket.prepare(request)
         await socket.send_str(json.dumps({"op": OP_HELLO, "d": {"heartbeat_interval": HEARTBEAT_INTERVAL_MS}}))

@@ -166,6 +166,10 @@ class Sandbox:
         """Closes the gateway socket(s); the client should RESUME on its own."""
         return await self.state.hub.drop(shard_id)
 
+    async def gateway_outage(self, down: bool = True) -> None:
+        """Drop every shard and refuse reconnects until called again with `down=False`."""
+        await self.state.hub.outage(down)
+
     async def wait_for_resume(self, shard_id: int = 0, *, resumes: int = 1, timeout: float = 10.0) -> None:  # noqa: ASYNC109 - a plain deadline, as in asyncio.wait_for
         def check() -> bool | None:
             session = self.state.hub.by_shard.get(shard_id)

@@ -247,6 +247,17 @@ class ReplyCache:
             max_bytes=self.max_bytes,
         )
 
+    async def ping(self) -> str | None:
+        """None when the file answers a read; else why not. Reads only, and counts as neither hit nor miss."""
+        async with self._lock:
+            if self._db is None:
+                return "closed"
+            try:
+                await fetch_one(self._db, "SELECT 1 FROM replies LIMIT 1")
+            except sqlite3.Error as exc:
+                return f"{type(exc).__name__}: {str(exc)[:200]}"
+        return None
+
     async def get(self, key: str) -> CachedReply | None:
         """The stored reply for `key`, marking it most recently used; None on a miss."""
         async with self._lock:

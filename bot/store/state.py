@@ -107,6 +107,12 @@ class StateStore:
                 await self._db.close()
                 self._db = None
 
+    async def ping(self) -> str | None:
+        """None when the database answers a read; else why not. Writes nothing (a probe may call it often)."""
+        async with self._reading() as db:
+            await _one(db, "SELECT COUNT(*) FROM settings WHERE scope = 'guild' AND subject_id = 0")
+        return None
+
     # --- settings -------------------------------------------------------------------------------
 
     async def get_guild_settings(self, guild_id: int) -> GuildSettings:

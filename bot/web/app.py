@@ -1,4 +1,4 @@
-"""The HTTP server inside the bot process: the signed daily hook, /healthz and /metrics.
+"""The HTTP server inside the bot process: the signed daily hook, probes (/livez, /readyz) and /metrics.
 
 Every error leaves as JSON (`{"error": …}`); tracebacks stay in the log, under an id the answer names.
 """
@@ -32,9 +32,6 @@ MAX_BODY_BYTES = 64 * 1024
 PORT_FILE = "http.port"
 READY_WAIT_S = 10.0
 PROBE_TIMEOUT_S = 3.0
-# Guild 0 is never a real snowflake, so the health probe's write cannot touch a server's settings.
-PROBE_GUILD = 0
-PROBE_CACHE_KEY = "healthz-probe"
 
 # ASCII digits only: `\d` also matches Arabic-Indic and other digits that int() and date() accept.
 _DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
@@ -159,34 +156,37 @@ async def _probe(name: str, check: Callable[[], Awaitable[str | None]]) -> tuple
         return name, f"{type(exc).__name__}: {str(exc)[:200]}"
 
 
-async def healthz(request: web.Request) -> web.Response:
+def gateway_problem(bot: Any) -> str | None:
+    """Why the bot cannot take interactions right now, or None when every shard is connected."""
+    if bot.is_closed():
+        return "closed"
+    if not bot.is_ready():
+        return "not connected"
+    shards = getattr(bot, "shards", None) or {}
+    down = sorted(shard_id for shard_id, shard in shards.items() if shard.is_closed())
+    return f"shard {', '.join(map(str, down))} disconnected" if down else None
+
+
+async def livez(request: web.Request) -> web.Response:
+    """The process and its event loop are alive: answering at all proves it. No I/O, nothing else checked,
+    so an outage at Discord or a slow disk never gets a healthy pod restarted."""
+    bot = request.app[BOT]
+    return web.json_response({"ok": True, "uptime_s": round(time.monotonic() - bot.started_at, 1)})
+
+
+async def readyz(request: web.Request) -> web.Response:
+    """Ready for traffic: every shard connected and both databases readable. Reads only; a probe writes
+    nothing, so overlapping probes cannot fail each other."""
     bot = request.app[BOT]
 
     async def gateway() -> str | None:
-        if bot.is_closed():
-            return "closed"
-        return None if bot.is_ready() else "not connected"
+        return gateway_problem(bot)
 
     async def state() -> str | None:
-        if bot.state is None:
-            return "not open"
-        from bot.store.records import GuildSettings
-
-        await bot.state.set_guild_settings(PROBE_GUILD, GuildSettings(ctx=1))
-        readback = await bot.state.get_guild_settings(PROBE_GUILD)
-        await bot.state.clear_guild_settings(PROBE_GUILD)
-        return None if readback.ctx == 1 else "read back a different value"
+        return "not open" if bot.state is None else await bot.state.ping()
 
     async def cache() -> str | None:
-        if bot.cache is None:
-            return "not open"
-        from bot.store.cache import CachedReply
-
-        probe = CachedReply(content="ok", embeds=[], ephemeral=True, components=[], files=[])
-        if not await bot.cache.put(PROBE_CACHE_KEY, probe):
-            return "write refused"
-        back = await bot.cache.get(PROBE_CACHE_KEY)
-        return None if back is not None and back.content == "ok" else "read back nothing"
+        return "not open" if bot.cache is None else await bot.cache.ping()
 
     results = dict(await asyncio.gather(_probe("gateway", gateway), _probe("state_db", state),
                                         _probe("cache_db", cache)))
@@ -246,7 +246,10 @@ def make_app(bot: Any) -> web.Application:
     app[BOT] = bot
     app[BOUND] = {}
     app.router.add_post("/hooks/daily", hooks_daily)
-    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/livez", livez)
+    app.router.add_get("/readyz", readyz)
+    # The older name, kept for existing monitors: the same read-only check as /readyz.
+    app.router.add_get("/healthz", readyz)
     app.router.add_get("/metrics", metrics)
     app.cleanup_ctx.append(_port_file_ctx)
     return app

@@ -138,11 +138,12 @@ def test_data_volume_port_and_settings(runtime: list[Instruction]) -> None:
     assert workdirs and workdirs[-1] not in ("/", "/data")
 
 
-def test_healthcheck_uses_python_urllib_on_healthz(runtime: list[Instruction]) -> None:
+def test_healthcheck_uses_python_urllib_on_livez(runtime: list[Instruction]) -> None:
     checks = [i.args for i in runtime if i.keyword == "HEALTHCHECK"]
     assert len(checks) == 1
     check = checks[0]
-    assert "CMD" in check and "urllib.request" in check and "/healthz" in check
+    # Liveness, not readiness: a Discord outage must not mark the container unhealthy.
+    assert "CMD" in check and "urllib.request" in check and "/livez" in check
     assert "127.0.0.1:" in check and ("8080" in check)
     assert "curl" not in check and "wget" not in check
     exec_form = check[check.index("CMD") + 3:].strip()
@@ -151,10 +152,25 @@ def test_healthcheck_uses_python_urllib_on_healthz(runtime: list[Instruction]) -
     compile(argv[2], "<healthcheck>", "exec")
 
 
-def test_cmd_starts_the_bot(runtime: list[Instruction]) -> None:
+def test_cmd_starts_the_bot_under_an_init(runtime: list[Instruction]) -> None:
     cmds = [i.args for i in runtime if i.keyword == "CMD"]
     assert json.loads(cmds[-1]) == ["python", "-m", "bot"]
-    assert not any(i.keyword == "ENTRYPOINT" for i in runtime)
+    # PID 1 of the container is an init that forwards signals and reaps orphans, not the bot.
+    (entrypoint,) = [json.loads(i.args) for i in runtime if i.keyword == "ENTRYPOINT"]
+    assert Path(entrypoint[0]).name in ("dumb-init", "tini") and entrypoint[-1] == "--"
+
+
+def test_builder_installs_the_lock_file_without_resolving(instructions: list[Instruction]) -> None:
+    runs = " ".join(i.args for i in stages(instructions)[0] if i.keyword == "RUN")
+    assert "--no-deps -r deploy/requirements.lock" in runs and "pip check" in runs
+    locked = (ROOT / "deploy" / "requirements.lock").read_text()
+    assert re.search(r"^dumb-init==\S+$", locked, re.MULTILINE), "the init the entrypoint names is not locked"
+
+
+def test_dockerignore_names_only_what_exists() -> None:
+    lines = [ln.strip() for ln in DOCKERIGNORE.read_text().splitlines() if ln.strip() and not ln.startswith("#")]
+    kept = [ln[1:].rstrip("/") for ln in lines if ln.startswith("!")]
+    assert kept and all((ROOT / k).exists() for k in kept), [k for k in kept if not (ROOT / k).exists()]
 
 
 def test_no_secret_is_baked_in(instructions: list[Instruction]) -> None:

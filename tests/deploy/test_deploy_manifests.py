@@ -58,7 +58,7 @@ def test_compose_keeps_data_in_a_named_volume(compose: dict[str, Any]) -> None:
 def test_compose_healthcheck_and_loopback_port(compose: dict[str, Any]) -> None:
     bot = compose["services"]["bot"]
     test = bot["healthcheck"]["test"]
-    assert test[0] == "CMD" and "urllib.request" in test[-1] and "127.0.0.1:8080/healthz" in test[-1]
+    assert test[0] == "CMD" and "urllib.request" in test[-1] and "127.0.0.1:8080/livez" in test[-1]
     compile(test[-1], "<healthcheck>", "exec")
     assert all(str(p).startswith("127.0.0.1:") for p in bot["ports"])
     assert bot["environment"]["RIGCHECK_HTTP_HOST"] == "0.0.0.0"
@@ -221,10 +221,12 @@ def test_statefulset_volume_probes_and_identity(manifests: dict[str, dict[str, A
     assert env["RIGCHECK_HTTP_HOST"]["value"] == "0.0.0.0"
     ports = {p["name"]: p["containerPort"] for p in bot["ports"]}
     assert ports["http"] == 8080
-    for probe in ("readinessProbe", "livenessProbe"):
+    # Liveness never depends on Discord or the databases; readiness does.
+    for probe, path in (("startupProbe", "/livez"), ("livenessProbe", "/livez"), ("readinessProbe", "/readyz")):
         get = bot[probe]["httpGet"]
-        assert get["path"] == "/healthz" and get["port"] in ("http", 8080)
-    command = bot["command"]
+        assert get["path"] == path and get["port"] in ("http", 8080)
+    assert "command" not in bot, "`command` would replace the image's init entrypoint"
+    command = bot["args"]
     assert command[:3] == ["python", "-m", "bot.sharding"] and command[-3:] == ["python", "-m", "bot"]
     pod_security = spec["template"]["spec"]["securityContext"]
     assert pod_security["runAsNonRoot"] is True and pod_security["runAsUser"] != 0

@@ -1,0 +1,98 @@
+"""How the entry points start and stop: `rigcheck run` passes SIGTERM/SIGINT on to its bot and exits,
+`--prompt` ends with its input, and a bot that cannot reach Discord says so in one line."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parents[2]
+RIGCHECK = [sys.executable, "-m", "bot.cli"]
+
+
+def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DISCORD_", "RIGCHECK_"))}
+    env.update({"PYTHONPATH": str(ROOT), "RIGCHECK_DATA_DIR": str(tmp_path / "data"), "PYTHONUNBUFFERED": "1",
+                "NO_PROXY": "127.0.0.1,localhost"})
+    env.update(extra)
+    return env
+
+
+def _children(pid: int) -> list[int]:
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(p) for p in path.read_text().split()] if path.exists() else []
+
+
+def _alive(pid: int) -> bool:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "zombie" not in status
+
+
+def _wait_for_line(proc: subprocess.Popen[str], needle: str, timeout: float) -> list[str]:
+    assert proc.stdout is not None
+    seen: list[str] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        seen.append(line)
+        if needle in line:
+            return seen
+    raise AssertionError(f"{needle!r} not printed within {timeout}s: {''.join(seen)[-2000:]}")
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs /proc to find the bot child")
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_run_forwards_the_signal_to_the_bot_and_exits(tmp_path: Path, sig: signal.Signals) -> None:
+    proc = subprocess.Popen([*RIGCHECK, "run", "--port", "0"], cwd=tmp_path, env=_env(tmp_path),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        _wait_for_line(proc, "Playground:", 90)
+        bots = _children(proc.pid)
+        assert bots, "no bot child"
+        proc.send_signal(sig)
+        assert proc.wait(timeout=20) == 0
+        deadline = time.monotonic() + 5
+        while any(_alive(b) for b in bots) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(_alive(b) for b in bots), "the bot child outlived `rigcheck run`"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_run_prompt_exits_at_end_of_input(tmp_path: Path) -> None:
+    done = subprocess.run([*RIGCHECK, "run", "--port", "0", "--prompt", "--save", str(tmp_path / "charts")],
+                          cwd=tmp_path, env=_env(tmp_path), input="/gpus vendor:amd\n", capture_output=True,
+                          text=True, timeout=90, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "AMD" in done.stdout
+
+
+def test_token_without_a_reachable_discord_is_one_line(tmp_path: Path) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # bound but not listening: connections are refused
+        done = subprocess.run([*RIGCHECK, "run"], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                              check=False, env=_env(tmp_path, DISCORD_TOKEN="x",
+                                                    DISCORD_API_BASE=f"http://127.0.0.1:{port}/api/v10",
+                                                    RIGCHECK_LOG_LEVEL="WARNING"))
+    assert done.returncode == 1
+    lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("rigcheck: cannot reach Discord at http://127.0.0.1:") and "network" in lines[0]
+    assert not (tmp_path / "data").exists(), "nothing is written before Discord has been reached"
