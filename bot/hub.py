@@ -15,18 +15,24 @@ import email.utils
 import json
 import logging
 import re
-from collections.abc import Callable
+import sqlite3
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aiohttp
 import aiosqlite
+import yarl
+from pydantic import ValidationError
 
+from bot.store._sqlite import is_corruption, sidecar_paths
 from catalog.hf import UnsupportedConfig, model_from_config
+from catalog.hf_bounds import check_config, check_params_b
 from catalog.schema import Model
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 DEFAULT_BASE_URL = "https://huggingface.co"
 DEFAULT_TOTAL_TIMEOUT_S = 10.0
@@ -37,6 +43,8 @@ DEFAULT_BACKOFF_S = 0.5
 DEFAULT_MAX_AGE_S = 7 * 24 * 3600.0
 REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 _RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+_REDIRECT_STATUS = frozenset({301, 302, 303, 307, 308})
+MAX_REDIRECTS = 3
 _TOTAL_SIZE = re.compile(rb'"total_size"\s*:\s*(\d+)')
 _TOTAL_PARAMS = re.compile(rb'"total_parameters"\s*:\s*(\d+)')
 
@@ -82,6 +90,10 @@ def validate_repo(repo: str) -> str:
     return text
 
 
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number")
+
+
 def _retry_after_s(value: str | None) -> float | None:
     if not value:
         return None
@@ -123,6 +135,7 @@ class HubClient:
         self._clock = clock or (lambda: datetime.now(UTC))
         self._session: aiohttp.ClientSession | None = None
         self._schema_ready = False
+        self._inflight: dict[str, asyncio.Future[Model]] = {}
 
     @classmethod
     def from_settings(cls, settings: Any, cache_path: Path | str | None = None, **kwargs: Any) -> HubClient:
@@ -161,16 +174,28 @@ class HubClient:
 
         Retries 5xx and 429 (honouring Retry-After) while tries and the deadline allow.
         """
-        url = f"{self.base_url}/{repo}/resolve/main/{filename}"
+        url = yarl.URL(f"{self.base_url}/{repo}/resolve/main/{filename}")
         loop = asyncio.get_running_loop()
-        for attempt in range(1, self.max_tries + 1):
+        redirects = 0
+        attempt = 0
+        while attempt < self.max_tries:
+            attempt += 1
             left = deadline - loop.time()
             if left <= 0:
                 raise HubTimeout(f"Hugging Face did not answer within {self.total_timeout_s:g} s for {repo}")
             timeout = aiohttp.ClientTimeout(total=left, connect=min(self.connect_timeout_s, left))
             try:
-                async with self._http().get(url, timeout=timeout, allow_redirects=True) as resp:
+                # Redirects are followed by hand: only to the configured origin, and only a few.
+                async with self._http().get(url, timeout=timeout, allow_redirects=False) as resp:
                     log.debug("hub GET %s -> %s", url, resp.status)
+                    if resp.status in _REDIRECT_STATUS:
+                        url = self._same_origin(url, resp.headers.get("Location"), repo)
+                        redirects += 1
+                        attempt -= 1  # a redirect is not a failed try
+                        if redirects > MAX_REDIRECTS:
+                            raise HubBadResponse(f"Hugging Face redirected {repo}/{filename} more than "
+                                                 f"{MAX_REDIRECTS} times")
+                        continue
                     if resp.status == 200:
                         return await self._read_capped(resp, repo, filename, partial_ok)
                     if resp.status == 404:
@@ -193,6 +218,16 @@ class HubClient:
                                      f"longer than rigcheck waits; try again later")
             await asyncio.sleep(wait)
         raise HubUnavailable(f"Hugging Face is busy (HTTP {resp.status} after {self.max_tries} tries); try again later")
+
+    def _same_origin(self, current: yarl.URL, location: str | None, repo: str) -> yarl.URL:
+        if not location:
+            raise HubBadResponse(f"Hugging Face sent a redirect without a target for {repo}")
+        target = current.join(yarl.URL(location))
+        base = yarl.URL(self.base_url)
+        if (target.scheme, target.host, target.port) != (base.scheme, base.host, base.port):
+            raise HubBadResponse(f"Hugging Face redirected {repo} to another host ({target.host}); "
+                                 f"rigcheck only reads from {base.host}")
+        return target
 
     async def _read_capped(self, resp: aiohttp.ClientResponse, repo: str, filename: str,
                            partial_ok: bool) -> tuple[bytes, bool]:
@@ -223,16 +258,26 @@ class HubClient:
         except TimeoutError:
             raise HubTimeout(f"Hugging Face did not answer within {self.total_timeout_s:g} s for {repo}") from None
         try:
-            config = json.loads(raw)
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            raise HubBadResponse(f"{repo}/config.json is not valid JSON") from None
+            config = json.loads(raw, parse_constant=_refuse_constant)
+        except (ValueError, RecursionError):  # bad UTF-8 or JSON, NaN, 4,300-digit ints, 100k-deep nesting
+            raise HubBadResponse(f"{repo}/config.json is not valid JSON (or is nested absurdly deep)") from None
         if not isinstance(config, dict):
             raise HubBadResponse(f"{repo}/config.json is not a JSON object")
         try:
-            return model_from_config(repo, config, safetensors_index=index,
-                                     fetched_at=self._clock().strftime("%Y-%m-%d"))
+            check_config(config)
+            model = model_from_config(repo, config, safetensors_index=index,
+                                      fetched_at=self._clock().strftime("%Y-%m-%d"))
+            check_params_b(model.params_b)
         except UnsupportedConfig as exc:
             raise HubBadResponse(f"{repo}: {exc}") from None
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "value"
+            raise HubBadResponse(f"{repo}: config.json gives an impossible {where} ({first['msg']})") from None
+        except (ValueError, ArithmeticError, TypeError) as exc:
+            log.info("config of %s not derivable: %r", repo, exc)
+            raise HubBadResponse(f"{repo}: config.json has values rigcheck cannot use") from None
+        return model
 
     async def _index(self, repo: str, deadline: float) -> dict[str, Any] | None:
         """Only `metadata` is needed; a sharded index can be megabytes, and its metadata comes first."""
@@ -254,53 +299,108 @@ class HubClient:
         return {"metadata": meta} if meta else None
 
     # --- cache ---------------------------------------------------------------------------------
+    # The cache is disposable: a damaged file is moved aside and rebuilt, and a cache that cannot be
+    # written (read-only or full disk) only costs a fetch, never an answer.
 
     async def _db(self) -> aiosqlite.Connection:
         if self.cache_path is None:
             raise RuntimeError("HubClient has no cache_path")
         self.cache_path.parent.mkdir(parents=True, exist_ok=True)
         db = await aiosqlite.connect(self.cache_path)
-        if not self._schema_ready:
-            await db.execute("CREATE TABLE IF NOT EXISTS hf_models ("
-                             "repo TEXT PRIMARY KEY, model_json TEXT NOT NULL, fetched_at TEXT NOT NULL)")
-            await db.commit()
-            self._schema_ready = True
+        try:
+            if not self._schema_ready:
+                await db.execute("CREATE TABLE IF NOT EXISTS hf_models ("
+                                 "repo TEXT PRIMARY KEY, model_json TEXT NOT NULL, fetched_at TEXT NOT NULL)")
+                await db.commit()
+                self._schema_ready = True
+        except BaseException:
+            await db.close()
+            raise
         return db
+
+    def _move_aside(self, exc: BaseException) -> None:
+        assert self.cache_path is not None
+        stamp = self._clock().strftime("%Y%m%dT%H%M%S%fZ")
+        log.warning("Hugging Face cache %s is damaged (%s); moving it aside and starting empty", self.cache_path, exc)
+        for part in sidecar_paths(self.cache_path):
+            if part.exists():
+                part.rename(part.with_name(f"{part.name}.corrupt-{stamp}"))
+        self._schema_ready = False
+
+    async def _with_db(self, action: Callable[[aiosqlite.Connection], Awaitable[_T]]) -> _T:
+        """Run `action` on the cache; once more on a fresh file if SQLite says this one is damaged."""
+        for attempt in (1, 2):
+            try:
+                db = await self._db()
+                try:
+                    return await action(db)
+                finally:
+                    await db.close()
+            except sqlite3.DatabaseError as exc:
+                if attempt == 2 or not is_corruption(exc):
+                    raise
+                self._move_aside(exc)
+        raise AssertionError("unreachable")
 
     async def cached(self, repo: str, max_age_s: float | None = None) -> Model | None:
         """The cached entry if it is younger than max_age_s (any age when None)."""
         repo = validate_repo(repo)
-        db = await self._db()
-        try:
+
+        async def read(db: aiosqlite.Connection) -> Any:
             async with db.execute("SELECT model_json, fetched_at FROM hf_models WHERE repo = ?",
                                   (repo.lower(),)) as cur:
-                row = await cur.fetchone()
-        finally:
-            await db.close()
+                return await cur.fetchone()
+
+        try:
+            row = await self._with_db(read)
+        except (sqlite3.Error, OSError) as exc:
+            log.warning("Hugging Face cache unreadable (%s); fetching instead", exc)
+            return None
         if row is None:
             return None
-        age = (self._clock() - datetime.fromisoformat(row[1])).total_seconds()
-        if max_age_s is not None and age > max_age_s:
-            return None
         try:
+            age = (self._clock() - datetime.fromisoformat(row[1])).total_seconds()
+            if max_age_s is not None and age > max_age_s:
+                return None
             return Model.model_validate_json(row[0])
-        except ValueError:
+        except (ValueError, TypeError):
             return None
 
     async def get_or_fetch(self, repo: str, max_age_s: float = DEFAULT_MAX_AGE_S) -> Model:
+        """One fetch per model at a time: concurrent askers for the same repo share the first one's answer."""
         repo = validate_repo(repo)
+        key = repo.lower()
+        running = self._inflight.get(key)
+        if running is None:
+            running = asyncio.ensure_future(self._get_or_fetch(repo, max_age_s))
+            self._inflight[key] = running
+
+            def done(task: asyncio.Future[Model]) -> None:
+                if self._inflight.get(key) is task:
+                    del self._inflight[key]
+                if not task.cancelled():
+                    task.exception()  # retrieved, so an abandoned failure is not logged as unhandled
+
+            running.add_done_callback(done)
+        # Shielded: one asker giving up (a cancelled interaction) must not cancel the others' fetch.
+        return await asyncio.shield(running)
+
+    async def _get_or_fetch(self, repo: str, max_age_s: float) -> Model:
         hit = await self.cached(repo, max_age_s)
         if hit is not None:
             return hit
         model = await self.fetch_model(repo)
-        db = await self._db()
-        try:
+
+        async def write(db: aiosqlite.Connection) -> None:
             # One statement in one transaction: a crash leaves either the old row or the new one.
             await db.execute("INSERT OR REPLACE INTO hf_models (repo, model_json, fetched_at) VALUES (?, ?, ?)",
                              (repo.lower(), model.model_dump_json(), self._clock().isoformat()))
             await db.commit()
-        finally:
-            await db.close()
+
+        try:
+            await self._with_db(write)
+        except (sqlite3.Error, OSError) as exc:
+            log.warning("Hugging Face cache not written (%s); the answer stands, the next one fetches again", exc)
         return model
 
 

@@ -28,6 +28,23 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "hf"
 QWEN3 = (DATA / "Qwen__Qwen3-8B" / "config.json").read_bytes()
 
 
+def _qwen3_with(**changes: object) -> bytes:
+    cfg = json.loads(QWEN3)
+    cfg.update(changes)
+    return json.dumps(cfg).encode()
+
+
+BAD_CONFIGS: dict[str, bytes] = {
+    "nan": QWEN3.replace(b'"hidden_size": 4096', b'"hidden_size": NaN'),
+    "infinity": QWEN3.replace(b'"rope_theta": 1000000', b'"rope_theta": Infinity'),
+    "hugelayers": _qwen3_with(num_hidden_layers=10**9),
+    "kvheads": _qwen3_with(num_key_value_heads=64),
+    "floatlayers": _qwen3_with(num_hidden_layers=36.5),
+    "deep": b'{"model_type": "qwen3", "x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+    "hugeint": b'{"model_type": "qwen3", "vocab_size": ' + b"9" * 5000 + b"}",
+}
+
+
 class FakeHub:
     def __init__(self) -> None:
         self.hits: dict[str, int] = {}
@@ -65,6 +82,17 @@ class FakeHub:
             return web.Response(status=429, headers={"Retry-After": "1"})
         if org == "alwaysdown":
             return web.Response(status=503)
+        if org == "elsewhere":  # a different host name for the same loopback server
+            return web.Response(status=302, headers={"Location": f"http://localhost:{request.url.port}/ok/x/resolve/main/{filename}"})
+        if org == "renamed":
+            return web.Response(status=307, headers={"Location": f"/ok/{name}/resolve/main/{filename}"})
+        if org == "loop":
+            return web.Response(status=301, headers={"Location": str(request.rel_url)})
+        if org == "slowok":
+            await asyncio.sleep(0.3)
+            return web.Response(body=QWEN3, content_type="application/json")
+        if org in BAD_CONFIGS:
+            return web.Response(body=BAD_CONFIGS[org], content_type="application/json")
         if org == "nolayers":
             cfg = json.loads(QWEN3)
             del cfg["num_hidden_layers"]
@@ -269,3 +297,71 @@ def test_from_settings_reads_base_url_and_token(tmp_path):
     assert c.base_url == "http://127.0.0.1:9"
     assert c.cache_path == tmp_path / "hf_models.sqlite3"
     assert "hf_tok_123" not in repr(c)
+
+
+async def test_redirects_to_another_host_are_refused(hub, tmp_path):
+    async with client(hub, tmp_path) as c:
+        with pytest.raises(HubBadResponse, match="another host"):
+            await c.fetch_model("elsewhere/Qwen3-8B")
+    assert not any(k.startswith("ok/") for k in hub.hits)
+
+
+async def test_same_origin_redirect_is_followed_and_loops_are_bounded(hub, tmp_path):
+    async with client(hub, tmp_path) as c:
+        assert (await c.fetch_model("renamed/Qwen3-8B")).layers == 36
+        with pytest.raises(HubBadResponse, match="more than 3 times"):
+            await c.fetch_model("loop/Qwen3-8B")
+    assert hub.hits["loop/Qwen3-8B/config.json"] == 4
+
+
+async def test_concurrent_lookups_of_one_model_share_one_fetch(hub, tmp_path):
+    async with client(hub, tmp_path) as c:
+        models = await asyncio.gather(*(c.get_or_fetch("slowok/Qwen3-8B") for _ in range(10)))
+        other = await c.get_or_fetch("SlowOK/qwen3-8b")
+    assert {m.layers for m in models} == {36} and other.layers == 36
+    assert hub.hits["slowok/Qwen3-8B/config.json"] == 1
+
+
+async def test_one_cancelled_asker_does_not_cancel_the_shared_fetch(hub, tmp_path):
+    async with client(hub, tmp_path) as c:
+        first = asyncio.ensure_future(c.get_or_fetch("slowok/Qwen3-8B"))
+        second = asyncio.ensure_future(c.get_or_fetch("slowok/Qwen3-8B"))
+        await asyncio.sleep(0.05)
+        first.cancel()
+        assert (await second).layers == 36
+
+
+@pytest.mark.parametrize(("org", "words"), [
+    ("nan", "not valid JSON"),
+    ("infinity", "not valid JSON"),
+    ("deep", "not valid JSON"),
+    ("hugeint", "not valid JSON"),
+    ("hugelayers", "num_hidden_layers is 1,000,000,000; rigcheck accepts 1–1,024"),
+    ("kvheads", "more key/value heads (64) than attention heads (32)"),
+    ("floatlayers", "not an integer"),
+])
+async def test_absurd_configs_get_one_clear_sentence(hub, tmp_path, org, words):
+    async with client(hub, tmp_path) as c:
+        with pytest.raises(HubBadResponse) as info:
+            await c.get_or_fetch(f"{org}/Qwen3-8B")
+    text = str(info.value)
+    assert words in text and "validation error" not in text and "\n" not in text
+    assert rows(tmp_path) == []
+
+
+async def test_a_corrupt_cache_file_is_moved_aside_and_rebuilt(hub, tmp_path):
+    (tmp_path / "hf.sqlite3").write_bytes(b"this is not a database" * 200)
+    async with client(hub, tmp_path) as c:
+        assert (await c.get_or_fetch("ok/Qwen3-8B")).layers == 36
+        assert (await c.get_or_fetch("ok/Qwen3-8B")).layers == 36
+    assert hub.hits["ok/Qwen3-8B/config.json"] == 1, "the rebuilt cache serves the second lookup"
+    assert rows(tmp_path) == [("ok/qwen3-8b",)]
+    assert [p.name for p in tmp_path.glob("hf.sqlite3.corrupt-*")]
+
+
+async def test_a_cache_that_cannot_be_written_still_answers(hub, tmp_path):
+    blocked = tmp_path / "file-not-dir"
+    blocked.write_text("x")
+    c = HubClient(hub.base, None, cache_path=blocked / "hf.sqlite3", total_timeout_s=5.0)
+    async with c:
+        assert (await c.get_or_fetch("ok/Qwen3-8B")).layers == 36
