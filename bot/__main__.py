@@ -6,14 +6,15 @@ import asyncio
 import logging
 import signal
 import sys
+from pathlib import Path
 
 import aiohttp
 import discord
 
-from bot.client import RigBot, point_at
+from bot.client import RigBot, point_at, prepare_data_dir
 from bot.settings import Settings
 from bot.sharding import ShardConfigError
-from bot.store.errors import StateStoreError
+from bot.store.errors import DataDirError, StateStoreError
 
 log = logging.getLogger("bot")
 
@@ -39,6 +40,11 @@ async def main() -> int:
     configure_logging(settings.rigcheck_log_level)
     if settings.discord_token is None:
         log.error("DISCORD_TOKEN is not set; use `rigcheck run` to try the bot in the sandbox")
+        return 2
+    try:
+        prepare_data_dir(Path(settings.rigcheck_data_dir))
+    except DataDirError as exc:
+        print(f"rigcheck: {exc}", file=sys.stderr)
         return 2
     point_at(settings)
     # The bot has no voice features; discord.py's warnings about voice libraries would only be noise.

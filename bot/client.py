@@ -4,11 +4,13 @@ their payload changed, and closes everything in `close()`."""
 from __future__ import annotations
 
 import asyncio
+import errno
 import hashlib
 import io
 import json
 import logging
 import os
+import shutil
 import time
 import uuid
 from collections.abc import Callable
@@ -58,6 +60,45 @@ def point_at(settings: Settings) -> None:
         discord.http.Route.BASE = settings.discord_api_base.rstrip("/")
     if settings.discord_gateway_url:
         discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(settings.discord_gateway_url)
+
+
+# Below this much free space SQLite's journal and the cache cannot be written reliably.
+DATA_DIR_MIN_FREE_BYTES = 8 * 1024 * 1024
+
+
+def prepare_data_dir(path: Path) -> None:
+    """Create the data directory and prove it takes a write, or raise DataDirError with one line that
+    says which directory and what to do (instead of a traceback from deep inside SQLite)."""
+    from bot.store.errors import DataDirError
+
+    probe = path / ".write-test"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with open(probe, "wb") as handle:
+            handle.write(b"ok")
+            handle.flush()
+            os.fsync(handle.fileno())
+        probe.unlink()
+        free = shutil.disk_usage(path).free
+    except OSError as exc:
+        reason = {errno.EROFS: "is on a read-only file system", errno.EACCES: "is not writable by this user",
+                  errno.EPERM: "is not writable by this user", errno.ENOSPC: "has no free space left",
+                  errno.ENOTDIR: "is not a directory (a file is in the way)",
+                  errno.EDQUOT: "is over its disk quota"}.get(exc.errno or 0, f"cannot be written ({exc.strerror})")
+        raise DataDirError(f"data directory {path} {reason}; fix it or point RIGCHECK_DATA_DIR elsewhere") from exc
+    if free < DATA_DIR_MIN_FREE_BYTES:
+        raise DataDirError(f"data directory {path} has only {free // 1024} kB free; free some space "
+                           "or point RIGCHECK_DATA_DIR elsewhere")
+
+
+def storage_failure(exc: BaseException) -> bool:
+    """A database or disk failure at run time (full disk, read-only volume), not a bug in a command."""
+    import sqlite3
+
+    from bot.store.errors import StateStoreError
+
+    return isinstance(exc, sqlite3.OperationalError | StateStoreError) or (
+        isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EROFS, errno.EDQUOT, errno.EIO))
 
 
 def interaction_locale(interaction: discord.Interaction) -> str:
@@ -136,6 +177,16 @@ class RigTree(app_commands.CommandTree["RigBot"]):
             reply = error_reply(
                 "请稍候" if zh else "Slow down",
                 (f"{original.retry_after:.0f} 秒后再试" if zh else f"Try again in {original.retry_after:.0f} s."),
+                locale,
+            )
+        elif storage_failure(original):
+            log.warning("storage failed during /%s: %s", interaction.command and interaction.command.qualified_name,
+                        original)
+            reply = error_reply(
+                "暂时无法保存" if zh else "Could not save that right now",
+                "服务器存储出了问题（磁盘已满或只读），未做任何更改。请稍后再试。" if zh
+                else "The bot's storage is failing (its disk is full or read-only); nothing was changed. "
+                     "Try again later.",
                 locale,
             )
         elif isinstance(original, app_commands.CheckFailure):

@@ -34,3 +34,7 @@ class SchemaTooNewError(StateStoreError):
             f"{supported}. Refusing to open it: run the newer rigcheck, or restore a backup made "
             "by this version."
         )
+
+
+class DataDirError(StateStoreError):
+    """The data directory cannot hold the bot's files; the message names the directory and the fix."""

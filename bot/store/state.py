@@ -496,7 +496,12 @@ class StateStore:
             raise StateStoreError(
                 f"directory {self.path.parent} for the state database does not exist; create or mount it first"
             )
-        db = await aiosqlite.connect(self.path, isolation_level=None)
+        self._refuse_lost_state()
+        try:
+            db = await aiosqlite.connect(self.path, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise StateStoreError(f"state database {self.path} cannot be opened ({exc}); "
+                                  "check the data directory's permissions and free space") from exc
         try:
             db.row_factory = sqlite3.Row
             await db.execute("PRAGMA busy_timeout = 5000")
@@ -507,10 +512,39 @@ class StateStore:
             # A lost "sent" mark after a power cut would mean posting a summary twice.
             await db.execute("PRAGMA synchronous = FULL")
             await self._migrate(db)
+            await asyncio.to_thread(self._write_marker)
+        except sqlite3.OperationalError as exc:
+            await db.close()
+            if not _environment_problem(exc):
+                raise
+            raise StateStoreError(f"state database {self.path} cannot be used ({exc}); "
+                                  "check the data directory's permissions and free space") from exc
         except BaseException:
             await db.close()
             raise
         self._db = db
+
+    @property
+    def marker_path(self) -> Path:
+        return self.path.with_name(self.path.name + MARKER_SUFFIX)
+
+    def _refuse_lost_state(self) -> None:
+        """A missing or zero-byte file where a state database has existed is a lost volume or a truncated
+        file, not a fresh start: adopting it would silently drop every subscription."""
+        if not self.marker_path.exists():
+            return
+        if self.path.exists() and self.path.stat().st_size > 0:
+            return
+        state = "empty (0 bytes)" if self.path.exists() else "missing"
+        raise StateStoreError(
+            f"state database {self.path} is {state}, but a state database was created there "
+            f"({self.marker_path.read_text().strip() or 'earlier'}). Refusing to start with an empty one: restore "
+            f"the file (or a {self.path.name}.v*.bak backup), or delete {self.marker_path.name} to start afresh"
+        )
+
+    def _write_marker(self) -> None:
+        if not self.marker_path.exists():
+            self.marker_path.write_text(f"created {self._clock().isoformat()}\n")
 
     async def _check_sound(self, db: aiosqlite.Connection) -> None:
         try:
@@ -572,6 +606,8 @@ class StateStore:
 
 
 _Params = Sequence[object] | Mapping[str, object]
+# Written beside the database once it exists, so that a later empty or missing file is noticed.
+MARKER_SUFFIX = ".created"
 
 
 async def _one(db: aiosqlite.Connection, sql: str, params: _Params = ()) -> sqlite3.Row | None:
@@ -593,6 +629,16 @@ async def _rollback(db: aiosqlite.Connection) -> None:
     # SQLite may already have rolled back by itself (for example after SQLITE_FULL).
     with contextlib.suppress(sqlite3.Error):
         await db.execute("ROLLBACK")
+
+
+_ENVIRONMENT_CODES = frozenset({sqlite3.SQLITE_PERM, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_IOERR,
+                                sqlite3.SQLITE_FULL, sqlite3.SQLITE_CANTOPEN})
+
+
+def _environment_problem(exc: sqlite3.Error) -> bool:
+    """The disk or its permissions, as opposed to the database or the code."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return isinstance(code, int) and (code & 0xFF) in _ENVIRONMENT_CODES
 
 
 def _check_day(day: str) -> None:
