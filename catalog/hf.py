@@ -273,11 +273,12 @@ def _ids(ids: list[int]) -> str:
 
 
 def _nemotron_h(c: _Cfg, hidden: int) -> tuple[int, int, int, int, str]:
-    """Nemotron-H blocks → (mixing layers, attention layers, Mamba2 layers, MoE blocks, pattern).
+    """Nemotron-H blocks → (blocks, attention layers, Mamba2 layers, MoE blocks, pattern).
 
-    Same convention as the catalog's nemotron entries: `layers` counts the sequence-mixing layers
-    (Mamba2 + attention), each MoE block is the FFN of one of them, and the surplus mixing layers are
-    `moe.dense_layers` with no FFN.
+    Same convention as the catalog's nemotron entries: `layers` counts every block of the config (52 for
+    Nemotron 3 Nano), each block being ONE of Mamba2 (M), attention (*) or MoE FFN (E); the MoE blocks are
+    the MoE layers, the other blocks are `moe.dense_layers` with no FFN, and only the Mamba2 blocks keep
+    a recurrent state (`attention.state_layers`).
     """
     pattern = str(c.get("hybrid_override_pattern") or "")
     if not pattern:
@@ -290,7 +291,7 @@ def _nemotron_h(c: _Cfg, hidden: int) -> tuple[int, int, int, int, str]:
         )
     if not moe or moe > mamba + attn:
         raise UnsupportedConfig("nemotron_h pattern without MoE blocks, or with more MoE than mixing blocks")
-    return mamba + attn, attn, mamba, moe, pattern
+    return mamba + attn + moe, attn, mamba, moe, pattern
 
 
 # --- linear-attention and SSM mixers ---------------------------------------------------------------
@@ -471,11 +472,11 @@ def param_breakdown(config: Mapping[str, Any]) -> dict[str, int]:
 
 
 def _parts(c: _Cfg, config: Mapping[str, Any], base: Model) -> dict[str, int]:
-    hidden, layers = base.hidden_size, base.layers
+    hidden = base.hidden_size
     a = base.attention
     mixers = 0
     if a.kind == "hybrid_linear":
-        linear = layers - (a.global_layers or 0)
+        linear = base.recurrent_layers
         per = 0
         if c.model_type.startswith(("qwen3_next", "qwen3_5")):
             per = _gated_deltanet(c, hidden)[0]
@@ -560,8 +561,9 @@ def model_from_config(
     window: int | None
     global_layers: int | None
     layer_pattern: str | None
+    state_layers: int | None = None
     if c.model_type == "nemotron_h":
-        layers, n_attn, _, _, pattern = _nemotron_h(c, hidden)
+        layers, n_attn, state_layers, _, pattern = _nemotron_h(c, hidden)
         kind, window, global_layers, layer_pattern = (
             "hybrid_linear",
             None,
@@ -595,6 +597,7 @@ def model_from_config(
             global_layers=global_layers,
             layer_pattern=layer_pattern,
             state_elements_per_layer=state,
+            state_layers=state_layers,
         )
 
     moe = _moe(c, layers)

@@ -329,7 +329,9 @@ class Resolver:
             words = [w for w in tag.split("-") if w and self.quant_or_none(w) is None]
             size = [w for w in words if re.fullmatch(r"[a-z]?\d+(\.\d+)?[bm](-a\d+b)?|e\d+b|\d+x\d+b", w.lower())]
             rest = [w for w in words if w.lower() not in _TAG_FILLER and w not in size]
-            attempts = [f"{base} {' '.join(size)}", f"{base} {' '.join(size + rest)}"]
+            # Most specific first: 'qwen3:4b-instruct-2507' is the 2507 Instruct build, not Qwen3-4B.
+            everything = [w for w in words if w not in size]
+            attempts = [f"{base} {' '.join(size + words)}" for words in (everything, rest, [])]
             if not size:  # 'qwen3:latest' means the default size; a named size must match exactly
                 attempts.append(base)
             for attempt in attempts:

@@ -83,7 +83,8 @@ class Attention(_Frozen):
     sliding:        `global_layers` layers keep every token; the rest keep at most `sliding_window`.
     mla:            every layer caches one latent of `kv_lora_rank + qk_rope_head_dim` per token.
     hybrid_linear:  `global_layers` full-attention layers keep every token; the other layers are
-                    linear attention / SSM with a constant state of `state_elements_per_layer`.
+                    linear attention / SSM with a constant state of `state_elements_per_layer`
+                    (`state_layers` of them, when some layers are neither, e.g. Nemotron-H's MoE blocks).
     """
 
     kind: AttentionKind = "full"
@@ -97,6 +98,11 @@ class Attention(_Frozen):
     v_head_dim: int | None = None
     state_elements_per_layer: int | None = Field(
         default=None, description="recurrent state (conv + ssm/linear-attention) elements per layer, one sequence"
+    )
+    state_layers: int | None = Field(
+        default=None,
+        description="layers that keep that recurrent state, when not every non-global layer does (Nemotron-H: "
+        "the Mamba-2 blocks, its MoE blocks keep none); default layers - global_layers",
     )
 
     @model_validator(mode="after")
@@ -246,6 +252,16 @@ class Model(_Frozen):
     @property
     def is_moe(self) -> bool:
         return self.moe is not None
+
+    @property
+    def recurrent_layers(self) -> int:
+        """Layers that hold a constant recurrent state (linear attention / SSM); 0 unless hybrid_linear."""
+        a = self.attention
+        if a.kind != "hybrid_linear":
+            return 0
+        if a.state_layers is not None:
+            return a.state_layers
+        return self.layers - (a.global_layers or 0)
 
     @property
     def params(self) -> float:

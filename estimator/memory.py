@@ -104,8 +104,7 @@ def kv_cache_bytes(model: Model, ctx: int, kv: KVDtype = "f16", sequences: int =
         per_seq = per_token * (a.global_layers * ctx + local * min(ctx, a.sliding_window))
     else:
         assert a.global_layers is not None
-        linear = model.layers - a.global_layers
-        state = linear * (a.state_elements_per_layer or 0) * k.RECURRENT_STATE_BYTES_PER_ELEMENT
+        state = model.recurrent_layers * (a.state_elements_per_layer or 0) * k.RECURRENT_STATE_BYTES_PER_ELEMENT
         per_seq = a.global_layers * per_token * ctx + state
     return per_seq * sequences
 

@@ -13,8 +13,9 @@ DECODE: dict[tuple[str, str, str], DecodeFit] = {
     ('llama.cpp', 'metal', 'k'): DecodeFit(efficiency=0.7652, per_layer_s=1.742e-04, rows=11),
     ('llama.cpp', 'rocm', '*'): DecodeFit(efficiency=0.7619, per_layer_s=1.304e-04, rows=8),
     ('llama.cpp', 'rocm', 'q4_0'): DecodeFit(efficiency=0.4131, per_layer_s=0.000e+00, rows=4),
-    ('mlx', '*', '*'): DecodeFit(efficiency=0.8788, per_layer_s=0.000e+00, rows=8),
-    ('mlx', 'metal', '*'): DecodeFit(efficiency=0.8788, per_layer_s=0.000e+00, rows=8),
+    ('mlx', '*', '*'): DecodeFit(efficiency=0.9457, per_layer_s=1.148e-04, rows=10),
+    ('mlx', 'metal', '*'): DecodeFit(efficiency=0.9457, per_layer_s=1.148e-04, rows=10),
+    ('mlx', 'metal', 'mlx'): DecodeFit(efficiency=0.9500, per_layer_s=1.146e-04, rows=9),
 }
 PREFILL: dict[tuple[str, str, str], PrefillFit] = {
     ('llama.cpp', '*', '*'): PrefillFit(utilisation=0.4085, rows=90),
@@ -48,9 +49,9 @@ PREFILL: dict[tuple[str, str, str], PrefillFit] = {
     ('llama.cpp', 'rocm/CDNA 3', 'int8'): PrefillFit(utilisation=0.0131, rows=2),
     ('llama.cpp', 'rocm/RDNA 3', '*'): PrefillFit(utilisation=0.4161, rows=2),
     ('llama.cpp', 'rocm/RDNA 3', 'int8'): PrefillFit(utilisation=0.4161, rows=2),
-    ('mlx', '*', '*'): PrefillFit(utilisation=0.8751, rows=9),
-    ('mlx', 'metal', '*'): PrefillFit(utilisation=0.8751, rows=9),
-    ('mlx', 'metal', 'fp16'): PrefillFit(utilisation=0.8751, rows=9),
-    ('mlx', 'metal/Apple M3 Max GPU', '*'): PrefillFit(utilisation=1.0359, rows=7),
-    ('mlx', 'metal/Apple M3 Max GPU', 'fp16'): PrefillFit(utilisation=1.0359, rows=7),
+    ('mlx', '*', '*'): PrefillFit(utilisation=0.8234, rows=11),
+    ('mlx', 'metal', '*'): PrefillFit(utilisation=0.8234, rows=11),
+    ('mlx', 'metal', 'fp16'): PrefillFit(utilisation=0.8234, rows=11),
+    ('mlx', 'metal/Apple M3 Max GPU', '*'): PrefillFit(utilisation=1.0346, rows=7),
+    ('mlx', 'metal/Apple M3 Max GPU', 'fp16'): PrefillFit(utilisation=1.0346, rows=7),
 }

@@ -110,10 +110,7 @@ def test_missing_gpu_facts_are_declared_unknown(gpu: GPU) -> None:
 PARAMS_TOLERANCE = 0.03
 # Entries whose stated total is the model card's rounded figure and knowingly disagrees with the
 # architecture; the reason is the one in the entry's notes.
-PARAMS_EXCEPTIONS = {
-    "ernie-4.5-vl-28b-a3b": "card's rounded 28B vs ~29.3B derived; gap unresolved from the available config",
-    "ernie-4.5-vl-28b-a3b-base": "card's rounded 28B vs ~29.3B derived; gap unresolved from the available config",
-}
+PARAMS_EXCEPTIONS: dict[str, str] = {}
 # Exceptions may not hide anything gross.
 PARAMS_EXCEPTION_CEILING = 0.06
 
@@ -132,6 +129,9 @@ def test_stated_params_match_architecture(model: Model) -> None:
 
 def test_exceptions_name_real_entries() -> None:
     assert set(PARAMS_EXCEPTIONS) <= set(_ids(MODELS))
+
+
+HEAD_DIM_EXCEPTIONS = {"open-llama-3b": 100}
 
 
 @pytest.mark.parametrize("model", MODELS, ids=lambda m: m.id)
@@ -158,7 +158,8 @@ def test_model_structure_is_consistent(model: Model) -> None:
         assert model.moe.active_experts <= model.moe.experts
         assert 0 <= model.moe.dense_layers < model.layers
     assert model.vocab_size >= 1000
-    assert model.head_dim % 8 == 0  # tensor-core tiles; every released head width is a multiple of 8
+    # tensor-core tiles: released head widths are multiples of 8, except OpenLLaMA 3B (hidden 3200 / 32 heads)
+    assert model.head_dim % 8 == 0 or HEAD_DIM_EXCEPTIONS.get(model.id) == model.head_dim
 
 
 @pytest.mark.parametrize("model", [m for m in MODELS if m.moe is not None], ids=lambda m: m.id)
@@ -296,3 +297,21 @@ def test_invalid_entry_is_refused_with_its_file(tmp_path: Path) -> None:
     (copy / "gpus" / "zz-bad.toml").write_text('[[gpu]]\nid = "Bad ID"\nname = "x"\n')
     with pytest.raises(CatalogError, match=r"zz-bad\.toml"):
         load_from(copy)
+
+
+def test_nemotron_3_nano_counts_the_config_blocks() -> None:
+    """52 blocks: 23 Mamba-2, 23 MoE, 6 attention (hybrid_override_pattern of the released config)."""
+    m = CAT.model("nemotron-3-nano-30b-a3b")
+    assert m.layers == 52
+    assert m.attention.global_layers == 6 and m.recurrent_layers == 23
+    assert m.moe is not None and m.layers - m.moe.dense_layers == 23
+    pattern = (m.attention.layer_pattern or "").split()[2]
+    assert (pattern.count("M"), pattern.count("E"), pattern.count("*")) == (23, 23, 6) and len(pattern) == 52
+
+
+@pytest.mark.parametrize("model_id", ["glm-4.5", "glm-4.5-air", "ernie-4.5-vl-28b-a3b", "ernie-4.5-vl-28b-a3b-base"])
+def test_no_nominal_totals_left(model_id: str) -> None:
+    """These entries used to carry the card's rounded size; the total is now the one the config gives."""
+    m = CAT.model(model_id)
+    assert abs(stated_vs_derived(m)) < 0.01
+    assert m.params_b not in (355.0, 106.0, 28.0)

@@ -321,3 +321,29 @@ def test_variants_that_differ_in_more_than_memory_stay_ambiguous(text: str) -> N
 
 def test_completion_ignores_a_typed_count() -> None:
     assert [s.id for s in R.complete_gpu("2x 309")][:1] == [s.id for s in R.complete_gpu("309")][:1]
+
+
+@pytest.mark.parametrize(
+    ("text", "model_id", "quant_id"),
+    [
+        ("qwen3:4b-instruct-2507", "qwen3-4b-instruct-2507", None),
+        ("qwen3:4b-thinking-2507-q8_0", "qwen3-4b-thinking-2507", "q8_0"),
+        ("qwen3:30b-a3b-instruct-2507-q4_K_M", "qwen3-30b-a3b-instruct-2507", "q4_k_m"),
+        ("Qwen/Qwen3-235B-A22B-Thinking-2507", "qwen3-235b-a22b-thinking-2507", None),
+        ("Qwen3-30B-A3B-Instruct-2507", "qwen3-30b-a3b-instruct-2507", None),
+        ("qwen3:4b", "qwen3-4b", None),
+        ("qwen3:4b-q4_K_M", "qwen3-4b", "q4_k_m"),
+        ("qwen2.5 7b 1m", "qwen2.5-7b-instruct-1m", None),
+        ("llama 33b", "llama-1-33b", None),
+        ("huggyllama/llama-30b", "llama-1-33b", None),
+        ("openlm-research/open_llama_3b", "open-llama-3b", None),
+        ("phi3:mini-128k", "phi-3-mini-128k", None),
+        ("phi3:mini", "phi-3-mini", None),
+        ("mistral large 2411", "mistral-large-2411", None),
+        ("smollm2:135m", "smollm2-135m", None),
+    ],
+)
+def test_new_model_forms(text: str, model_id: str, quant_id: str | None) -> None:
+    choice = R.model(text)
+    assert choice.model.id == model_id
+    assert (choice.quant.id if choice.quant else None) == quant_id

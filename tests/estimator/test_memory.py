@@ -104,9 +104,10 @@ def test_hybrid_kv_grows_only_in_global_layers(model_id: str) -> None:
     growth = kv_cache_bytes(model, 16384) - kv_cache_bytes(model, 8192)
     assert growth == pytest.approx(a.global_layers * per_token * 8192, rel=1e-12)
     # The linear/SSM layers keep a constant fp32 state, present even for an empty context.
-    state = (model.layers - a.global_layers) * (a.state_elements_per_layer or 0) * 4
+    state = model.recurrent_layers * (a.state_elements_per_layer or 0) * 4
     assert kv_cache_bytes(model, 0) == pytest.approx(state)
     assert state > 0
+    assert 0 < model.recurrent_layers <= model.layers - a.global_layers
 
 
 # --- weights: hand-computed ------------------------------------------------------------------------
