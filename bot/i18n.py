@@ -60,6 +60,8 @@ ZH_CN: dict[str, str] = {
     "Default context, e.g. 32k": "默认上下文，例如 32k",
     "Your own defaults (override the server's)": "你自己的默认值（优先于服务器设置）",
     "Default KV cache precision": "默认 KV 缓存精度",
+    "One format for both sides (default: the best that fits both)":
+        "两边使用的同一量化格式（默认：两者都放得下的最高精度）",
     "Clear your defaults, or this server's (Manage Server)": "清除你的默认值，或本服务器的（需要“管理服务器”权限）",
     "Whose defaults: yours (me) or this server's": "清除谁的默认值：你的（me）或本服务器的（server）",
     "Which GPU setups run a model at a context, and how fast": "哪些显卡配置能运行该模型，速度如何",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict
 
 from catalog.schema import GPU, Model, QuantFormat
@@ -75,3 +77,61 @@ def largest_that_fits(
             best = model
             break
     return LargestModel(level=level, quant=fmt, model=best, size_class_b=size_class_b(best.params_b) if best else None)
+
+
+# NVIDIA generations before Ampere have no bfloat16 (tensor cores or ALUs): trainers fall back to fp16
+# with loss scaling there (Hugging Face Trainer refuses `bf16=True` on them).
+_NO_BF16_ARCHITECTURES = ("kepler", "maxwell", "pascal", "volta", "turing")
+
+
+def supports_bf16(gpu: GPU) -> bool:
+    """Whether the GPU computes in bfloat16: by generation for NVIDIA, by a published bf16 rate elsewhere
+    (Apple silicon runs bf16 in MLX and PyTorch's MPS backend)."""
+    arch = gpu.architecture.lower()
+    if gpu.vendor == "nvidia":
+        return not any(arch.startswith(a) for a in _NO_BF16_ARCHITECTURES)
+    if gpu.vendor == "apple":
+        return True
+    return gpu.bf16_tflops is not None
+
+
+def training_precision(gpu: GPU) -> Literal["bf16", "fp16"]:
+    """The 16-bit format a trainer uses on this GPU by default."""
+    return "bf16" if supports_bf16(gpu) else "fp16"
+
+
+# The size classes people compare cards by, each stood for by one well-known model of that size
+# (the calculator pages' "14B model (Q4)"); /gpu charts the middle four.
+REFERENCE_CLASSES: tuple[tuple[str, str], ...] = (
+    ("1B", "llama-3.2-1b"),
+    ("3B", "llama-3.2-3b"),
+    ("8B", "llama-3.1-8b"),
+    ("14B", "qwen3-14b"),
+    ("32B", "qwen3-32b"),
+    ("70B", "llama-3.3-70b"),
+    ("235B", "qwen3-235b-a22b"),
+    ("405B", "llama-3.1-405b"),
+    ("671B", "deepseek-v3"),
+)
+CHART_CLASSES = ("8B", "14B", "32B", "70B")
+
+
+def reference_models(models: tuple[Model, ...], classes: tuple[str, ...] | None = None) -> list[tuple[str, Model]]:
+    """(class, model) for each reference class the catalog has, smallest first."""
+    by_id = {m.id: m for m in models}
+    return [(c, by_id[i]) for c, i in REFERENCE_CLASSES if i in by_id and (classes is None or c in classes)]
+
+
+def largest_class_that_fits(
+    models: tuple[Model, ...], fmt: QuantFormat, gpu: GPU, *, gpus: int = 1, ctx: int = 8192,
+    engine: Engine = "llama.cpp", kv: KVDtype = "f16",
+) -> tuple[str, Model] | None:
+    """The largest reference class whose model fits at `ctx` in `fmt`, or None."""
+    best = None
+    for label, model in reference_models(models):
+        if ctx > model.max_context:
+            continue
+        q = Query(gpu=gpu, gpus=gpus, model=model, quant=fmt, engine=engine, ctx=ctx, kv=kv)
+        if memory(q).verdict != "does_not_fit":
+            best = (label, model)
+    return best

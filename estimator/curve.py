@@ -25,6 +25,7 @@ class Curve(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     quant: QuantFormat
+    label: str = ""  # what the chart's legend calls the line; the format name when empty
     ctx: tuple[int, ...]
     total_bytes: tuple[float, ...]
     max_ctx: int

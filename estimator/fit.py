@@ -58,3 +58,14 @@ def fit(base: Query, formats: list[QuantFormat]) -> FitResult:
     """One option per format, all under the same GPUs, engine and workload as `base`."""
     options = tuple(fit_option(base.model_copy(update={"quant": f})) for f in formats)
     return FitResult(query=base, options=options)
+
+
+def shared_format(results: list[FitResult]) -> QuantFormat:
+    """Like for like: the highest-precision format that fits every setup compared; when none fits all of
+    them, the smallest format (the one most likely to fit), so both sides are still read in one format.
+    Every result must have been computed over the same formats."""
+    formats = [o.quant for o in results[0].options]
+    for fmt in sorted(formats, key=lambda f: -f.bits_per_weight):
+        if all(any(o.quant.id == fmt.id and o.fits for o in r.options) for r in results):
+            return fmt
+    return min(formats, key=lambda f: f.bits_per_weight)

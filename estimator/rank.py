@@ -28,6 +28,8 @@ class RankRow(BaseModel):
     model: Model
     best: RankedFormat
     fitting: tuple[RankedFormat, ...]  # every considered format that fits, highest precision first
+    # False for the tail of a quality ranking: models no quality signal covers, listed by speed instead.
+    ranked: bool = True
 
 
 def best_format(fitting: list[RankedFormat]) -> RankedFormat:
@@ -105,5 +107,7 @@ def rank(
         rows.sort(key=lambda r: (-r.model.params_b, r.model.id))
     else:
         quality = quality_percentiles(models)
-        rows.sort(key=lambda r: quality_order_key(r.model, quality))
+        rated = sorted((r for r in rows if r.model.id in quality), key=lambda r: quality_order_key(r.model, quality))
+        tail = sorted((r for r in rows if r.model.id not in quality), key=lambda r: -r.best.speed.decode_tps)
+        rows = rated + [r.model_copy(update={"ranked": False}) for r in tail]
     return rows

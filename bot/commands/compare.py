@@ -14,6 +14,7 @@ from bot.commands.common import (
     HEAVY_COMMAND_RATE,
     gpu_autocomplete,
     model_autocomplete,
+    quant_autocomplete,
 )
 from bot.commands.settings import defaults_for
 from bot.params import BadValue, parse_tokens
@@ -35,10 +36,12 @@ class Compare(commands.Cog):
         model2="Second model (compare models)",
         ctx="Context length",
         engine="Inference engine",
+        quant="One format for both sides (default: the best that fits both)",
     )
     @app_commands.choices(engine=ENGINE_CHOICES)
     @app_commands.autocomplete(
-        gpu=gpu_autocomplete, gpu2=gpu_autocomplete, model=model_autocomplete, model2=model_autocomplete
+        gpu=gpu_autocomplete, gpu2=gpu_autocomplete, model=model_autocomplete, model2=model_autocomplete,
+        quant=quant_autocomplete,
     )
     @app_commands.checks.cooldown(HEAVY_COMMAND_RATE, HEAVY_COMMAND_PER_S)
     async def compare(
@@ -50,6 +53,7 @@ class Compare(commands.Cog):
         model2: str | None = None,
         ctx: str | None = None,
         engine: str | None = None,
+        quant: str | None = None,
     ) -> None:
         if not gpu2 and not model2:
             raise BadValue.of("compare.needs_second")
@@ -59,8 +63,8 @@ class Compare(commands.Cog):
         engine = defaults.take("engine", engine) or "llama.cpp"
         kv = defaults.take("kv", None) or "f16"
         reqs = [
-            FitRequest(gpu=first_gpu, model=model, ctx=tokens, engine=engine, kv=kv),
-            FitRequest(gpu=gpu2 or first_gpu, model=model2 or model, ctx=tokens, engine=engine, kv=kv),
+            FitRequest(gpu=first_gpu, model=model, ctx=tokens, engine=engine, kv=kv, quant=quant),
+            FitRequest(gpu=gpu2 or first_gpu, model=model2 or model, ctx=tokens, engine=engine, kv=kv, quant=quant),
         ]
         svc = self.bot.service
         for r in reqs:

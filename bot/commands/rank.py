@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 from typing import TYPE_CHECKING
 
 import discord
@@ -19,53 +18,14 @@ from bot.commands.common import (
     gpu_autocomplete,
     one_of,
 )
+from bot.commands.pages import pages_view
 from bot.commands.settings import defaults_for
 from bot.params import parse_tokens
-from bot.render.embeds import locale_key
 from bot.render.reply import Reply
 from bot.service import RankRequest
 
 if TYPE_CHECKING:
     from bot.client import RigBot
-
-
-class RankPages(discord.ui.View):
-    def __init__(self, bot: RigBot, req: RankRequest, owner_id: int, locale: str, page: int, pages: int) -> None:
-        super().__init__(timeout=600)
-        self.bot, self.req, self.owner_id, self.locale = bot, req, owner_id, locale
-        self.page, self.pages = page, pages
-        self._sync_buttons()
-
-    def _sync_buttons(self) -> None:
-        self.previous.disabled = self.page <= 1
-        self.next.disabled = self.page >= self.pages
-
-    async def interaction_check(self, interaction: discord.Interaction) -> bool:
-        if interaction.user.id != self.owner_id:
-            zh = locale_key(str(interaction.locale.value)) == "zh-CN"
-            await interaction.response.send_message(
-                "只有发起查询的人可以翻页。" if zh else "Only the person who asked can turn the pages.", ephemeral=True
-            )
-            return False
-        return True
-
-    async def show(self, interaction: discord.Interaction) -> None:
-        reply = await self.bot.render_pool.render("rank", self.req, self.page, locale=self.locale)
-        self._sync_buttons()
-        files = [discord.File(io.BytesIO(f.data), filename=f.filename) for f in reply.files]
-        await interaction.response.edit_message(
-            embeds=[discord.Embed.from_dict(e) for e in reply.embeds], attachments=files, view=self
-        )
-
-    @discord.ui.button(label="◀", style=discord.ButtonStyle.secondary, custom_id="rank:prev")
-    async def previous(self, interaction: discord.Interaction, button: discord.ui.Button[RankPages]) -> None:
-        self.page -= 1
-        await self.show(interaction)
-
-    @discord.ui.button(label="▶", style=discord.ButtonStyle.secondary, custom_id="rank:next")
-    async def next(self, interaction: discord.Interaction, button: discord.ui.Button[RankPages]) -> None:
-        self.page += 1
-        await self.show(interaction)
 
 
 class Rank(commands.Cog):
@@ -114,12 +74,14 @@ class Rank(commands.Cog):
         locale = str(interaction.locale.value)
         key = {**req.__dict__, "gpu": found.id, "engine": svc.engine(req.engine), "kv": svc.kv(req.kv)}
 
-        def pages_view(reply: Reply) -> discord.ui.View | None:
-            pages = int(reply.meta.get("pages", 1))
-            return RankPages(self.bot, req, interaction.user.id, locale, 1, pages) if pages > 1 else None
+        async def render(page: int) -> Reply:
+            return await self.bot.render_pool.render("rank", req, page, locale=locale)
+
+        def view_for(reply: Reply) -> discord.ui.View | None:
+            return pages_view(reply, interaction.user.id, render, "rank")
 
         note = defaults.note(locale, {"gpu": found.name})
-        await self.bot.answer(interaction, "rank", key, "rank", req, 1, view_for=pages_view, note=note)
+        await self.bot.answer(interaction, "rank", key, "rank", req, 1, view_for=view_for, note=note)
 
 
 async def setup(bot: RigBot) -> None:

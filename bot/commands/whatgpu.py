@@ -17,8 +17,10 @@ from bot.commands.common import (
     prefetch_model,
     quant_autocomplete,
 )
+from bot.commands.pages import pages_view
 from bot.commands.settings import defaults_for
 from bot.params import parse_tokens
+from bot.render.reply import Reply
 
 if TYPE_CHECKING:
     from bot.client import RigBot
@@ -67,12 +69,17 @@ class WhatGpu(commands.Cog):
             "budget": budget,
             "engine": svc.engine(engine),
         }
+        locale = str(interaction.locale.value)
+        args = (model, tokens, quant, min_tps, budget, engine)
+
+        async def render(page: int) -> Reply:
+            return await self.bot.render_pool.render("whatgpu", *args, page, locale=locale)
+
+        def view_for(reply: Reply) -> discord.ui.View | None:
+            return pages_view(reply, interaction.user.id, render, "whatgpu")
+
         await self.bot.answer(
-            interaction,
-            "whatgpu",
-            key,
-            "whatgpu", model, tokens, quant, min_tps, budget, engine,
-            note=defaults.note(str(interaction.locale.value)),
+            interaction, "whatgpu", key, "whatgpu", *args, 1, view_for=view_for, note=defaults.note(locale)
         )
 
 

@@ -173,6 +173,11 @@ def chart_language(locale: str) -> Literal["en", "zh"]:
     return "en"
 
 
+def text_locale(locale: str) -> str:
+    """The locale for text drawn into a chart (titles, legends): Chinese only where it can be drawn."""
+    return "zh-CN" if chart_language(locale) == "zh" else "en"
+
+
 @dataclass(frozen=True)
 class _Style:
     pal: _Palette
@@ -257,21 +262,33 @@ def _legend(ax: Axes, handles: list, st: _Style, ncols: int) -> None:
                     handlelength=2.2, borderaxespad=0.2, columnspacing=1.2)
 
 
-def _png(fig: Figure) -> bytes:
+def _png(fig: Figure, described: dict[str, object] | None = None) -> bytes:
+    """PNG bytes; `described` (what the chart shows) rides along as a text chunk, so a test of the
+    whole bot can check the attached image is the chart it should be without reading pixels."""
+    import json
+
+    metadata: dict[str, str | None] = {"Software": None}
+    if described is not None:
+        metadata[_DESCRIPTION_KEY] = json.dumps(described, separators=(",", ":"))
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=DPI, facecolor=fig.get_facecolor(), metadata={"Software": None})
+    fig.savefig(buf, format="png", dpi=DPI, facecolor=fig.get_facecolor(), metadata=metadata)
     png = buf.getvalue()
-    return png if len(png) <= SIZE_BUDGET_BYTES else _palette_png(png)
+    return png if len(png) <= SIZE_BUDGET_BYTES else _palette_png(png, metadata)
 
 
-def _palette_png(png: bytes) -> bytes:
+def _palette_png(png: bytes, metadata: dict[str, str | None] | None = None) -> bytes:
     """The same image with at most 256 colours: flat chart colours survive, antialiasing barely shows."""
     from PIL import Image  # a matplotlib dependency; only needed for the rare oversized chart
+    from PIL.PngImagePlugin import PngInfo
 
+    info = PngInfo()
+    for key, value in (metadata or {}).items():
+        if value is not None:
+            info.add_itxt(key, value)
     with Image.open(io.BytesIO(png)) as im:
         small = im.convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT)
         out = io.BytesIO()
-        small.save(out, format="PNG", optimize=True)
+        small.save(out, format="PNG", optimize=True, pnginfo=info)
     return out.getvalue()
 
 
@@ -347,14 +364,14 @@ def _text_width_px(text: str, size_pt: float) -> float:
     return sum(em if ord(ch) >= 0x2E80 else 0.68 * em for ch in text)
 
 
-def _label_crossings(ax: Axes, crossings: list[tuple[float, str]], usable: float, xlim: tuple[float, float],
+def _label_crossings(ax: Axes, crossings: list[tuple[float, float, str]], xlim: tuple[float, float],
                      st: _Style) -> None:
     """'max 24k' labels at the points where lines cross the OOM line: each goes above the line, else
     below it, else is left out (the legend repeats every maximum), so labels never pile up."""
     axes_px = WIDTH_PX * 0.88  # the plot area's width after the y axis labels, near enough for spacing
     span = math.log2(xlim[1]) - math.log2(xlim[0])
     slots: dict[bool, float] = {True: -math.inf, False: -math.inf}  # right edge of the last label, px
-    for x, color in sorted(crossings):
+    for x, usable, color in sorted(crossings):
         text = st.text["max"].format(ctx=ctx_label(x))
         width = _text_width_px(text, NOTE_PT) + 10
         centre = (math.log2(x) - math.log2(xlim[0])) / span * axes_px
@@ -370,26 +387,92 @@ def _label_crossings(ax: Axes, crossings: list[tuple[float, str]], usable: float
                 break
 
 
+@dataclass(frozen=True)
+class Series:
+    """One line of a memory chart: bytes needed at each x (tokens), the largest x that fits its limit
+    (0: none does), and which limit (OOM line) it is measured against."""
+
+    label: str
+    x: tuple[int, ...]
+    y_bytes: tuple[float, ...]
+    max_x: int
+    limit: int = 0
+
+
+@dataclass(frozen=True)
+class Limit:
+    """An out-of-memory line: a setup's usable bytes; `per_gpu_bytes` adds one card's share (multi-GPU)."""
+
+    label: str
+    usable_bytes: float
+    per_gpu_bytes: float | None = None
+
+
 def vram_chart(curves: VramCurves, *, title: str, gpu_label: str, locale: str = "en-US",
                theme: Theme = "dark") -> bytes:
     """VRAM (GiB) against context length, one line per format, with the out-of-memory line."""
+    series = [Series(label=c.label or c.quant.name, x=c.ctx, y_bytes=c.total_bytes, max_x=c.max_ctx)
+              for c in curves.curves if c.ctx]
+    limit = Limit(label=gpu_label, usable_bytes=curves.usable_bytes,
+                  per_gpu_bytes=curves.usable_per_gpu_bytes if curves.gpus > 1 else None)
+    return memory_chart(series, [limit], title=title, locale=locale, theme=theme)
+
+
+def chart_description(png: bytes) -> dict[str, object] | None:
+    """What a chart shows, as its renderer recorded it in the PNG (kind, series, OOM lines)."""
+    import json
+    import zlib
+
+    pos = 8
+    while pos + 8 <= len(png):
+        length = int.from_bytes(png[pos:pos + 4], "big")
+        kind = png[pos + 4:pos + 8]
+        body = png[pos + 8:pos + 8 + length]
+        if kind in (b"tEXt", b"zTXt", b"iTXt"):
+            key, _, rest = body.partition(b"\0")
+            if key == _DESCRIPTION_KEY.encode():
+                if kind == b"zTXt":
+                    rest = zlib.decompress(rest[1:])
+                elif kind == b"iTXt":
+                    flag, rest = rest[0], rest[2:]
+                    rest = rest.split(b"\0", 2)[2]
+                    rest = zlib.decompress(rest) if flag else rest
+                return json.loads(rest.decode("utf-8"))
+        pos += 12 + length
+    return None
+
+
+_DESCRIPTION_KEY = "rigcheck-chart"
+
+
+def memory_chart(series: list[Series], limits: list[Limit], *, title: str, x_axis: str | None = None,
+                 locale: str = "en-US", theme: Theme = "dark") -> bytes:
+    """Memory (GiB) against tokens on a log axis, one line per series, each limit an OOM line.
+
+    The chart of every GPU answer: formats of one model (/fit), the models of a ranking page (/rank),
+    reference model classes (/gpu), two setups (/compare), fine-tuning methods against sequence length
+    (/finetune)."""
     st = _style(theme, locale)
     t, pal = st.text, st.pal
     fig, ax = _figure(st, title)
-    usable = curves.usable_bytes / GIB
-    series = [c for c in curves.curves if c.ctx]
-    if not series:
+    series = [s for s in series if s.x]
+    described: dict[str, object] = {"kind": "memory", "series": [{"label": s.label, "max_x": s.max_x, "limit": s.limit,
+                                               "x_last": s.x[-1]} for s in series],
+                 "limits": [{"label": lim.label, "usable_gib": round(lim.usable_bytes / GIB, 2)} for lim in limits]}
+    if not series or not limits:
         _message(ax, st, t["no_fit"], "")
-        return _png(fig)
+        return _png(fig, described)
 
-    x_min = min(c.ctx[0] for c in series)
-    x_max = max(c.ctx[-1] for c in series)
-    all_y = [b / GIB for c in series for b in c.total_bytes]
-    starts = [c.total_bytes[0] / GIB for c in series]
-    # Keep the OOM line and the start of every curve in view, but do not let a huge format that
-    # shoots far past the card squash the interesting region around the line.
-    y_top = min(max(all_y) * 1.08, max(usable * 1.4, max(starts) * 1.12))
-    y_top = max(y_top, usable * 1.22)
+    x_min = min(s.x[0] for s in series)
+    x_max = max(s.x[-1] for s in series)
+    all_y = [b / GIB for s in series for b in s.y_bytes]
+    top_limit = max(lim.usable_bytes for lim in limits) / GIB
+    # Keep the OOM line and the start of every curve near it in view, but do not let a line that starts
+    # far past the card (full fine-tuning, a 70B model on a T4) squash the region around the line;
+    # its legend entry says it does not fit.
+    starts = [y for y in (s.y_bytes[0] / GIB for s in series) if y <= top_limit * 2] or [top_limit]
+    y_top = min(max(all_y) * 1.08, max(top_limit * 1.4, max(starts) * 1.12))
+    y_top = max(y_top, top_limit * 1.22)
     ax.set_ylim(0, y_top)
     ax.set_xscale("log", base=2)
     ax.set_xlim(x_min / 1.12, x_max * 1.12)
@@ -398,60 +481,78 @@ def vram_chart(curves: VramCurves, *, title: str, gpu_label: str, locale: str = 
     ax.xaxis.set_minor_locator(NullLocator())
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: ctx_label(v)))
     ax.yaxis.set_major_locator(MaxNLocator(nbins=7, steps=[1, 2, 2.5, 5, 10]))
-    _axis_label(ax, "x", t["ctx_axis"], st)
+    _axis_label(ax, "x", x_axis or t["ctx_axis"], st)
     _axis_label(ax, "y", t["vram_axis"], st)
 
-    ax.axhspan(usable, y_top * 2, color=pal.oom, alpha=pal.oom_fill_alpha, linewidth=0, zorder=1)
-    ax.axhline(usable, color=pal.oom, linewidth=2.4, zorder=3)
-    if curves.gpus > 1:
-        per_gpu = curves.usable_per_gpu_bytes / GIB
-        ax.axhline(per_gpu, color=pal.muted, linewidth=1.8, linestyle=(0, (6, 4)), zorder=3)
-        ax.text(0.01, per_gpu, " " + t["one_gpu"].format(gib=_gib(per_gpu)), transform=ax.get_yaxis_transform(),
-                ha="left", va="bottom", fontproperties=st.font(NOTE_PT), color=pal.muted, zorder=6,
+    # The first limit is the asked setup (red); a second one (/compare) gets the muted colour.
+    limit_colors = [pal.oom, pal.muted]
+    # Above every line nothing fits (full shade); between two setups' lines only the larger fits (half).
+    lowest = min(lim.usable_bytes for lim in limits) / GIB
+    ax.axhspan(top_limit, y_top * 2, color=pal.oom, alpha=pal.oom_fill_alpha, linewidth=0, zorder=1)
+    if lowest < top_limit:
+        ax.axhspan(lowest, top_limit, color=pal.oom, alpha=pal.oom_fill_alpha / 2, linewidth=0, zorder=1)
+    # The line's own label goes where no 'max …' label sits: crossings near the left push it right.
+    span = math.log2(x_max * 1.12) - math.log2(x_min / 1.12)
+    left_crossings = any(
+        0 < s.max_x < s.x[-1] and (math.log2(s.max_x) - math.log2(x_min / 1.12)) / span < 0.5 for s in series
+    )
+    for i, lim in enumerate(limits):
+        usable = lim.usable_bytes / GIB
+        color = limit_colors[min(i, len(limit_colors) - 1)]
+        ax.axhline(usable, color=color, linewidth=2.4, zorder=3, linestyle="-" if i == 0 else (0, (8, 3)))
+        text = t["usable"].format(gpu=lim.label, gib=_gib(usable))
+        right = left_crossings != (i == 1)
+        ax.text(0.99 if right else 0.01, usable, text + " ", transform=ax.get_yaxis_transform(),
+                ha="right" if right else "left", va="bottom",
+                fontproperties=st.font(NOTE_PT, "bold"), color=color, zorder=6,
                 bbox={"boxstyle": "round,pad=0.2", "facecolor": pal.bg, "edgecolor": "none", "alpha": 0.85})
+        if lim.per_gpu_bytes is not None:
+            per_gpu = lim.per_gpu_bytes / GIB
+            ax.axhline(per_gpu, color=pal.muted, linewidth=1.8, linestyle=(0, (6, 4)), zorder=3)
+            ax.text(0.01, per_gpu, " " + t["one_gpu"].format(gib=_gib(per_gpu)), transform=ax.get_yaxis_transform(),
+                    ha="left", va="bottom", fontproperties=st.font(NOTE_PT), color=pal.muted, zorder=6,
+                    bbox={"boxstyle": "round,pad=0.2", "facecolor": pal.bg, "edgecolor": "none", "alpha": 0.85})
 
     handles = []
-    crossings: list[tuple[float, str]] = []
+    crossings: list[tuple[float, float, str]] = []
     ends: list[tuple[float, float, str]] = []
-    for i, c in enumerate(series):
+    for i, s in enumerate(series):
         color, marker = pal.series[i % len(pal.series)], _MARKERS[i % len(_MARKERS)]
-        ys = [b / GIB for b in c.total_bytes]
-        ax.plot(c.ctx, ys, color=color, linewidth=2.8, marker=marker, markersize=8, zorder=4,
+        usable = limits[min(s.limit, len(limits) - 1)].usable_bytes / GIB
+        ys = [b / GIB for b in s.y_bytes]
+        ax.plot(s.x, ys, color=color, linewidth=2.8, marker=marker, markersize=8, zorder=4,
                 markeredgecolor=pal.bg, markeredgewidth=1.2, clip_on=True)
-        name = _plain(c.quant.name)
-        if c.max_ctx <= 0:
+        name = _plain(s.label)
+        if s.max_x <= 0:
             legend_label = f"{name} · {t['no_fit']}"
         else:
-            legend_label = f"{name} · {t['max'].format(ctx=ctx_label(c.max_ctx))}"
+            legend_label = f"{name} · {t['max'].format(ctx=ctx_label(s.max_x))}"
         handles.append(Line2D([], [], color=color, marker=marker, linewidth=2.8, markersize=8,
                               markeredgecolor=pal.bg, label=legend_label))
-        if c.max_ctx <= 0:
+        if s.max_x <= 0:
             continue
-        if c.max_ctx >= c.ctx[-1]:
-            ends.append((c.ctx[-1], ys[-1], color))
+        if s.max_x >= s.x[-1]:
+            ends.append((s.x[-1], ys[-1], color))
         else:
-            crossings.append((c.max_ctx, color))
-            ax.plot([c.max_ctx, c.max_ctx], [0, usable], color=color, linewidth=1.6, linestyle=(0, (2, 3)),
+            crossings.append((s.max_x, usable, color))
+            ax.plot([s.max_x, s.max_x], [0, usable], color=color, linewidth=1.6, linestyle=(0, (2, 3)),
                     zorder=2, alpha=0.9)
-            ax.plot([c.max_ctx], [usable], marker="o", markersize=12, color=color, zorder=7,
+            ax.plot([s.max_x], [usable], marker="o", markersize=12, color=color, zorder=7,
                     markeredgecolor=pal.fg, markeredgewidth=1.6)
 
-    _label_crossings(ax, crossings, usable, (x_min / 1.12, x_max * 1.12), st)
+    _label_crossings(ax, crossings, (x_min / 1.12, x_max * 1.12), st)
     for x, y, color in ends:
         if y <= y_top:
             ax.plot([x], [y], marker="o", markersize=12, color=color, zorder=7, markeredgecolor=pal.fg,
                     markeredgewidth=1.6)
 
-    usable_text = t["usable"].format(gpu=gpu_label, gib=_gib(usable))
-    # Curves climb to the right, so the left end of the line is usually the clear side.
-    ax.text(0.01, usable, " " + usable_text, transform=ax.get_yaxis_transform(), ha="left", va="bottom",
-            fontproperties=st.font(NOTE_PT, "bold"), color=pal.oom, zorder=6,
-            bbox={"boxstyle": "round,pad=0.2", "facecolor": pal.bg, "edgecolor": "none", "alpha": 0.85})
     ax.text(0.01, 0.975, " " + t["oom"], transform=ax.transAxes, ha="left", va="top", fontproperties=st.font(NOTE_PT),
             color=pal.oom, zorder=6,
             bbox={"boxstyle": "round,pad=0.2", "facecolor": pal.bg, "edgecolor": "none", "alpha": 0.7})
-    _legend(ax, handles, st, ncols=min(len(handles), 4))
-    return _png(fig)
+    # Long labels (model names, two setups) need fewer columns to stay legible.
+    longest = max(len(str(h.get_label())) for h in handles)
+    _legend(ax, handles, st, ncols=min(len(handles), 4 if longest <= 20 else 2 if longest <= 40 else 1))
+    return _png(fig, described)
 
 
 # --- ranked decode speed ---------------------------------------------------------------------------

@@ -6,13 +6,16 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from bot.params import format_tokens
+from bot.params import format_tokens, parse_tokens
 from bot.render import charts
 from bot.render.embeds import COLORS, locale_key, render_embed
 from bot.render.reply import Reply, ReplyFile
+from bot.render.table import Column, render_table, setup_label, short_gpu_name, short_model_name
+from bot.render.text import t
 from bot.service import FitRequest, RankRequest, Service
-from catalog.schema import GPU
+from catalog.schema import GPU, QuantFormat
 from estimator.constants import GIB
+from estimator.curve import VramCurves
 from estimator.finetune import Method
 from estimator.fit import FitResult
 from estimator.memory import memory
@@ -137,18 +140,18 @@ def fit_reply(svc: Service, req: FitRequest, locale: str, theme: charts.Theme = 
         image="vram.png",
     )
     curves = vram_curves(q, formats)
-    title = f"{q.model.name} · {q.gpus}× {q.gpu.name}"
-    png = charts.vram_chart(curves, title=title, gpu_label=q.gpu.name, locale=locale, theme=theme)
+    setup = gpu_label(q.gpu, q.gpus)
+    png = charts.vram_chart(curves, title=f"{q.model.name} · {setup}", gpu_label=setup, locale=locale, theme=theme)
     return Reply(embeds=[embed], files=[ReplyFile(filename="vram.png", data=png)])
 
 
 def rank_rows_view(rows: list[RankRow], start: int) -> list[dict[str, Any]]:
+    """Rows for the daily summary's short list: the best format of each model."""
     out = []
     for i, r in enumerate(rows):
         params = f"{r.model.params_b:g}B"
         if r.model.active_params_b < r.model.params_b:
             params += f"/{r.model.active_params_b:g}A"
-        ttft = r.best.speed.ttft_s
         out.append(
             {
                 "rank": start + i + 1,
@@ -156,11 +159,80 @@ def rank_rows_view(rows: list[RankRow], start: int) -> list[dict[str, Any]]:
                 "params": params,
                 "quant": r.best.quant.name,
                 "tps": f"{r.best.speed.decode_tps:.0f}",
-                "ttft": f"{ttft * 1000:.0f}ms" if ttft < 1 else f"{ttft:.1f}s",
+                "ttft": _ttft_cell(r.best.speed.ttft_s),
                 "gib": f"{r.best.memory.total_bytes / GIB:.1f}",
             }
         )
     return out
+
+
+RANK_NAME_WIDTH = 22
+RANK_CELL_WIDTH = 9
+RANK_CHART_MODELS = 5
+
+
+def _tps_cell(tps: float) -> str:
+    return f"{tps:.0f}" if tps >= 10 else f"{tps:.1f}"
+
+
+def _ttft_cell(seconds: float) -> str:
+    if seconds < 0.1:
+        return f"{seconds * 1000:.0f}ms"
+    return f"{seconds:.1f}s" if seconds < 10 else f"{seconds:.0f}s"
+
+
+def rank_table(rows: list[RankRow], formats: list[QuantFormat], start: int, locale: str) -> list[str]:
+    """The calculator's matrix: per model one column per format with tok/s and TTFT where it fits
+    ('!' when tight, 'no' when not), ranked models numbered, the unranked tail under its own line."""
+    columns = [Column(t(locale, "col.rank"), 3, ">"), Column(t(locale, "col.model"), RANK_NAME_WIDTH)]
+    columns += [Column(f.level.upper() if len(formats) > 1 else f.name[:RANK_CELL_WIDTH], RANK_CELL_WIDTH, ">")
+                for f in formats]
+    body: list[list[str]] = []
+    marks: dict[int, str] = {}
+    for i, r in enumerate(rows):
+        if not r.ranked and (i == 0 or rows[i - 1].ranked):
+            marks[len(body)] = t(locale, "rank.unranked")
+        by_id = {f.quant.id: f for f in r.fitting}
+        cells = []
+        for fmt in formats:
+            got = by_id.get(fmt.id)
+            if got is None:
+                cells.append(t(locale, "cell.no"))
+                continue
+            tight = "!" if got.memory.verdict == "tight" else ""
+            cells.append(f"{_tps_cell(got.speed.decode_tps)} {_ttft_cell(got.speed.ttft_s)}{tight}")
+        number = str(start + i + 1) if r.ranked else "-"
+        body.append([number, short_model_name(r.model, RANK_NAME_WIDTH), *cells])
+    lines = render_table(columns, body)
+    out = [lines[0]]
+    for i, line in enumerate(lines[1:]):
+        if i in marks:
+            out.append(marks[i])
+        out.append(line)
+    return out
+
+
+def rank_chart_curves(svc: Service, req: RankRequest, rows: list[RankRow]) -> VramCurves | None:
+    """VRAM against context for the page's top models, each in the format the table's verdict rests on
+    (the asked one, else its best)."""
+    from estimator.curve import vram_curves
+
+    picked = rows[:RANK_CHART_MODELS]
+    if not picked:
+        return None
+    gpu = svc.gpu(req.gpu)
+    engine = svc.engine(req.engine)
+    curves = []
+    base: VramCurves | None = None
+    for r in picked:
+        fmt = r.best.quant
+        q = Query(gpu=gpu, gpus=svc.gpus(req.gpus), model=r.model, quant=fmt, engine=engine,
+                  ctx=parse_tokens(req.ctx), kv=svc.kv(req.kv))
+        base = vram_curves(q, [fmt])
+        label = f"{short_model_name(r.model, RANK_NAME_WIDTH)} {fmt.name}"
+        curves.append(base.curves[0].model_copy(update={"label": label}))
+    assert base is not None
+    return base.model_copy(update={"curves": tuple(curves)})
 
 
 def rank_reply(
@@ -171,32 +243,36 @@ def rank_reply(
     page = min(max(1, page), pages)
     start = (page - 1) * PAGE_SIZE
     chunk = rows[start : start + PAGE_SIZE]
-    from bot.params import parse_tokens
-
+    engine = svc.engine(req.engine)
+    formats = svc.formats(engine, req.quant)
     ctx = parse_tokens(req.ctx)
-    sort_names = {
-        "en": {"quality": "quality", "speed": "speed", "size": "size"},
-        "zh-CN": {"quality": "质量", "speed": "速度", "size": "参数量"},
-    }[locale_key(locale)]
+    sort = req.sort if req.sort in ("quality", "speed", "size") else "quality"
+    setup = gpu_label(gpu, req.gpus)
     embed = render_embed(
         "rank",
         locale,
-        gpu=gpu,
-        count=req.gpus,
+        setup=setup,
         ctx=ctx,
-        sort=sort_names.get(req.sort, req.sort),
-        engine=svc.engine(req.engine),
+        sort=t(locale, f"sort.{sort}"),
+        engine=engine,
         kv=req.kv,
-        page=page,
-        pages=pages,
+        page=t(locale, "page", page=page, pages=pages),
         total=len(rows),
-        rows=rank_rows_view(chunk, start),
+        ranked=sum(1 for r in rows if r.ranked),
+        table=rank_table(chunk, formats, start, locale) if chunk else [],
+        legend=t(locale, "rank.legend"),
+        formats=" · ".join(f"{f.level.upper()} = {f.name}" for f in formats) if len(formats) > 1 else "",
+        order=t(locale, f"rank.order.{sort}", signal=t(locale, "quality.signal")),
         color=COLORS["info"],
-        image="rank.png",
+        image="vram.png",
     )
-    title = f"{req.gpus}× {gpu.name} · {format_tokens(ctx)}"
-    png = charts.rank_chart(chunk, title=title, limit=PAGE_SIZE, locale=locale, theme=theme)
-    return Reply(embeds=[embed], files=[ReplyFile(filename="rank.png", data=png)], meta={"pages": pages})
+    curves = rank_chart_curves(svc, req, chunk)
+    title = f"{setup} · {format_tokens(ctx)}"
+    if curves is None:
+        png = charts.rank_chart([], title=title, locale=locale, theme=theme)
+    else:
+        png = charts.vram_chart(curves, title=title, gpu_label=setup, locale=locale, theme=theme)
+    return Reply(embeds=[embed], files=[ReplyFile(filename="vram.png", data=png)], meta={"pages": pages})
 
 
 def error_reply(
@@ -209,7 +285,8 @@ def error_reply(
 
 
 def gpu_label(gpu: GPU, count: int) -> str:
-    return f"{count}× {gpu.name}" if count > 1 else gpu.name
+    """'NVIDIA T4' for one card, '2× NVIDIA GeForce RTX 3090' for two: the one rule for setup names."""
+    return setup_label(gpu, count)
 
 
 LEVEL_LABELS = {
@@ -246,20 +323,23 @@ def gpu_reply(
     svc: Service, gpu_text: str, ctx: int = 8192, *, locale: str, theme: charts.Theme = "dark"
 ) -> Reply:
     from estimator import finetune
+    from estimator.capability import CHART_CLASSES, largest_class_that_fits, reference_models, training_precision
+    from estimator.curve import vram_curves
     from estimator.memory import usable_vram_bytes
 
     gpu = svc.gpu(gpu_text)
     loc = locale_key(locale)
-    capability = [
-        {"label": LEVEL_LABELS[loc][c.level], "quant": c.quant, "model": c.model, "size_class_b": c.size_class_b}
-        for c in svc.capability(gpu, ctx=ctx)
-    ]
+    capability = []
+    for c in svc.capability(gpu, ctx=ctx):
+        ref = largest_class_that_fits(svc.catalog.models, c.quant, gpu, ctx=ctx)
+        capability.append({"label": LEVEL_LABELS[loc][c.level], "quant": c.quant, "model": c.model,
+                           "klass": ref[0] if ref else None, "reference": ref[1] if ref else None})
     usable = usable_vram_bytes(gpu)
-    best = finetune.largest_trainable(svc.catalog.models, finetune.FinetuneSettings(method="qlora"), usable)
-    ft = [
-        {"method": {"qlora": "QLoRA", "lora": "LoRA", "full": "Full" if loc == "en" else "全参数"}[m], "model": best[m]}
-        for m in ("qlora", "lora", "full")
-    ]
+    precision = training_precision(gpu)
+    best = finetune.largest_trainable(
+        svc.catalog.models, finetune.FinetuneSettings(method="qlora", precision=precision), usable
+    )
+    ft = [{"method": t(locale, f"method.{m}"), "model": best[m]} for m in ("qlora", "lora", "full")]
     embed = render_embed(
         "gpu",
         locale,
@@ -268,35 +348,55 @@ def gpu_reply(
         ctx=ctx,
         capability=capability,
         finetune=ft,
+        precision=precision,
         recommendation=recommendation_text(svc, gpu, locale),
-        image="gpu.png",
+        image="vram.png",
     )
-    points: list[tuple[str, float, float]] = []
     q4 = svc.quant("int4", "llama.cpp")
-    for model_id in ("llama-3.2-3b", "llama-3.1-8b", "qwen3-14b", "qwen3-32b", "llama-3.3-70b"):
-        try:
-            model = svc.catalog.model(model_id)
-        except KeyError:
-            continue
-        total = memory(Query(gpu=gpu, model=model, quant=q4, ctx=ctx)).total_bytes
-        points.append((f"{model.name} Q4", ctx, total / GIB))
-    png = charts.gpu_chart(
-        points, usable_gib=usable / GIB, title=f"{gpu.name} · {format_tokens(ctx)}", locale=locale, theme=theme
-    )
-    return Reply(embeds=[embed], files=[ReplyFile(filename="gpu.png", data=png)])
+    curves = []
+    base: VramCurves | None = None
+    for label, model in reference_models(svc.catalog.models, CHART_CLASSES):
+        base = vram_curves(Query(gpu=gpu, model=model, quant=q4, ctx=ctx), [q4])
+        line = t(charts.text_locale(locale), "gpu.class_line", klass=label, model=short_model_name(model, 16))
+        curves.append(base.curves[0].model_copy(update={"label": line}))
+    title = t(charts.text_locale(locale), "gpu.chart_title", gpu=gpu.name, quant=q4.name)
+    if base is None:
+        png = charts.rank_chart([], title=title, locale=locale, theme=theme)
+    else:
+        png = charts.vram_chart(base.model_copy(update={"curves": tuple(curves)}), title=title,
+                                gpu_label=gpu.name, locale=locale, theme=theme)
+    return Reply(embeds=[embed], files=[ReplyFile(filename="vram.png", data=png)])
 
 
-def compare_reply(svc: Service, reqs: list[FitRequest], locale: str) -> Reply:
-    from estimator.fit import fit
+def compare_reply(svc: Service, reqs: list[FitRequest], locale: str, theme: charts.Theme = "dark") -> Reply:
+    """Two setups in the same format (the asked one, else the best that fits both), on one chart."""
+    from estimator.curve import vram_curves
+    from estimator.fit import fit, shared_format
 
     loc = locale_key(locale)
+    queries = [svc.base_query(req) for req in reqs]
+    results = [fit(q, formats) for q, formats in queries]
+    fmt = shared_format(results)
+    asked = bool(reqs[0].quant)
     sides: list[dict[str, Any]] = []
-    for req in reqs:
-        q, formats = svc.base_query(req)
-        result = fit(q, formats)
-        label = f"{q.model.name} · {gpu_label(q.gpu, q.gpus)}"
-        sides.append({"label": label, "best": result.best})
-    first, _ = svc.base_query(reqs[0])
+    curves = []
+    limits: list[charts.Limit] = []
+    limit_of: dict[tuple[str, int, str], int] = {}
+    for (q, _), result in zip(queries, results, strict=True):
+        option = next(o for o in result.options if o.quant.id == fmt.id)
+        setup = gpu_label(q.gpu, q.gpus)
+        sides.append({"label": f"{q.model.name} · {setup}", "option": option})
+        key = (q.gpu.id, q.gpus, q.engine)
+        curve = vram_curves(q, [fmt])
+        if key not in limit_of:
+            limit_of[key] = len(limits)
+            limits.append(charts.Limit(label=setup, usable_bytes=curve.usable_bytes,
+                                       per_gpu_bytes=curve.usable_per_gpu_bytes if q.gpus > 1 else None))
+        c = curve.curves[0]
+        label = f"{short_model_name(q.model, 18)} · {setup_label(q.gpu, q.gpus, short=True, width=16)}"
+        curves.append(charts.Series(label=label, x=c.ctx, y_bytes=c.total_bytes, max_x=c.max_ctx,
+                                    limit=limit_of[key]))
+    first = queries[0][0]
     title = " vs ".join(s["label"] for s in sides)
     embed = render_embed(
         "compare",
@@ -306,9 +406,14 @@ def compare_reply(svc: Service, reqs: list[FitRequest], locale: str) -> Reply:
         engine=first.engine,
         ctx=first.ctx,
         kv=first.kv,
+        fmt=fmt,
+        why=t(locale, "compare.asked" if asked else "compare.shared", fmt=fmt.name),
         verdicts=VERDICTS[loc],
+        image="vram.png",
     )
-    return Reply(embeds=[embed])
+    chart_title = f"{fmt.name} · {format_tokens(first.ctx)}"
+    png = charts.memory_chart(curves, limits, title=chart_title, locale=locale, theme=theme)
+    return Reply(embeds=[embed], files=[ReplyFile(filename="vram.png", data=png)])
 
 
 def list_reply(title: str, intro: str, lines: list[str], footer: str, locale: str) -> Reply:
@@ -316,13 +421,30 @@ def list_reply(title: str, intro: str, lines: list[str], footer: str, locale: st
 
 
 def help_reply(locale: str) -> Reply:
-    return Reply(embeds=[render_embed("help", locale)], ephemeral=True)
+    return Reply(embeds=[render_embed("help", locale, quality=t(locale, "quality.signal"))], ephemeral=True)
+
+
+FINETUNE_METHODS: tuple[Method, ...] = ("qlora", "lora", "full")
+FINETUNE_CURVE_START = 512
+
+
+def finetune_chart(curves: list[tuple[str, tuple[int, ...], tuple[float, ...], int | None]], usable_bytes: float,
+                   *, title: str, setup: str, locale: str, theme: charts.Theme = "dark") -> bytes:
+    """Peak memory against sequence length, one line per `(label, seqs, total_bytes, max_seq)`, with the
+    GPU's usable memory as the OOM line."""
+    series = [charts.Series(label=label, x=seqs, y_bytes=totals, max_x=max_seq or 0)
+              for label, seqs, totals, max_seq in curves]
+    return charts.memory_chart(series, [charts.Limit(label=setup, usable_bytes=usable_bytes)], title=title,
+                               x_axis=t(charts.text_locale(locale), "chart.seq_axis"), locale=locale, theme=theme)
 
 
 def finetune_reply(
-    svc: Service, gpu: GPU, model: Any, method: Method, seq: int, batch: int, gpus: int, locale: str
+    svc: Service, gpu: GPU, model: Any, method: Method, seq: int, batch: int, gpus: int, locale: str,
+    theme: charts.Theme = "dark",
 ) -> Reply:
     from estimator import finetune as ft
+    from estimator.capability import training_precision
+    from estimator.curve import curve_points
     from estimator.memory import usable_vram_bytes
 
     settings = ft.FinetuneSettings(
@@ -331,6 +453,7 @@ def finetune_reply(
         batch=batch,
         gpus=gpus,
         sharding="fsdp" if gpus > 1 else "none",
+        precision=training_precision(gpu),  # fp16 on cards without bf16 (Turing, Volta, Pascal)
     )
     mem = ft.finetune_memory(model, settings)
     usable = usable_vram_bytes(gpu)
@@ -371,30 +494,51 @@ def finetune_reply(
         max_batch=ft.max_batch(model, settings, usable),
         advice=advice_lines,
         color=COLORS[verdict],
+        image="vram.png",
     )
-    return Reply(embeds=[embed])
+    seqs = tuple(p for p in curve_points(max(model.max_context, seq)) if p >= FINETUNE_CURVE_START)
+    curves = []
+    for m in FINETUNE_METHODS:
+        each = settings.model_copy(update={"method": m})
+        totals = tuple(ft.finetune_memory(model, each.model_copy(update={"seq": p})).total for p in seqs)
+        curves.append((t(locale, f"method.{m}"), seqs, totals, ft.max_seq(model, each, usable, step=256)))
+    setup = gpu_label(gpu, gpus)
+    png = finetune_chart(curves, usable, title=f"{model.name} · {setup}", setup=setup, locale=locale, theme=theme)
+    return Reply(embeds=[embed], files=[ReplyFile(filename="vram.png", data=png)])
 
 
-WHATGPU_ROWS = 15
+WHATGPU_PAGE = 10
 WHATGPU_PER_COUNT = 5
+WHATGPU_SETUP_WIDTH = 20
 
 
-def rows_per_count(setups: list[Any], limit: int) -> list[Any]:
-    """The best few setups of each GPU count, in the list's own order, so a long list of single cards
-    does not hide that two or four smaller ones would also do."""
+def rows_per_count(setups: list[Any], limit: int | None = None) -> list[Any]:
+    """The best few setups of each GPU count first, in the list's own order, so a long list of single
+    cards does not hide that two or four smaller ones would also do; then every other setup."""
     seen: dict[int, int] = {}
-    out = []
+    first, rest = [], []
     for s in setups:
         if seen.get(s.count, 0) < WHATGPU_PER_COUNT:
             seen[s.count] = seen.get(s.count, 0) + 1
-            out.append(s)
-        if len(out) >= limit:
-            break
-    return out
+            first.append(s)
+        else:
+            rest.append(s)
+    ordered = first + rest
+    return ordered[:limit] if limit is not None else ordered
+
+
+def whatgpu_table(shown: list[Any], locale: str) -> list[str]:
+    columns = [Column(t(locale, "col.setup"), WHATGPU_SETUP_WIDTH), Column(t(locale, "col.format"), 8),
+               Column(t(locale, "col.tps"), 5, ">"), Column(t(locale, "col.ttft"), 5, ">"),
+               Column(t(locale, "col.free"), 8, ">")]
+    rows = [[setup_label(s.gpu, s.count, short=True, width=WHATGPU_SETUP_WIDTH), s.quant.name[:8],
+             _tps_cell(s.decode_tps), _ttft_cell(s.ttft_s), f"{s.headroom_bytes / GIB:.1f}"] for s in shown]
+    return render_table(columns, rows)
 
 
 def whatgpu_reply(svc: Service, model_text: str, ctx: int, quant: str | None, min_tps: float | None,
-                  budget: float | None, engine_text: str, locale: str, theme: charts.Theme = "dark") -> Reply:
+                  budget: float | None, engine_text: str, page: int = 1, *, locale: str,
+                  theme: charts.Theme = "dark") -> Reply:
     from estimator.whatgpu import what_gpu
 
     model, tagged = svc.model(model_text)
@@ -402,16 +546,58 @@ def whatgpu_reply(svc: Service, model_text: str, ctx: int, quant: str | None, mi
     formats = svc.formats(engine, quant) if quant or tagged is None else [tagged]
     if not quant and tagged is None:
         formats = [svc.quant("int4", engine)]
-    setups = what_gpu(model, formats, svc.catalog.gpus, ctx=ctx, engine=engine, min_tps=min_tps, budget_usd=budget)
-    shown = rows_per_count(setups, WHATGPU_ROWS)
-    rows = [{
-        "setup": gpu_label(s.gpu, s.count), "quant": s.quant.name, "tps": f"{s.decode_tps:.0f}",
-        "ttft": f"{s.ttft_s * 1000:.0f}ms" if s.ttft_s < 1 else f"{s.ttft_s:.1f}s",
-        "free": f"{s.headroom_bytes / GIB:.1f}",
-    } for s in shown]
+    setups = rows_per_count(what_gpu(model, formats, svc.catalog.gpus, ctx=ctx, engine=engine, min_tps=min_tps,
+                                     budget_usd=budget))
+    pages = max(1, math.ceil(len(setups) / WHATGPU_PAGE))
+    page = min(max(1, page), pages)
+    shown = setups[(page - 1) * WHATGPU_PAGE : page * WHATGPU_PAGE]
     embed = render_embed("whatgpu", locale, model=model, ctx=ctx, engine=engine,
                          formats=", ".join(f.name for f in formats), min_tps=min_tps, budget=budget,
-                         total=len(setups), rows=rows, image="whatgpu.png")
-    bars = [(f"{gpu_label(s.gpu, s.count)} · {s.quant.name}", s.decode_tps, s.headroom_bytes / GIB) for s in shown[:10]]
+                         total=len(setups), table=whatgpu_table(shown, locale) if shown else [],
+                         page=t(locale, "page", page=page, pages=pages), image="whatgpu.png")
+    bars = [(f"{setup_label(s.gpu, s.count, short=True)} · {s.quant.name}", s.decode_tps, s.headroom_bytes / GIB)
+            for s in shown]
     png = charts.setups_chart(bars, title=f"{model.name} · {format_tokens(ctx)}", locale=locale, theme=theme)
-    return Reply(embeds=[embed], files=[ReplyFile(filename="whatgpu.png", data=png)])
+    return Reply(embeds=[embed], files=[ReplyFile(filename="whatgpu.png", data=png)], meta={"pages": pages})
+
+
+MODELS_PAGE = 20
+GPUS_PAGE = 20
+
+
+def models_reply(svc: Service, family: str | None, max_params: float | None, page: int = 1, *,
+                 locale: str, family_label: str | None = None) -> Reply:
+    """`family_label` is the family as shown back (bounded and escaped by the caller)."""
+    needle = (family or "").lower().replace(" ", "")
+    picked = sorted((m for m in svc.catalog.models
+                     if (not needle or needle in m.family.lower().replace(" ", ""))
+                     and (max_params is None or m.params_b <= max_params)), key=lambda m: (m.family, m.params_b))
+    pages = max(1, math.ceil(len(picked) / MODELS_PAGE))
+    page = min(max(1, page), pages)
+    shown = picked[(page - 1) * MODELS_PAGE : page * MODELS_PAGE]
+    columns = [Column(t(locale, "col.model"), 26), Column(t(locale, "col.params"), 13, ">"),
+               Column(t(locale, "col.ctx"), 6, ">")]
+    rows = [[short_model_name(m, 26),
+             f"{m.params_b:g}B" + (f" ({m.active_params_b:g}A)" if m.active_params_b < m.params_b else ""),
+             format_tokens(m.max_context)] for m in shown]
+    intro = t(locale, "list.models.intro", n=len(picked)) + (f" · {family_label}" if family_label else "")
+    footer = t(locale, "list.footer", page=t(locale, "page", page=page, pages=pages))
+    reply = list_reply(t(locale, "list.models.title"), intro, render_table(columns, rows) if rows else ["—"],
+                       footer, locale)
+    return reply.model_copy(update={"meta": {"pages": pages}})
+
+
+def gpus_reply(svc: Service, vendor: str | None, page: int = 1, *, locale: str) -> Reply:
+    picked = sorted((g for g in svc.catalog.gpus if not vendor or g.vendor == vendor),
+                    key=lambda g: (-g.vram_gb, g.name))
+    pages = max(1, math.ceil(len(picked) / GPUS_PAGE))
+    page = min(max(1, page), pages)
+    shown = picked[(page - 1) * GPUS_PAGE : page * GPUS_PAGE]
+    columns = [Column(t(locale, "col.gpu"), 28), Column(t(locale, "col.vram"), 7, ">"),
+               Column(t(locale, "col.bandwidth"), 6, ">")]
+    rows = [[short_gpu_name(g, 28), f"{g.vram_gb:g} GB", f"{g.bandwidth_gbs:.0f}"] for g in shown]
+    intro = t(locale, "list.gpus.intro", n=len(picked)) + (f" · {vendor}" if vendor else "")
+    footer = t(locale, "list.footer", page=t(locale, "page", page=page, pages=pages))
+    reply = list_reply(t(locale, "list.gpus.title"), intro, render_table(columns, rows) if rows else ["—"],
+                       footer, locale)
+    return reply.model_copy(update={"meta": {"pages": pages}})

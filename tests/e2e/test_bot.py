@@ -166,7 +166,7 @@ async def test_gpu_card(sandbox: tuple[Sandbox, BotProcess]) -> None:
     sb, _ = sandbox
     reply = await sb.invoke("/gpu gpu:t4")
     fields = {f["name"]: f["value"] for f in reply.embeds[0]["fields"]}
-    assert "Largest model at 8k context" in fields and "QLoRA" in fields["Fine-tuning (seq 2048, batch 1)"]
+    assert "Largest model at 8k context" in fields and "QLoRA" in fields["Fine-tuning (seq 2048, batch 1, fp16)"]
     decode_png(reply.files[0].data)
     save("gpu-t4.png", reply.files[0].data)
 

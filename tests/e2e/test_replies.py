@@ -108,3 +108,135 @@ async def test_cached_rank_keeps_working_buttons(sb: Sandbox) -> None:
     assert second.embeds == first.embeds
     page2 = await sb.driver.click(second, "rank:next", user=5202)
     assert "page 2 of" in page2.embeds[0]["description"]
+
+
+# --- the VRAM curve on every GPU answer -------------------------------------------------------------
+
+def chart_of(reply) -> dict:
+    """What the attached chart shows, as the VRAM-curve renderer recorded it in the PNG."""
+    from bot.render.charts import chart_description, png_size
+
+    assert reply.embeds[0]["image"]["url"] == "attachment://vram.png"
+    png = next(f for f in reply.files if f.filename == "vram.png")
+    assert png_size(png.data) == (1200, 675)
+    described = chart_description(png.data)
+    assert described is not None and described["kind"] == "memory"
+    return described
+
+
+async def test_fit_chart_says_two_cards(sb: Sandbox) -> None:
+    reply = await sb.invoke("/fit gpu:rtx 3090 model:qwen3-32b gpus:2")
+    chart = chart_of(reply)
+    assert [s["label"] for s in chart["series"]] == ["Q4_K_M", "Q8_0", "F16"]
+    assert chart["limits"][0]["label"] == "2× NVIDIA GeForce RTX 3090"
+    assert reply.embeds[0]["title"] == "Qwen3-32B on 2× NVIDIA GeForce RTX 3090"
+
+
+async def test_rank_chart_is_the_pages_top_models(sb: Sandbox) -> None:
+    reply = await sb.invoke("/rank gpu:T4 ctx:16k quant:int4", user=5301)
+    chart = chart_of(reply)
+    table = reply.embeds[0]["description"].split("```")[1].strip("\n").split("\n")
+    names = [line[4:26].strip() for line in table[1:] if line[:3].strip().isdigit()]
+    assert len(chart["series"]) == 5
+    assert [s["label"] for s in chart["series"]] == [f"{n} Q4_K_M" for n in names[:5]]
+    assert chart["limits"] == [{"label": "NVIDIA T4", "usable_gib": 15.0}]
+
+
+async def test_gpu_chart_is_reference_classes_at_4bit(sb: Sandbox) -> None:
+    reply = await sb.invoke("/gpu gpu:rtx 4090")
+    chart = chart_of(reply)
+    assert [s["label"] for s in chart["series"]] == [
+        "8B class (Llama 3.1 8B)", "14B class (Qwen3-14B)", "32B class (Qwen3-32B)", "70B class (Llama 3.3 70B)"]
+    fits = {s["label"].split()[0]: s["max_x"] > 0 for s in chart["series"]}
+    assert fits == {"8B": True, "14B": True, "32B": True, "70B": False}
+    assert "Q4_K_M" in reply.embeds[0]["fields"][3]["value"]
+    assert not reply.embeds[0]["footer"]["text"].endswith("…")  # the source is shown whole
+
+
+async def test_compare_is_like_for_like_on_one_chart(sb: Sandbox) -> None:
+    reply = await sb.invoke("/compare gpu:T4 gpu2:A30 model:qwen3-8b")
+    fields = reply.embeds[0]["fields"]
+    formats = {f["value"].split("**")[1] for f in fields}
+    assert formats == {"Q8_0"}  # the best format both fit, not Q8_0 on one and F16 on the other
+    chart = chart_of(reply)
+    assert [lim["label"] for lim in chart["limits"]] == ["NVIDIA T4", "NVIDIA A30"]
+    assert [s["limit"] for s in chart["series"]] == [0, 1]
+    asked = await sb.invoke("/compare gpu:T4 gpu2:A30 model:qwen3-8b quant:Q4_K_M")
+    assert {f["value"].split("**")[1] for f in asked.embeds[0]["fields"]} == {"Q4_K_M"}
+
+
+async def test_finetune_chart_and_fp16_without_bf16(sb: Sandbox) -> None:
+    t4 = await sb.invoke("/finetune gpu:T4 model:qwen3-8b method:qlora")
+    assert "fp16" in t4.embeds[0]["description"] and "bf16" not in t4.embeds[0]["description"]
+    chart = chart_of(t4)
+    assert [s["label"] for s in chart["series"]] == ["QLoRA", "LoRA", "Full"]
+    assert chart["limits"][0]["label"] == "NVIDIA T4"
+    a100 = await sb.invoke("/finetune gpu:a100 40gb sxm model:qwen3-8b method:lora")
+    assert "bf16" in a100.embeds[0]["description"]
+
+
+# --- tables that fit a phone, with pages -----------------------------------------------------------
+
+def code_block_lines(reply) -> list[str]:
+    from bot.render.table import display_width
+
+    text = reply.embeds[0].get("description", "")
+    blocks = text.split("```")[1::2]
+    assert blocks, "no table"
+    lines = [line for block in blocks for line in block.split("\n") if line.strip()]
+    too_wide = [(display_width(line), line) for line in lines if display_width(line) > 56]
+    assert not too_wide
+    return lines
+
+
+@pytest.mark.parametrize("locale", ["en-US", "zh-CN"])
+async def test_every_table_fits_a_phone_and_pages(sb: Sandbox, locale: str) -> None:
+    for command, prefix in (("/rank gpu:a100 80gb sxm ctx:32k", "rank"), ("/whatgpu model:llama-3.3-70b", "whatgpu"),
+                            ("/models", "models"), ("/gpus", "gpus")):
+        reply = await sb.invoke(command, user=5401, locale=locale)
+        assert reply.error is None, command
+        lines = code_block_lines(reply)
+        assert len(lines) > 5, command
+        assert {b["custom_id"] for b in buttons(reply)} == {f"{prefix}:prev", f"{prefix}:next"}, command
+        page2 = await sb.driver.click(reply, f"{prefix}:next", user=5401, locale=locale)
+        assert page2.error is None, command
+        code_block_lines(page2)
+        assert page2.embeds[0] != reply.embeds[0], command
+
+
+async def test_names_are_shortened_by_whole_words(sb: Sandbox) -> None:
+    import re
+
+    from catalog.store import load_catalog
+
+    words = {w for m in load_catalog().models for w in re.split(r"[\s_()-]+", m.name) if w}
+    words |= {f"{m.params_b:.3g}B" for m in load_catalog().models}
+    reply = await sb.invoke("/rank gpu:h100 sxm ctx:8k sort:size", user=5402)
+    for _page in range(3):
+        for line in code_block_lines(reply)[1:]:
+            name = line[4:26].strip()
+            if line[:3].strip() in ("", "#") or not name:
+                continue
+            # whole words of a real name, never a cut one
+            assert all(w in words for w in re.split(r"[\s_()-]+", name) if w), line
+        reply = await sb.driver.click(reply, "rank:next", user=5402)
+
+
+async def test_rank_matrix_columns_and_footers(sb: Sandbox) -> None:
+    quality = await sb.invoke("/rank gpu:T4", user=5403)
+    header = code_block_lines(quality)[0]
+    assert header.split()[-3:] == ["INT4", "INT8", "FP16"]
+    assert quality.embeds[0]["footer"]["text"].startswith("Order: quality scores")
+    speed = await sb.invoke("/rank gpu:T4 sort:speed", user=5403)
+    assert speed.embeds[0]["footer"]["text"].startswith("Order: decode tok/s")
+    assert "quality" not in speed.embeds[0]["footer"]["text"]
+    size = await sb.invoke("/rank gpu:T4 sort:size", user=5403)
+    assert size.embeds[0]["footer"]["text"].startswith("Order: total parameters")
+
+
+async def test_help_lists_every_command(sb: Sandbox) -> None:
+    reply = await sb.invoke("/help")
+    text = str(reply.embeds[0])
+    for command in sb.driver.commands:
+        assert f"/{command['name']}" in text, command["name"]
+    assert "Open LLM Leaderboard" in text

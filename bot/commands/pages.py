@@ -1,0 +1,64 @@
+"""◀ ▶ buttons for every long answer: only the person who asked can turn the pages."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Awaitable, Callable
+
+import discord
+
+from bot.render.reply import Reply
+from bot.render.text import t
+
+PAGE_TIMEOUT_S = 600
+
+
+class Pages(discord.ui.View):
+    """Buttons `<prefix>:prev` and `<prefix>:next`; `render(page)` draws the page asked for."""
+
+    def __init__(
+        self, owner_id: int, page: int, pages: int, render: Callable[[int], Awaitable[Reply]], prefix: str
+    ) -> None:
+        super().__init__(timeout=PAGE_TIMEOUT_S)
+        self.owner_id, self.page, self.pages, self.render = owner_id, page, pages, render
+        self.previous.custom_id = f"{prefix}:prev"
+        self.next.custom_id = f"{prefix}:next"
+        self._sync_buttons()
+
+    def _sync_buttons(self) -> None:
+        self.previous.disabled = self.page <= 1
+        self.next.disabled = self.page >= self.pages
+
+    async def interaction_check(self, interaction: discord.Interaction) -> bool:
+        if interaction.user.id != self.owner_id:
+            await interaction.response.send_message(
+                t(str(interaction.locale.value), "pages.not_yours"), ephemeral=True
+            )
+            return False
+        return True
+
+    async def show(self, interaction: discord.Interaction) -> None:
+        reply = await self.render(self.page)
+        self._sync_buttons()
+        files = [discord.File(io.BytesIO(f.data), filename=f.filename) for f in reply.files]
+        await interaction.response.edit_message(
+            embeds=[discord.Embed.from_dict(e) for e in reply.embeds], attachments=files, view=self
+        )
+
+    @discord.ui.button(label="◀", style=discord.ButtonStyle.secondary, custom_id="pages:prev")
+    async def previous(self, interaction: discord.Interaction, button: discord.ui.Button[Pages]) -> None:
+        self.page = max(1, self.page - 1)
+        await self.show(interaction)
+
+    @discord.ui.button(label="▶", style=discord.ButtonStyle.secondary, custom_id="pages:next")
+    async def next(self, interaction: discord.Interaction, button: discord.ui.Button[Pages]) -> None:
+        self.page = min(self.pages, self.page + 1)
+        await self.show(interaction)
+
+
+def pages_view(
+    reply: Reply, owner_id: int, render: Callable[[int], Awaitable[Reply]], prefix: str
+) -> discord.ui.View | None:
+    """Buttons when the reply has more than one page (its `meta["pages"]`), else none."""
+    pages = int(reply.meta.get("pages", 1))
+    return Pages(owner_id, 1, pages, render, prefix) if pages > 1 else None
