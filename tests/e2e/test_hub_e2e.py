@@ -17,7 +17,8 @@ import pytest_asyncio
 from aiohttp import web
 
 from bot.commands.common import HF_DEFER_AFTER_S
-from bot.render.views import WHATGPU_ROWS, gpu_label, rows_per_count
+from bot.render.table import setup_label
+from bot.render.views import WHATGPU_PAGE, WHATGPU_SETUP_WIDTH, rows_per_count
 from bot.sandbox import BotProcess, Sandbox
 from bot.sandbox.models import Reply
 from bot.service import Service
@@ -159,12 +160,12 @@ def last_digit_step(shown: str) -> float:
 
 
 def table_rows(embed: dict) -> list[dict[str, str]]:
-    """The whatgpu code block: "%-28s %-7s %6s %7s %8s" → setup, format, tok/s, TTFT, free GiB."""
+    """The whatgpu code block (columns of 20, 8, 5, 5 and 8) → setup, format, tok/s, TTFT, free GiB."""
     block = embed["description"].split("```")[1]
     lines = [line for line in block.splitlines() if line.strip()]
     assert lines[0].split() == ["setup", "format", "tok/s", "TTFT", "free", "GiB"]
-    return [{"setup": line[:28].rstrip(), "quant": line[29:36].strip(), "tps": line[37:43].strip(),
-             "ttft": line[44:51].strip(), "free": line[52:].strip()} for line in lines[1:]]
+    return [{"setup": line[:20].rstrip(), "quant": line[21:29].strip(), "tps": line[30:35].strip(),
+             "ttft": line[36:41].strip(), "free": line[42:].strip()} for line in lines[1:]]
 
 
 def error_text(reply: Reply) -> str:
@@ -274,14 +275,15 @@ async def test_whatgpu_rows_are_the_estimators_and_all_fit(world: World, svc: Se
     model, _ = svc.model("llama-3.3-70b")
     assert embed["title"] == f"What runs {model.name} at 32k context?"
     rows = table_rows(embed)
-    assert 0 < len(rows) <= WHATGPU_ROWS
+    assert 0 < len(rows) <= WHATGPU_PAGE
 
     q4 = svc.quant("int4", "llama.cpp")
     expected = what_gpu(model, [q4], svc.catalog.gpus, ctx=32768, engine="llama.cpp")
     assert f"{len(expected)} setups" in embed["description"]
-    shown = rows_per_count(expected, WHATGPU_ROWS)
-    assert [r["setup"] for r in rows] == [gpu_label(s.gpu, s.count)[:28].rstrip() for s in shown]
-    assert {r["quant"] for r in rows} == {q4.name[:7]}
+    shown = rows_per_count(expected, WHATGPU_PAGE)
+    assert [r["setup"] for r in rows] == [setup_label(s.gpu, s.count, short=True, width=WHATGPU_SETUP_WIDTH)
+                                          for s in shown]
+    assert {r["quant"] for r in rows} == {q4.name}
 
     for row, setup in zip(rows, shown, strict=True):
         q = Query(gpu=setup.gpu, gpus=setup.count, model=model, quant=q4, engine="llama.cpp", ctx=32768,
