@@ -200,8 +200,9 @@ def finetune_capability(svc: Service, gpu: Any, gpus: int = 1) -> dict[str, Any]
     from estimator import finetune
     from estimator.memory import usable_vram_bytes
 
-    budget = usable_vram_bytes(gpu) * gpus
-    best = finetune.largest_trainable(svc.catalog.models, finetune.FinetuneSettings(method="qlora", gpus=gpus), budget)
+    best = finetune.largest_trainable(
+        svc.catalog.models, finetune.FinetuneSettings(method="qlora", gpus=gpus), usable_vram_bytes(gpu)
+    )
     return {method: jsonout.model_brief(m) if m else None for method, m in best.items()}
 
 

@@ -202,30 +202,61 @@ def cmd_finetune(svc: Any, args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(json.dumps(data) + "\n")
         return 0
+    s = data["settings"]
+    verdict = {"fits": "fits", "tight": "fits, tight", "does_not_fit": "does not fit"}[data["verdict"]]
     print(
         f"{data['method']} fine-tuning of {data['model']['name']} on {data['gpu']['count']}× {data['gpu']['name']}: "
-        f"{'fits' if data['fits'] else 'does not fit'}"
+        f"{verdict} ({data['memory_gb']['total']:.2f} of {data['usable_gb']:.2f} GiB usable per GPU)"
     )
+    knobs = [data["framework"] or "default", s["regime"], s["optimizer"], f"checkpointing {s['checkpointing_mode']}",
+             f"loss {s['loss']}", f"attention {s['attention']}"]
+    if s["activation_offload"]:
+        knobs.append("activation offload")
+    print("  " + " · ".join(knobs))
     for key, value in data["memory_gb"].items():
-        print(f"  {key:12s} {value:8.2f} GiB")
+        print(f"  {key:14s} {value:8.2f} GiB")
     print(f"  largest seq {data['max_seq']}, largest micro-batch {data['max_batch']}")
+    for c in data["changes"]:
+        print(f"  change {c['change']} → {c['to']}: {c['total_gb']:.2f} GiB ({c['verdict']})")
     return 0
 
 
 def _register_finetune(sub: Any) -> None:
+    from estimator import finetune as ft
+    from estimator.finetune_presets import FRAMEWORKS
+
+    def choices(literal: Any) -> list[str]:
+        return list(literal.__args__)
+
     p = sub.add_parser("finetune", help="peak memory of full, LoRA or QLoRA fine-tuning")
     p.add_argument("--gpu", required=True)
     p.add_argument("--model", required=True)
-    p.add_argument("--method", default="qlora", choices=["full", "lora", "qlora"])
-    p.add_argument("--seq", default="2048")
-    p.add_argument("--batch", type=int, default=1)
-    p.add_argument("--rank", type=int)
-    p.add_argument("--targets", choices=["qv", "attention", "all"])
-    p.add_argument("--optimizer")
-    p.add_argument("--precision", choices=["bf16", "fp16", "fp32"])
-    p.add_argument("--checkpointing", action=argparse.BooleanOptionalAction, default=None)
+    p.add_argument("--method", default="qlora", choices=choices(ft.Method))
+    p.add_argument("--framework", choices=list(FRAMEWORKS), help="take every unset knob from this framework")
+    p.add_argument("--seq", default="2048", help="sequence length (2048, 8k, 32k)")
+    p.add_argument("--batch", type=int, default=1, help="micro-batch per GPU")
     p.add_argument("--gpus", type=int, default=1)
-    p.add_argument("--sharding", choices=["none", "zero1", "zero2", "zero3", "fsdp"])
+    p.add_argument("--sharding", choices=choices(ft.Sharding))
+    p.add_argument("--offload", choices=choices(ft.Offload), help="CPU offload of optimizer state or parameters")
+    p.add_argument("--rank", type=int)
+    p.add_argument("--targets", choices=choices(ft.Targets))
+    p.add_argument("--lora-dropout", type=float, dest="lora_dropout")
+    p.add_argument("--lora-head", action=argparse.BooleanOptionalAction, default=None, dest="lora_head")
+    p.add_argument("--train-embeddings", action=argparse.BooleanOptionalAction, default=None, dest="train_embeddings")
+    p.add_argument("--optimizer", choices=choices(ft.Optimizer))
+    p.add_argument("--optimizer-in-backward", action=argparse.BooleanOptionalAction, default=None,
+                   dest="optimizer_in_backward")
+    p.add_argument("--regime", choices=choices(ft.Regime),
+                   help="bf16: pure bf16 (no fp32 copy); amp_bf16/amp_fp16: fp32 master weights; fp32")
+    p.add_argument("--precision", choices=choices(ft.Precision), help="compute dtype (see --regime)")
+    p.add_argument("--checkpointing", action=argparse.BooleanOptionalAction, default=None)
+    p.add_argument("--checkpointing-mode", choices=choices(ft.Checkpointing), dest="checkpointing_mode")
+    p.add_argument("--activation-offload", action=argparse.BooleanOptionalAction, default=None,
+                   dest="activation_offload")
+    p.add_argument("--attention", choices=choices(ft.Attention))
+    p.add_argument("--loss", choices=choices(ft.Loss), help="fp32_upcast (Hugging Face), chunked, fused")
+    p.add_argument("--packing", action=argparse.BooleanOptionalAction, default=None)
+    p.add_argument("--grad-accum", type=int, dest="gradient_accumulation_steps", help="gradient accumulation steps")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_finetune)
 

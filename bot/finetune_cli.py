@@ -13,21 +13,40 @@ from estimator import finetune as ft
 from estimator.constants import GIB
 from estimator.memory import usable_vram_bytes
 
-KNOBS = ("rank", "targets", "optimizer", "precision", "checkpointing", "sharding")
+# Request keys passed to the estimator as they are (None: not given, the framework or default decides).
+KNOBS = (
+    "framework",
+    "rank",
+    "targets",
+    "lora_dropout",
+    "lora_head",
+    "train_embeddings",
+    "optimizer",
+    "optimizer_in_backward",
+    "precision",
+    "regime",
+    "master_weights_fp32",
+    "double_quant",
+    "checkpointing",
+    "checkpointing_mode",
+    "activation_offload",
+    "attention",
+    "loss",
+    "packing",
+    "gradient_accumulation_steps",
+    "sharding",
+    "offload",
+)
 TERMS = ("weights", "trainable", "gradients", "optimizer", "activations", "overhead")
+EXTRA_TERMS = ("logits", "qlora_buffers", "fragmentation", "offloaded")
 
 
-def finetune_json(svc: Service, query: dict[str, Any]) -> dict[str, Any]:
-    if not isinstance(query, dict) or not query.get("gpu") or not query.get("model"):
-        raise BadValue("finetune needs gpu and model")
-    gpu = svc.gpu(str(query["gpu"]))
-    model, _ = svc.model(str(query["model"]))
+def finetune_settings(svc: Service, query: dict[str, Any]) -> ft.FinetuneSettings:
+    """The request's settings; knobs left out come from the framework preset or the method's defaults."""
     gpus = svc.gpus(int(query.get("gpus") or 1))
     knobs = {k: query[k] for k in KNOBS if query.get(k) is not None}
-    if gpus > 1 and "sharding" not in knobs:
-        knobs["sharding"] = "fsdp"
     try:
-        settings = ft.FinetuneSettings(
+        return ft.FinetuneSettings(
             method=query.get("method") or "qlora",
             seq=parse_tokens(query.get("seq") or 2048, name="seq"),
             batch=int(query.get("batch") or 1),
@@ -37,20 +56,51 @@ def finetune_json(svc: Service, query: dict[str, Any]) -> dict[str, Any]:
     except ValidationError as exc:
         first = exc.errors()[0]
         raise BadValue(f"{'.'.join(map(str, first['loc']))}: {first['msg']}") from None
-    mem = ft.finetune_memory(model, settings)
+
+
+def _gib(value: float) -> float:
+    return round(value / GIB, 2)
+
+
+def finetune_json(svc: Service, query: dict[str, Any]) -> dict[str, Any]:
+    if not isinstance(query, dict) or not query.get("gpu") or not query.get("model"):
+        raise BadValue("finetune needs gpu and model")
+    gpu = svc.gpu(str(query["gpu"]))
+    model, _ = svc.model(str(query["model"]))
+    settings = finetune_settings(svc, query)
     budget = usable_vram_bytes(gpu)
-    memory_gb = {t: round(getattr(mem, t) / GIB, 2) for t in TERMS}
+    plan = ft.finetune_plan(model, settings, budget)
+    mem = plan.memory
+    memory_gb = {t: _gib(getattr(mem, t)) for t in TERMS}
     # Logits and loss buffers are reported with the activations they peak alongside.
-    memory_gb["activations"] = round((mem.activations + mem.logits) / GIB, 2)
-    memory_gb["total"] = round(mem.total / GIB, 2)
+    memory_gb["activations"] = _gib(mem.activations + mem.logits)
+    memory_gb["total"] = _gib(mem.total)
+    memory_gb.update({t: _gib(getattr(mem, t)) for t in EXTRA_TERMS})
+    memory_gb["allocated"] = _gib(mem.allocated)
+    memory_gb["reserved"] = _gib(mem.reserved)
     return {
-        "gpu": gpu_brief(gpu, gpus),
+        "gpu": gpu_brief(gpu, settings.gpus),
         "model": model_brief(model),
         "method": settings.method,
-        "settings": {**settings.model_dump(mode="json"), "optimizer": settings.optimizer_used},
+        "framework": settings.framework,
+        "settings": {
+            **settings.model_dump(mode="json", exclude={"regime"}),
+            "optimizer": settings.optimizer_used,
+            "regime": settings.regime_used,
+            "checkpointing_mode": settings.checkpointing_used,
+            "attention": settings.attention_used,
+        },
         "memory_gb": memory_gb,
-        "usable_gb": round(budget / GIB, 2),
-        "fits": mem.total <= budget,
-        "max_seq": ft.max_seq(model, settings, budget, step=256),
-        "max_batch": ft.max_batch(model, settings, budget),
+        "usable_gb": _gib(budget),
+        "fits": plan.verdict != "does_not_fit",
+        "verdict": plan.verdict,
+        "max_seq": plan.max_seq,
+        "max_batch": plan.max_batch,
+        "changes": [
+            {"change": c.key, "to": c.value, "total_gb": _gib(c.total), "verdict": c.verdict} for c in plan.changes
+        ],
+        "curve": [
+            {"method": c.method, "seq": list(c.seq), "total_gb": [_gib(t) for t in c.total_bytes], "max_seq": c.max_seq}
+            for c in plan.curves
+        ],
     }

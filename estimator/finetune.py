@@ -2,37 +2,57 @@
 
 The peak is built from physical terms, each a function below:
 
-    weights       the frozen or trained model weights the GPU holds (bf16, or NF4 for QLoRA)
-    trainable     the copy the optimizer updates: fp32 master weights (full, mixed precision) or LoRA adapters
-    gradients     one value per trainable parameter
-    optimizer     optimizer state per trainable parameter (AdamW: two moments)
-    activations   what the forward pass keeps for the backward pass
-    logits        the vocabulary-wide scores and loss buffers
-    overhead      CUDA context plus caching-allocator fragmentation
+    weights        the frozen or trained model weights the GPU holds (16-bit, fp32, or NF4 for QLoRA)
+    trainable      the copy the optimizer updates: fp32 master weights (full, mixed precision) or LoRA adapters
+    gradients      one value per trainable parameter
+    optimizer      optimizer state per trainable parameter (AdamW: two moments)
+    activations    what the forward pass keeps for the backward pass (on the GPU; offloaded ones are counted
+                   in `offloaded`)
+    logits         the vocabulary-wide scores and loss buffers
+    qlora_buffers  bitsandbytes' dequantized weight and what QLoRA layers keep beyond a LoRA layer
+    overhead       the CUDA context
+    fragmentation  what the caching allocator reserves beyond what is allocated (stated, not in `total`)
 
 Gradients and activations do not peak together: backward frees each layer's activations as it creates
 that layer's gradients, so unless gradients are accumulated over micro-batches (they then persist while the
 next micro-batch's activations build up) the peak holds the larger of the two, not their sum.
+
+Frameworks report different quantities: `allocated` (torch.cuda.max_memory_allocated), `reserved`
+(max_memory_reserved: allocated plus the allocator's unused cache) and `nvidia_smi` (reserved plus the CUDA
+context). What must fit is `total`, allocated plus the context: before PyTorch's caching allocator reports
+out-of-memory it frees its unused cache and retries (docs.pytorch.org/docs/stable/notes/cuda.html), so the
+cache a run shows while it has room is not memory it needs. The verdict compares `total` with the usable
+memory of one GPU.
 
 Everything is in bytes. The module is pure: no I/O, no clock.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from catalog.arch import attention_params_per_layer, embedding_params
 from catalog.schema import Model
+from estimator.finetune_presets import FRAMEWORKS, Framework, preset_values
+from estimator.memory import Verdict, verdict_for
 
 Method = Literal["full", "lora", "qlora"]
 Targets = Literal["qv", "attention", "all"]
-Optimizer = Literal["adamw", "adamw_bf16", "adamw8bit", "paged_adamw8bit", "paged_adamw", "sgd"]
+Optimizer = Literal[
+    "adamw", "adamw_fp32", "adamw_bf16", "adamw8bit", "paged_adamw8bit", "paged_adamw", "adafactor", "sgd"
+]
 Precision = Literal["bf16", "fp16", "fp32"]
-Sharding = Literal["none", "zero1", "zero2", "zero3", "fsdp"]
-Loss = Literal["fp32_upcast", "chunked"]
+# bf16: weights, gradients and optimizer state in bf16 (torchtune dtype: bf16, LitGPT bf16-true);
+# amp_bf16 / amp_fp16: autocast compute over fp32 master weights and fp32 optimizer state; fp32: no autocast.
+Regime = Literal["bf16", "amp_bf16", "amp_fp16", "fp32"]
+Sharding = Literal["none", "ddp", "zero1", "zero2", "zero3", "fsdp"]
+Offload = Literal["none", "optimizer", "params"]
+Loss = Literal["fp32_upcast", "chunked", "fused"]
+Checkpointing = Literal["none", "block", "selective"]
+Attention = Literal["flash", "sdpa", "eager"]
 
 GIB = 2**30
 GB = 10**9
@@ -58,14 +78,17 @@ def nf4_bits_per_param(double_quant: bool) -> float:
 
 
 # Optimizer state bytes per trainable parameter. "adamw" keeps two moments in the trainable dtype, as
-# torch.optim.AdamW does (fp32 under mixed precision, bf16 for pure-bf16 trainers); the others are
-# fixed-width: bitsandbytes 8-bit Adam keeps two 8-bit moments (Dettmers et al. 2021, arXiv:2110.02861;
-# its per-block scales are < 1 %); SGD counts one momentum buffer in the trainable dtype (momentum=0 holds
-# nothing, pick "sgd" only as an upper bound for that).
+# torch.optim.AdamW does (fp32 under mixed precision, bf16 for pure-bf16 trainers); "adamw_fp32" keeps fp32
+# moments whatever the parameters' dtype; bitsandbytes 8-bit Adam keeps two 8-bit moments (Dettmers et al.
+# 2021, arXiv:2110.02861; its per-block scales are < 1 %); SGD counts one momentum buffer in the trainable
+# dtype. Adafactor (Shazeer & Stern 2018, arXiv:1804.04235; transformers' default beta1=None) keeps no first
+# moment and factors the second into one fp32 row and one fp32 column per matrix.
 ADAM_MOMENTS = 2
 ADAM8BIT_BYTES_PER_PARAM = 2
 ADAMW_BF16_BYTES_PER_PARAM = ADAM_MOMENTS * BYTES_16BIT
+ADAMW_FP32_BYTES_PER_PARAM = ADAM_MOMENTS * BYTES_FP32
 SGD_MOMENTUM_BUFFERS = 1
+ADAFACTOR_STATE_BYTES = BYTES_FP32
 
 # --- activations ------------------------------------------------------------------------------------------
 # Per-token, per-layer tensors saved for backward in a pre-norm decoder with FlashAttention and no dropout,
@@ -80,37 +103,77 @@ ATTN_SAVED_HIDDEN_MULTIPLE = 4
 MLP_SAVED_HIDDEN_MULTIPLE = 2
 GATED_MLP_SAVED_PER_CHANNEL = 4
 PLAIN_MLP_SAVED_PER_CHANNEL = 2
-# Without FlashAttention the softmax input and output (a x s x s per sequence) are saved too; Korthikanti's
-# 5 bytes per score (2 + 2 + 1-byte dropout mask) less the dropout mask.
-ATTN_SCORE_BYTES_NO_FLASH = 4
+# Eager attention (and SDPA's math backend) saves the softmax input and output (heads x s x s per sequence);
+# Korthikanti's 5 bytes per score (2 + 2 + 1-byte dropout mask) less the dropout mask. SDPA on CUDA in 16-bit
+# dispatches to the flash or memory-efficient kernel, which keep none.
+ATTN_SCORE_BYTES_EAGER = 4
 # Checkpointing keeps each layer's input (one h-wide vector per token) and re-runs one layer at a time.
 CHECKPOINT_SAVED_HIDDEN_MULTIPLE = 1
+# LoRA dropout (PEFT, LitGPT) applies its own nn.Dropout to the input of every adapted projection: a copy of
+# that input in the compute dtype plus a one-byte mask, i.e. 1.5 elements of 16 bits per input element.
+LORA_DROPOUT_SAVED_PER_INPUT = 1.5
+# Activation offloading (torchtune OffloadActivations, Unsloth's offloaded checkpointing) keeps the layer
+# being computed on the GPU and streams the rest to host memory.
+OFFLOAD_RESIDENT_LAYERS = 1
 
 # Real kernels keep more than the textbook list: RMSNorm upcasts to fp32, RoPE writes rotated copies of Q
-# and K, LoRA dropout copies its input. Fitted on the non-holdout rows of
-# estimator/calibration/finetune_peaks.toml by benchmarks/finetune_accuracy.py.
-ACTIVATION_FACTOR = 1.12
+# and K. Fitted on the non-holdout rows of estimator/calibration/finetune_peaks.toml by
+# benchmarks/finetune_accuracy.py --fit.
+ACTIVATION_FACTOR = 1.08
 
 # --- logits and loss --------------------------------------------------------------------------------------
 # Bytes per (token x vocabulary entry) alive at the start of backward.
 # fp32_upcast (Hugging Face transformers' causal-LM loss): bf16 logits 2 (returned in the output, so kept)
 #   + fp32 copy from logits.float() 4 + log-softmax output saved by cross_entropy 4 + its gradient 4
 #   + the gradient w.r.t. the fp32 logits 4 = 18.
-# chunked (torchtune CEWithChunkedOutputLoss, LitGPT chunked_cross_entropy): bf16 logits 2 + the bf16
-#   log-softmax each chunk saves 2; the fp32 work of one chunk is negligible.
-LOGITS_BYTES_PER_ELEMENT: dict[Loss, float] = {"fp32_upcast": 18.0, "chunked": 4.0}
+# chunked (torchtune CEWithChunkedOutputLoss / LinearCrossEntropyLoss, LitGPT chunked_cross_entropy, TRL
+#   chunked_nll): bf16 logits 2 + the bf16 log-softmax each chunk saves 2; one chunk's fp32 work is small.
+# fused (Liger / Unsloth fused linear cross-entropy, Cut Cross-Entropy): the logits are never materialised;
+#   the kernel works on chunks sized so a chunk of logits is about tokens x hidden elements
+#   (linkedin/Liger-Kernel fused_linear_cross_entropy.py), in fp32 with its gradient: 8 bytes per
+#   token x hidden element.
+LOGITS_BYTES_PER_ELEMENT: dict[Loss, float] = {"fp32_upcast": 18.0, "chunked": 4.0, "fused": 0.0}
+FUSED_LOSS_BYTES_PER_HIDDEN = 2 * BYTES_FP32
+
+# --- QLoRA --------------------------------------------------------------------------------------------------
+# bitsandbytes' MatMul4Bit dequantizes each 4-bit weight into a compute-dtype copy for every forward and
+# backward matmul (bitsandbytes/autograd/_functions.py, dequantize_4bit), freed after use: the caching
+# allocator keeps a block the size of the largest quantized matrix.
+QLORA_DEQUANT_BUFFERS = 1
+# Measured QLoRA peaks (LitGPT bnb.nf4 / nf4-dq, no checkpointing) exceed the LoRA peak of the same run by
+# more than the weight saving explains; the excess scales with the 4-bit bytes of the layers whose
+# activations are kept, as if each kept layer held another share of its quantized weight for backward.
+# Fitted on the non-holdout rows by benchmarks/finetune_accuracy.py --fit.
+QLORA_SAVED_FRACTION = 0.75
 
 # --- overhead ---------------------------------------------------------------------------------------------
 # CUDA context and kernels loaded by PyTorch + cuBLAS/cuDNN: about 0.5 GiB on recent drivers (it appears in
-# nvidia-smi, never in torch.cuda.memory_allocated).
+# nvidia-smi, never in torch.cuda.memory_allocated or memory_reserved).
 CUDA_CONTEXT_BYTES = 0.5 * GIB
 # Memory the caching allocator reserves but does not hand out, as a share of what is allocated. Fitted by
 # benchmarks/finetune_accuracy.py on the non-holdout "reserved"/"nvidia-smi"/capacity rows.
-FRAGMENTATION_FRACTION = 0.01
+FRAGMENTATION_FRACTION = 0.07
+# Unpacked batches change shape every step, so the allocator cannot reuse the previous step's activation
+# and logits blocks exactly and keeps extra cache beside them (PyTorch's CUDA caching allocator rounds and
+# splits blocks per size class; docs.pytorch.org/docs/stable/notes/cuda.html#memory-management). As a share
+# of the step's transient memory; packed or padded-to-length batches have fixed shapes and leave none.
+# Fitted on the non-holdout "reserved" rows of unpacked runs.
+VARIABLE_SHAPE_FRAGMENTATION = 0.25
 
 
 # ------------------------------------------------------------------------------------------------------
 DEFAULT_OPTIMIZER: dict[Method, Optimizer] = {"full": "adamw", "lora": "adamw", "qlora": "paged_adamw8bit"}
+_REGIMES: dict[Regime, tuple[Precision, bool]] = {
+    "bf16": ("bf16", False),
+    "amp_bf16": ("bf16", True),
+    "amp_fp16": ("fp16", True),
+    "fp32": ("fp32", True),
+}
+
+
+def default_sharding(gpus: int) -> Sharding:
+    """Several GPUs without a stated strategy: fully sharded (FSDP), the way to make more cards hold more."""
+    return "fsdp" if gpus > 1 else "none"
 
 
 class FinetuneSettings(BaseModel):
@@ -127,35 +190,117 @@ class FinetuneSettings(BaseModel):
            `prepare_model_for_kbit_training` also upcasts the unquantized parameters (embeddings, LM head,
            norms) to fp32.
 
-    `master_weights_fp32=False` describes pure-16-bit trainers (torchtune `dtype: bf16`, LitGPT
-    `--precision bf16-true`): no fp32 copy, and AdamW moments in bf16.
+    `framework` fills every unset knob the way that framework does (estimator/finetune_presets.py).
+    `regime` is the short form of `precision` + `master_weights_fp32`; `checkpointing_mode` of `checkpointing`;
+    `attention` of `flash_attention`; `gradient_accumulation_steps` > 1 of `gradient_accumulation`.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     method: Method
+    framework: Framework | None = None
     seq: int = Field(default=2048, ge=1, description="tokens per sequence")
     batch: int = Field(default=1, ge=1, description="micro-batch, sequences per GPU per step")
     rank: int = Field(default=16, ge=1)
     targets: Targets = Field(default="all", description="qv: q,v only (PEFT's Llama default); attention: q,k,v,o")
+    lora_dropout: float = Field(default=0.0, ge=0.0, lt=1.0)
+    lora_head: bool = Field(default=False, description="a LoRA adapter on the LM head too (LitGPT lora_head)")
+    train_embeddings: bool = Field(
+        default=False, description="embeddings and LM head trained in full (PEFT modules_to_save)"
+    )
     optimizer: Optimizer | None = Field(default=None, description="None: the method's default (see above)")
     precision: Precision = "bf16"
     master_weights_fp32: bool = True
+    regime: Regime | None = Field(default=None, description="input only: sets precision and master weights")
+    base_fp32: bool = Field(default=False, description="weights loaded in fp32 (TRL with a model id)")
     double_quant: bool = True
     checkpointing: bool = True
+    checkpointing_mode: Checkpointing | None = None
+    activation_offload: bool = False
     flash_attention: bool = True
+    attention: Attention | None = None
     packing: bool = Field(default=False, description="packed sequences: every micro-batch is exactly `seq` long")
     loss: Loss = "fp32_upcast"
     gradient_accumulation: bool = Field(default=False, description="gradients persist across micro-batches")
+    gradient_accumulation_steps: int = Field(default=1, ge=1)
     optimizer_in_backward: bool = Field(default=False, description="step fused into backward (torchtune)")
     gpus: int = Field(default=1, ge=1, le=8)
     sharding: Sharding = "none"
+    offload: Offload = Field(default="none", description="ZeRO-Offload / FSDP CPU offload of optimizer or params")
+
+    given_knobs: tuple[str, ...] = Field(default=(), exclude=True, description="the fields the caller set")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _resolve(cls, data: Any) -> Any:
+        """Fill knobs from the framework preset, then make each short form agree with its long form.
+
+        What the caller sets always wins over the preset; a long form (`checkpointing`, `flash_attention`)
+        set by the caller wins over the preset's short form."""
+        if not isinstance(data, dict):
+            return data
+        d = dict(data)
+        if not d.get("given_knobs"):
+            d["given_knobs"] = tuple(sorted(k for k in d if k != "given_knobs"))
+        if "checkpointing" in d and d.get("checkpointing_mode") is None:
+            d["checkpointing_mode"] = "block" if d["checkpointing"] else "none"
+        if "flash_attention" in d and d.get("attention") is None:
+            d["attention"] = "flash" if d["flash_attention"] else "eager"
+        framework = d.get("framework")
+        if framework in FRAMEWORKS:
+            for key, value in preset_values(framework, d.get("method", "full"), int(d.get("gpus") or 1)).items():
+                if d.get(key) is None:
+                    d[key] = value
+        regime = d.pop("regime", None)
+        if regime in _REGIMES:
+            precision, master = _REGIMES[regime]
+            d.setdefault("precision", precision)
+            d.setdefault("master_weights_fp32", master)
+        elif regime is not None:
+            d["regime"] = regime  # the Literal check reports it
+        if d.get("checkpointing_mode") is not None:
+            d["checkpointing"] = d["checkpointing_mode"] != "none"
+        if d.get("attention") is not None:
+            d["flash_attention"] = d["attention"] != "eager"
+        if int(d.get("gradient_accumulation_steps") or 1) > 1:
+            d["gradient_accumulation"] = True
+        if "sharding" not in d:
+            d["sharding"] = default_sharding(int(d.get("gpus") or 1))
+        return d
+
+    def with_(self, **update: Any) -> FinetuneSettings:
+        """The same request with some knobs changed, re-resolved (a new method or framework brings its own
+        defaults for every knob the caller did not set)."""
+        given = {k: getattr(self, k) for k in self.given_knobs if k not in update}
+        merged = {**given, **update}
+        return FinetuneSettings(**merged, given_knobs=tuple(sorted(merged)))
 
     @property
     def optimizer_used(self) -> Optimizer:
         if self.optimizer is not None:
             return self.optimizer
         return DEFAULT_OPTIMIZER[self.method]
+
+    @property
+    def regime_used(self) -> Regime:
+        if self.precision == "fp32":
+            return "fp32"
+        if not self.master_weights_fp32:
+            return "bf16" if self.precision == "bf16" else "amp_fp16"
+        return "amp_bf16" if self.precision == "bf16" else "amp_fp16"
+
+    @property
+    def checkpointing_used(self) -> Checkpointing:
+        # The boolean decides (model_copy updates it alone); the mode says which kind.
+        if not self.checkpointing:
+            return "none"
+        return self.checkpointing_mode if self.checkpointing_mode in ("block", "selective") else "block"
+
+    @property
+    def attention_used(self) -> Attention:
+        if not self.flash_attention:
+            return "eager"
+        return self.attention if self.attention in ("flash", "sdpa") else "flash"
 
 
 class FinetuneMemory(BaseModel):
@@ -169,7 +314,10 @@ class FinetuneMemory(BaseModel):
     optimizer: float
     activations: float
     logits: float
+    qlora_buffers: float = 0.0
     overhead: float
+    fragmentation: float = 0.0
+    offloaded: float = Field(default=0.0, description="host memory the offloaded state and activations need")
     total: float
 
     def gib(self, term: str = "total") -> float:
@@ -191,6 +339,16 @@ class FinetuneMemory(BaseModel):
         """What torch.cuda.max_memory_allocated would report: the peak without context and fragmentation."""
         return self.total - self.overhead
 
+    @property
+    def reserved(self) -> float:
+        """What torch.cuda.max_memory_reserved would report: allocated plus the allocator's unused cache."""
+        return self.allocated + self.fragmentation
+
+    @property
+    def nvidia_smi(self) -> float:
+        """What nvidia-smi would show for the process while it has room: reserved plus the CUDA context."""
+        return self.reserved + self.overhead
+
 
 # --- parameter counts -----------------------------------------------------------------------------------
 def linear_params(model: Model) -> float:
@@ -209,40 +367,45 @@ def _compute_bytes(s: FinetuneSettings) -> int:
 
 
 def _trainable_dtype_bytes(s: FinetuneSettings) -> int:
-    return BYTES_FP32 if (s.master_weights_fp32 or s.precision == "fp32") else BYTES_16BIT
+    """The dtype the optimizer updates: fp32 master weights / fp32 adapters, or the 16-bit weights."""
+    return BYTES_FP32 if (s.master_weights_fp32 or s.precision == "fp32" or s.base_fp32) else BYTES_16BIT
+
+
+def _stored_weight_bytes(s: FinetuneSettings) -> int:
+    return BYTES_FP32 if (s.base_fp32 or s.precision == "fp32") else BYTES_16BIT
+
+
+def _attention_shapes(model: Model) -> list[tuple[int, int]]:
+    h = model.hidden_size
+    if model.attention.kind == "mla":
+        # MLA models are approximated by equal-parameter square-ish projections.
+        width = attention_params_per_layer(model) // (4 * h)
+        return [(h, width), (h, width), (h, width), (width, h)]
+    q_out = model.attention_heads * model.head_dim
+    kv_out = model.kv_heads * model.head_dim
+    return [(h, q_out), (h, kv_out), (h, kv_out), (q_out, h)]
+
+
+def _ffn_shapes(model: Model, experts: str) -> list[tuple[int, int]]:
+    """Dense FFN, or every expert ("all", what PEFT's all-linear wraps) / the routed-per-token ones ("active")."""
+    h = model.hidden_size
+    gated = model.mlp == "gated"
+    if model.moe is None:
+        return _mlp_shapes(h, model.intermediate_size or 0, gated)
+    expert = model.moe.moe_intermediate_size or model.intermediate_size or 0
+    shared = model.moe.shared_expert_intermediate_size or expert
+    count = model.moe.experts if experts == "all" else model.moe.active_experts
+    return count * _mlp_shapes(h, expert, gated) + model.moe.shared_experts * _mlp_shapes(h, shared, gated)
 
 
 def _projection_shapes(model: Model, targets: Targets) -> list[tuple[int, int]]:
-    """(in, out) of each targeted projection in one layer, attention then FFN.
-
-    Assumes q,k,v,o for MHA/GQA (MLA models are approximated by an equal-parameter square projection) and,
-    for "all", gate/up/down of the dense FFN or of every routed and shared expert (PEFT's "all-linear"
-    wraps each expert's nn.Linear); the router is never adapted.
-    """
-    h = model.hidden_size
-    q_out = model.attention_heads * model.head_dim
-    kv_out = model.kv_heads * model.head_dim
-    if model.attention.kind == "mla":
-        width = attention_params_per_layer(model) // (4 * h)
-        attn = [(h, width), (h, width), (h, width), (width, h)]
-    else:
-        attn = [(h, q_out), (h, kv_out), (h, kv_out), (q_out, h)]
+    """(in, out) of each targeted projection in one layer, attention then FFN (the router is never adapted)."""
+    attn = _attention_shapes(model)
     if targets == "qv":
         return [attn[0], attn[2]]
     if targets == "attention":
         return attn
-    gated = model.mlp == "gated"
-    ffn: list[tuple[int, int]] = []
-    if model.moe is None:
-        width = model.intermediate_size or 0
-        ffn = _mlp_shapes(h, width, gated)
-    else:
-        expert = model.moe.moe_intermediate_size or model.intermediate_size or 0
-        shared = model.moe.shared_expert_intermediate_size or expert
-        ffn = model.moe.experts * _mlp_shapes(h, expert, gated) + model.moe.shared_experts * _mlp_shapes(
-            h, shared, gated
-        )
-    return attn + ffn
+    return attn + _ffn_shapes(model, "all")
 
 
 def _mlp_shapes(hidden: int, width: int, gated: bool) -> list[tuple[int, int]]:
@@ -250,8 +413,14 @@ def _mlp_shapes(hidden: int, width: int, gated: bool) -> list[tuple[int, int]]:
     return [*up, (width, hidden)]
 
 
+def largest_linear_params(model: Model) -> int:
+    """Elements of the largest matrix in a decoder block (the one a dequantization buffer must hold)."""
+    return max(i * o for i, o in _attention_shapes(model) + _ffn_shapes(model, "active"))
+
+
 def lora_params(model: Model, s: FinetuneSettings) -> int:
-    """rank x (in + out) per targeted projection per layer (A is rank x in, B is out x rank).
+    """rank x (in + out) per targeted projection per layer (A is rank x in, B is out x rank), plus the LM head
+    when adapted.
 
     MoE models with dense leading layers are counted as if every layer had experts when targeting "all"
     (an upper bound of a few percent of the adapter).
@@ -262,67 +431,127 @@ def lora_params(model: Model, s: FinetuneSettings) -> int:
     layers = model.layers
     if model.attention.kind == "hybrid_linear" and s.targets != "all":
         layers = model.attention.global_layers or model.layers
-    return per_layer * layers
+    head = s.rank * (model.hidden_size + model.vocab_size) if s.lora_head else 0
+    return per_layer * layers + head
 
 
 def trainable_params(model: Model, s: FinetuneSettings) -> float:
-    return model.params if s.method == "full" else float(lora_params(model, s))
+    if s.method == "full":
+        return model.params
+    return float(lora_params(model, s)) + (unquantized_params(model) if s.train_embeddings else 0.0)
+
+
+def layer_params(model: Model) -> float:
+    return linear_params(model) / model.layers
 
 
 # --- sharding ---------------------------------------------------------------------------------------------
 def _shards(s: FinetuneSettings, stage: int) -> int:
     """How many GPUs split a state that ZeRO partitions from `stage` on (1 optimizer, 2 gradients, 3 weights).
-    FSDP full-shard is ZeRO-3."""
-    level = {"none": 0, "zero1": 1, "zero2": 2, "zero3": 3, "fsdp": 3}[s.sharding]
+    FSDP full-shard is ZeRO-3; DDP replicates everything."""
+    level = {"none": 0, "ddp": 0, "zero1": 1, "zero2": 2, "zero3": 3, "fsdp": 3}[s.sharding]
     return s.gpus if level >= stage else 1
 
 
 # --- the terms --------------------------------------------------------------------------------------------
 def base_weight_bytes(model: Model, s: FinetuneSettings) -> float:
-    """Model weights held per GPU: 16-bit (fp32 for fp32 training) or, for QLoRA, NF4 linear layers with
+    """Model weights held per GPU: 16-bit (fp32 when loaded in fp32) or, for QLoRA, NF4 linear layers with
     16-bit embeddings and LM head (fp32 when PEFT's prepare_model_for_kbit_training runs, i.e. with fp32
-    master weights)."""
+    master weights). With parameter offload only the layer being computed and the next one (prefetch) are
+    on the GPU."""
     if s.method == "qlora":
         linear = linear_params(model) * nf4_bits_per_param(s.double_quant) / 8
-        other = unquantized_params(model) * _trainable_dtype_bytes(s)
+        other = unquantized_params(model) * max(_trainable_dtype_bytes(s), _stored_weight_bytes(s))
         total = linear + other
     else:
-        total = model.params * _compute_bytes(s)
+        total = model.params * _stored_weight_bytes(s)
+    if s.offload == "params":
+        return 2 * layer_params(model) * _stored_weight_bytes(s)
     return total / _shards(s, 3)
 
 
 def trainable_bytes(model: Model, s: FinetuneSettings) -> float:
     """The copy the optimizer writes to: fp32 master weights for full mixed precision (none for pure
-    16-bit, where the weights themselves are trained), the LoRA A and B matrices otherwise. ZeRO-1 already
-    partitions the master copy with the optimizer state."""
+    16-bit or fp32-loaded weights, where the weights themselves are trained), the LoRA A and B matrices (and
+    the trained copies of embeddings and LM head) otherwise. ZeRO-1 already partitions the master copy with
+    the optimizer state; offloading puts it in host memory."""
     if s.method == "full":
-        if not s.master_weights_fp32 or s.precision == "fp32":
+        if not s.master_weights_fp32 or s.precision == "fp32" or s.base_fp32 or s.offload != "none":
             return 0.0
         return model.params * BYTES_FP32 / _shards(s, 1)
-    return lora_params(model, s) * _trainable_dtype_bytes(s) / _shards(s, 3)
+    return trainable_params(model, s) * _trainable_dtype_bytes(s) / _shards(s, 3)
 
 
 def gradient_bytes(model: Model, s: FinetuneSettings) -> float:
-    """One gradient per trainable parameter in the compute dtype (full) or the adapter dtype (LoRA);
-    none kept when the optimizer step runs inside backward."""
+    """One gradient per trainable parameter in the weights' dtype (full) or the adapter dtype (LoRA);
+    none kept when the optimizer step runs inside backward, one layer's with parameter offload."""
     if s.optimizer_in_backward:
         return 0.0
-    width = _compute_bytes(s) if s.method == "full" else _trainable_dtype_bytes(s)
+    width = _stored_weight_bytes(s) if s.method == "full" else _trainable_dtype_bytes(s)
+    if s.method == "full" and s.offload == "params":
+        return layer_params(model) * width
     return trainable_params(model, s) * width / _shards(s, 2)
 
 
-def optimizer_bytes(model: Model, s: FinetuneSettings) -> float:
-    """Optimizer state; paged optimizers are counted in full (they live in GPU memory until it runs out)."""
+def adafactor_state_elements(model: Model, s: FinetuneSettings) -> float:
+    """One row and one column accumulator per trained matrix."""
+    if s.method == "full":
+        per_layer = sum(i + o for i, o in _projection_shapes(model, "all"))
+        tables = 1 if model.tied_embeddings else 2
+        return model.layers * per_layer + tables * (model.vocab_size + model.hidden_size)
+    per_layer = sum((s.rank + i) + (o + s.rank) for i, o in _projection_shapes(model, s.targets))
+    return model.layers * per_layer
+
+
+def optimizer_state_bytes(model: Model, s: FinetuneSettings) -> float:
+    """Optimizer state of the whole model, wherever it lives. Paged optimizers are counted in full (they live
+    in GPU memory until it runs out)."""
+    opt = s.optimizer_used
+    if opt == "adafactor":
+        return adafactor_state_elements(model, s) * ADAFACTOR_STATE_BYTES
     per_param: float
-    if s.optimizer_used in ("adamw", "paged_adamw"):
+    if opt in ("adamw", "paged_adamw"):
         per_param = ADAM_MOMENTS * _trainable_dtype_bytes(s)
-    elif s.optimizer_used == "adamw_bf16":
+    elif opt == "adamw_fp32":
+        per_param = ADAMW_FP32_BYTES_PER_PARAM
+    elif opt == "adamw_bf16":
         per_param = ADAMW_BF16_BYTES_PER_PARAM
-    elif s.optimizer_used in ("adamw8bit", "paged_adamw8bit"):
+    elif opt in ("adamw8bit", "paged_adamw8bit"):
         per_param = ADAM8BIT_BYTES_PER_PARAM
     else:
         per_param = SGD_MOMENTUM_BUFFERS * _trainable_dtype_bytes(s)
-    return trainable_params(model, s) * per_param / _shards(s, 1)
+    return trainable_params(model, s) * per_param
+
+
+def optimizer_bytes(model: Model, s: FinetuneSettings) -> float:
+    """Optimizer state per GPU (ZeRO-1 and up partition it; offloading moves it to host memory)."""
+    if s.offload != "none":
+        return 0.0
+    return optimizer_state_bytes(model, s) / _shards(s, 1)
+
+
+def _mlp_channels(model: Model) -> int:
+    if model.moe is None:
+        return model.intermediate_size or 0
+    expert = model.moe.moe_intermediate_size or model.intermediate_size or 0
+    shared = model.moe.shared_expert_intermediate_size or expert
+    return model.moe.active_experts * expert + model.moe.shared_experts * shared
+
+
+def lora_dropout_inputs_per_token(model: Model, s: FinetuneSettings) -> float:
+    """Input elements per token of the adapted projections a token passes through in one layer."""
+    if s.method == "full" or s.lora_dropout <= 0:
+        return 0.0
+    attn = _attention_shapes(model)
+    if s.targets == "qv":
+        return float(attn[0][0] + attn[2][0])
+    total = float(sum(i for i, _ in attn))
+    if s.targets == "all":
+        h = model.hidden_size
+        ups = 2 if model.mlp == "gated" else 1
+        experts = (model.moe.active_experts + model.moe.shared_experts) if model.moe else 1
+        total += experts * ups * h + _mlp_channels(model)
+    return total
 
 
 def layer_activation_elements_per_token(model: Model, s: FinetuneSettings) -> float:
@@ -331,53 +560,83 @@ def layer_activation_elements_per_token(model: Model, s: FinetuneSettings) -> fl
     kv_share = model.kv_heads / model.attention_heads
     attn = h * (ATTN_SAVED_HIDDEN_MULTIPLE + 2 * kv_share)
     per_channel = GATED_MLP_SAVED_PER_CHANNEL if model.mlp == "gated" else PLAIN_MLP_SAVED_PER_CHANNEL
-    if model.moe is None:
-        channels = model.intermediate_size or 0
-    else:
-        expert = model.moe.moe_intermediate_size or model.intermediate_size or 0
-        shared = model.moe.shared_expert_intermediate_size or expert
-        channels = model.moe.active_experts * expert + model.moe.shared_experts * shared
-    mlp = h * MLP_SAVED_HIDDEN_MULTIPLE + per_channel * channels
+    mlp = h * MLP_SAVED_HIDDEN_MULTIPLE + per_channel * _mlp_channels(model)
     return attn + mlp
 
 
 def attention_score_bytes_per_layer(model: Model, s: FinetuneSettings) -> float:
-    """The s x s softmax buffers per head, saved only without FlashAttention."""
-    if s.flash_attention:
+    """The s x s softmax buffers per head, saved only by eager attention and not under selective
+    checkpointing (which recomputes the attention core, Korthikanti et al. section 5)."""
+    if s.attention_used != "eager" or s.checkpointing_used == "selective":
         return 0.0
-    return ATTN_SCORE_BYTES_NO_FLASH * model.attention_heads * s.seq * s.seq * s.batch
+    return ATTN_SCORE_BYTES_EAGER * model.attention_heads * s.seq * s.seq * s.batch
 
 
 def layer_activation_bytes(model: Model, s: FinetuneSettings) -> float:
     tokens = s.seq * s.batch
-    saved = layer_activation_elements_per_token(model, s) * tokens * _compute_bytes(s)
+    elements = layer_activation_elements_per_token(model, s) + LORA_DROPOUT_SAVED_PER_INPUT * (
+        lora_dropout_inputs_per_token(model, s)
+    )
+    saved = elements * tokens * _compute_bytes(s)
     return ACTIVATION_FACTOR * saved + attention_score_bytes_per_layer(model, s)
 
 
-def activation_bytes(model: Model, s: FinetuneSettings) -> float:
-    """All layers' saved activations, or with checkpointing the other layers' inputs plus one layer re-run."""
+def checkpoint_input_bytes(model: Model, s: FinetuneSettings) -> float:
+    """One layer's saved input under block checkpointing."""
+    return CHECKPOINT_SAVED_HIDDEN_MULTIPLE * model.hidden_size * s.seq * s.batch * _compute_bytes(s)
+
+
+def activation_split(model: Model, s: FinetuneSettings) -> tuple[float, float]:
+    """(on the GPU, offloaded to host) bytes of saved activations at the start of backward."""
     layer = layer_activation_bytes(model, s)
-    if not s.checkpointing:
-        return model.layers * layer
-    # The layer being re-run already counts its own input in its working set.
-    tokens = s.seq * s.batch
-    other_layers = model.layers - 1
-    inputs = other_layers * CHECKPOINT_SAVED_HIDDEN_MULTIPLE * model.hidden_size * tokens * _compute_bytes(s)
-    return inputs + layer
+    if s.checkpointing_used == "block":
+        # The layer being re-run already counts its own input in its working set.
+        inputs = (model.layers - 1) * checkpoint_input_bytes(model, s)
+        if s.activation_offload:
+            # The inputs go to the host; the one being re-run comes back as part of that layer's working set.
+            return layer, inputs
+        return inputs + layer, 0.0
+    if s.activation_offload:
+        resident = min(OFFLOAD_RESIDENT_LAYERS, model.layers)
+        return resident * layer, (model.layers - resident) * layer
+    return model.layers * layer, 0.0
+
+
+def activation_bytes(model: Model, s: FinetuneSettings) -> float:
+    """Saved activations on the GPU: all layers', or with block checkpointing the other layers' inputs plus
+    one layer re-run; offloading keeps only the resident layer."""
+    return activation_split(model, s)[0]
 
 
 def logits_bytes(model: Model, s: FinetuneSettings) -> float:
     """batch x seq x vocab buffers of the loss. The Hugging Face default upcasts all logits to fp32 before
-    cross-entropy; chunked losses keep 16-bit logits and work on one chunk in fp32 at a time."""
-    per_element = LOGITS_BYTES_PER_ELEMENT[s.loss]
+    cross-entropy; chunked losses keep 16-bit logits and work on one chunk in fp32 at a time; fused kernels
+    never hold the logits, only a chunk about tokens x hidden in size."""
+    tokens = s.batch * s.seq
     if s.precision == "fp32":
-        per_element = LOGITS_BYTES_PER_ELEMENT["fp32_upcast"]
-    return s.batch * s.seq * model.vocab_size * per_element
+        return tokens * model.vocab_size * LOGITS_BYTES_PER_ELEMENT["fp32_upcast"]
+    if s.loss == "fused":
+        return tokens * model.hidden_size * FUSED_LOSS_BYTES_PER_HIDDEN
+    return tokens * model.vocab_size * LOGITS_BYTES_PER_ELEMENT[s.loss]
 
 
-def overhead_bytes(allocated_bytes: float) -> float:
-    """CUDA context plus the caching allocator's unused reserve."""
-    return CUDA_CONTEXT_BYTES + FRAGMENTATION_FRACTION * allocated_bytes
+def qlora_buffer_bytes(model: Model, s: FinetuneSettings) -> float:
+    """The dequantized copy of the largest 4-bit matrix, plus the share of 4-bit weight bytes the kept layers
+    hold for backward (all layers without checkpointing, the re-run layer with it)."""
+    if s.method != "qlora":
+        return 0.0
+    dequant = QLORA_DEQUANT_BUFFERS * largest_linear_params(model) * _compute_bytes(s)
+    layer_4bit = layer_params(model) * nf4_bits_per_param(s.double_quant) / 8
+    kept = 1 if (s.checkpointing_used == "block" or s.activation_offload) else model.layers
+    # The kept share follows the weights it is a share of: partitioned when they are (ZeRO-3 / FSDP).
+    return dequant + QLORA_SAVED_FRACTION * kept * layer_4bit / _shards(s, 3)
+
+
+def fragmentation_bytes(allocated_bytes: float, transient_bytes: float = 0.0, packed: bool = True) -> float:
+    """Reserved but unallocated memory: a small share of everything, plus a share of the per-step
+    transient memory when batch shapes vary."""
+    variable = 0.0 if packed else VARIABLE_SHAPE_FRAGMENTATION * transient_bytes
+    return FRAGMENTATION_FRACTION * allocated_bytes + variable
 
 
 def finetune_memory(model: Model, s: FinetuneSettings) -> FinetuneMemory:
@@ -385,12 +644,22 @@ def finetune_memory(model: Model, s: FinetuneSettings) -> FinetuneMemory:
     trainable = trainable_bytes(model, s)
     gradients = gradient_bytes(model, s)
     optimizer = optimizer_bytes(model, s)
-    activations = activation_bytes(model, s)
+    activations, activations_host = activation_split(model, s)
     logits = logits_bytes(model, s)
-    transient = activations + logits
+    qlora = qlora_buffer_bytes(model, s)
+    transient = activations + logits + qlora
     backward = gradients + transient if s.gradient_accumulation else max(gradients, transient)
     allocated = weights + trainable + optimizer + backward
-    overhead = overhead_bytes(allocated)
+    fragmentation = fragmentation_bytes(allocated, activations + logits, s.packing)
+    overhead = CUDA_CONTEXT_BYTES
+    host_state = 0.0
+    if s.offload != "none":
+        host_state += optimizer_state_bytes(model, s)
+        if s.method == "full" and s.master_weights_fp32 and not s.base_fp32:
+            host_state += model.params * BYTES_FP32
+        if s.offload == "params":
+            host_state += model.params * _stored_weight_bytes(s)
+        host_state /= s.gpus if s.sharding in ("zero1", "zero2", "zero3", "fsdp") else 1
     return FinetuneMemory(
         weights=weights,
         trainable=trainable,
@@ -398,13 +667,16 @@ def finetune_memory(model: Model, s: FinetuneSettings) -> FinetuneMemory:
         optimizer=optimizer,
         activations=activations,
         logits=logits,
+        qlora_buffers=qlora,
         overhead=overhead,
+        fragmentation=fragmentation,
+        offloaded=activations_host + host_state,
         total=allocated + overhead,
     )
 
 
 # --- inverse questions --------------------------------------------------------------------------------------
-def _largest_fitting(fits: Any, low: int, high: int, step: int) -> int | None:
+def _largest_fitting(fits: Callable[[int], bool], low: int, high: int, step: int) -> int | None:
     """Largest multiple of `step` in [low, high] for which the monotone predicate holds."""
     lo, hi = low // step, high // step
     if hi < 1 or lo > hi or not fits(max(lo, 1) * step):
@@ -443,19 +715,144 @@ def max_batch(model: Model, settings: FinetuneSettings, budget_bytes: float) -> 
 METHODS: tuple[Method, ...] = ("full", "lora", "qlora")
 
 
+def finetune_verdict(model: Model, settings: FinetuneSettings, usable_per_gpu_bytes: float) -> Verdict:
+    """fits / tight / does_not_fit: the per-GPU peak against one GPU's usable memory (the same headroom rule
+    as inference)."""
+    return verdict_for(finetune_memory(model, settings).total, usable_per_gpu_bytes)
+
+
+def settings_for_method(settings: FinetuneSettings, method: Method) -> FinetuneSettings:
+    """The same run with another method: knobs set explicitly are kept, the others are the method's (or the
+    framework's) defaults."""
+    return settings.with_(method=method)
+
+
 def largest_trainable(
-    models: Iterable[Model], settings: FinetuneSettings, budget_bytes: float
+    models: Iterable[Model], settings: FinetuneSettings, usable_per_gpu_bytes: float
 ) -> dict[Method, Model | None]:
-    """For each method, the model with the most parameters whose peak fits the budget.
+    """For each method, the model with the most parameters whose per-GPU peak fits one GPU's usable memory.
 
     The other settings are kept as given; the optimizer too if it was set explicitly, else each method
     takes its own default.
     """
-    given = settings.model_dump(exclude_unset=True)
-    given.pop("method", None)
     pool = sorted(models, key=lambda m: m.params, reverse=True)
     best: dict[Method, Model | None] = {}
     for method in METHODS:
-        s = FinetuneSettings(**given, method=method)
-        best[method] = next((m for m in pool if finetune_memory(m, s).total <= budget_bytes), None)
+        s = settings_for_method(settings, method)
+        best[method] = next(
+            (m for m in pool if finetune_verdict(m, s, usable_per_gpu_bytes) != "does_not_fit"), None
+        )
     return best
+
+
+# --- the answer -------------------------------------------------------------------------------------------------
+SEQ_STEP = 256
+CURVE_START_SEQ = 512
+
+
+class Change(BaseModel):
+    """One thing to change and what the peak becomes with it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    key: str
+    value: str
+    total: float
+    verdict: Verdict
+
+
+class SeqCurve(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    method: Method
+    seq: tuple[int, ...]
+    total_bytes: tuple[float, ...]
+    max_seq: int | None
+
+
+class FinetunePlan(BaseModel):
+    """Everything /finetune answers: the peak, the verdict, what fits, what to change and the curves."""
+
+    model_config = ConfigDict(frozen=True)
+
+    settings: FinetuneSettings
+    memory: FinetuneMemory
+    usable_per_gpu_bytes: float
+    verdict: Verdict
+    max_seq: int | None
+    max_batch: int | None
+    changes: tuple[Change, ...]
+    curves: tuple[SeqCurve, ...]
+
+
+def curve_seqs(max_context: int) -> list[int]:
+    points, seq = [], CURVE_START_SEQ
+    while seq < max_context:
+        points.append(seq)
+        seq *= 2
+    points.append(max_context)
+    return points
+
+
+def seq_curve(model: Model, settings: FinetuneSettings, usable_per_gpu_bytes: float) -> SeqCurve:
+    points = curve_seqs(model.max_context)
+    totals = tuple(finetune_memory(model, settings.model_copy(update={"seq": p})).total for p in points)
+    return SeqCurve(
+        method=settings.method,
+        seq=tuple(points),
+        total_bytes=totals,
+        max_seq=max_seq(model, settings, usable_per_gpu_bytes, step=SEQ_STEP),
+    )
+
+
+ChangeKey = Literal["checkpointing", "optimizer_8bit", "qlora", "lora", "framework", "seq", "batch", "offload"]
+
+
+def _changes(model: Model, s: FinetuneSettings, usable: float) -> list[Change]:
+    """Single changes that bring a run that does not fit (or is tight) under the line, smallest peak first."""
+    candidates: list[tuple[ChangeKey, str, dict[str, Any]]] = []
+    if s.checkpointing_used != "block":
+        candidates.append(("checkpointing", "block", {"checkpointing_mode": "block", "checkpointing": True}))
+    if s.optimizer_used not in ("adamw8bit", "paged_adamw8bit", "adafactor"):
+        candidates.append(("optimizer_8bit", "adamw8bit", {"optimizer": "adamw8bit"}))
+    if not s.activation_offload:
+        candidates.append(("offload", "activations", {"activation_offload": True}))
+    if s.method == "full":
+        candidates.append(("lora", "lora", {"method": "lora"}))
+    if s.method != "qlora":
+        candidates.append(("qlora", "qlora", {"method": "qlora"}))
+    if s.framework != "unsloth":
+        candidates.append(("framework", "unsloth", {"framework": "unsloth"}))
+    out: list[Change] = []
+    for key, value, update in candidates:
+        total = finetune_memory(model, s.with_(**update)).total
+        verdict = verdict_for(total, usable)
+        if verdict != "does_not_fit":
+            out.append(Change(key=key, value=value, total=total, verdict=verdict))
+    best_seq = max_seq(model, s, usable, step=SEQ_STEP)
+    if best_seq is not None and best_seq < s.seq:
+        total = finetune_memory(model, s.model_copy(update={"seq": best_seq})).total
+        out.append(Change(key="seq", value=str(best_seq), total=total, verdict=verdict_for(total, usable)))
+    if s.batch > 1:
+        best_batch = max_batch(model, s, usable)
+        if best_batch is not None and best_batch < s.batch:
+            total = finetune_memory(model, s.model_copy(update={"batch": best_batch})).total
+            out.append(Change(key="batch", value=str(best_batch), total=total, verdict=verdict_for(total, usable)))
+    return sorted(out, key=lambda c: c.total)
+
+
+def finetune_plan(model: Model, settings: FinetuneSettings, usable_per_gpu_bytes: float) -> FinetunePlan:
+    mem = finetune_memory(model, settings)
+    verdict = verdict_for(mem.total, usable_per_gpu_bytes)
+    changes = _changes(model, settings, usable_per_gpu_bytes) if verdict != "fits" else []
+    curves = [seq_curve(model, settings_for_method(settings, m), usable_per_gpu_bytes) for m in METHODS]
+    return FinetunePlan(
+        settings=settings,
+        memory=mem,
+        usable_per_gpu_bytes=usable_per_gpu_bytes,
+        verdict=verdict,
+        max_seq=max_seq(model, settings, usable_per_gpu_bytes, step=SEQ_STEP),
+        max_batch=max_batch(model, settings, usable_per_gpu_bytes),
+        changes=tuple(changes[:4]),
+        curves=tuple(curves),
+    )

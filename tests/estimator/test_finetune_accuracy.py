@@ -26,12 +26,12 @@ def _bench() -> ModuleType:
 @pytest.fixture(scope="module")
 def results() -> list[dict[str, object]]:
     bench = _bench()
-    models = {m.id: m for m in load_catalog().models}
-    return bench.evaluate(bench.load_rows(), models)
+    catalog = load_catalog()
+    return bench.evaluate(bench.load_rows(), {m.id: m for m in catalog.models}, {g.id: g for g in catalog.gpus})
 
 
 def _median(rows: list[dict[str, object]]) -> float:
-    return statistics.median(abs(float(r["error"])) for r in rows)  # type: ignore[arg-type]
+    return statistics.median(abs(float(r["error"])) for r in rows if r["error"] is not None)  # type: ignore[arg-type]
 
 
 def test_holdout_rows_exist_for_every_method(results: list[dict[str, object]]) -> None:
@@ -45,9 +45,15 @@ def test_holdout_median_error_meets_the_goal(results: list[dict[str, object]]) -
     assert _median(held) <= OVERALL_GOAL
 
 
-@pytest.mark.parametrize(("method", "band"), [("full", 0.15), ("lora", 0.15), ("qlora", 0.20)])
-def test_per_method_error_bands(results: list[dict[str, object]], method: str, band: float) -> None:
-    """Full and LoRA meet the goal; QLoRA is within 20 % (LitGPT's bnb runs measure ~17 % above the
-    model, torchtune's 24 % below it, and the model cannot tell trainers apart)."""
+@pytest.mark.parametrize("method", ["full", "lora", "qlora"])
+def test_per_method_median_error_within_ten_percent(results: list[dict[str, object]], method: str) -> None:
     rows = [r for r in results if r["method"] == method]
-    assert _median(rows) <= band
+    assert _median(rows) <= 0.10
+
+
+def test_fits_or_out_of_memory_mostly_called_right(results: list[dict[str, object]]) -> None:
+    """Rows that say where they ran (or ran out of memory): the estimate's verdict agrees with the outcome."""
+    checked = [r for r in results if "outcome" in r]
+    right = sum(r["outcome"] == r["predicted"] for r in checked)
+    assert {r["outcome"] for r in checked} == {"ran", "oom"}
+    assert right / len(checked) >= 0.85

@@ -1,0 +1,72 @@
+"""`rigcheck finetune`: the JSON contract, the knobs, and agreement with `rigcheck gpu` on what fits."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from bot import cli
+
+# The keys the first version of the JSON carried; they stay.
+LEGACY_KEYS = {"gpu", "model", "method", "settings", "memory_gb", "usable_gb", "fits", "max_seq", "max_batch"}
+LEGACY_MEMORY = {"weights", "trainable", "gradients", "optimizer", "activations", "overhead", "total"}
+LEGACY_SETTINGS = {
+    "method", "seq", "batch", "rank", "targets", "optimizer", "precision", "master_weights_fp32", "double_quant",
+    "checkpointing", "flash_attention", "packing", "loss", "gradient_accumulation", "optimizer_in_backward", "gpus",
+    "sharding",
+}
+NEW_KEYS = {"framework", "verdict", "changes", "curve"}
+NEW_SETTINGS = {
+    "framework", "lora_dropout", "lora_head", "train_embeddings", "regime", "base_fp32", "checkpointing_mode",
+    "activation_offload", "attention", "gradient_accumulation_steps", "offload",
+}
+
+
+def run_json(argv: list[str], capsys: pytest.CaptureFixture[str]) -> Any:
+    cli.EXTRA_COMMANDS.clear()
+    code = cli.main([*argv, "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_json_keeps_its_keys_and_adds_the_knobs(capsys: pytest.CaptureFixture[str]) -> None:
+    data = run_json(["finetune", "--gpu", "a100 40gb", "--model", "llama-3.1-8b", "--method", "lora"], capsys)
+    assert set(data) == LEGACY_KEYS | NEW_KEYS
+    assert set(data["settings"]) == LEGACY_SETTINGS | NEW_SETTINGS
+    assert LEGACY_MEMORY <= set(data["memory_gb"])
+    assert data["framework"] is None and data["verdict"] in ("fits", "tight", "does_not_fit")
+    assert [c["method"] for c in data["curve"]] == ["full", "lora", "qlora"]
+
+
+def test_framework_and_flags_reach_the_estimate(capsys: pytest.CaptureFixture[str]) -> None:
+    base = ["finetune", "--gpu", "h100 sxm", "--model", "llama-3.1-8b", "--method", "full", "--seq", "4k"]
+    tt = run_json([*base, "--framework", "torchtune"], capsys)
+    assert tt["framework"] == "torchtune"
+    s = tt["settings"]
+    assert (s["regime"], s["optimizer"], s["optimizer_in_backward"], s["loss"]) == (
+        "bf16", "paged_adamw8bit", True, "chunked",
+    )
+    mine = run_json([*base, "--framework", "torchtune", "--optimizer", "adamw", "--no-optimizer-in-backward"], capsys)
+    assert mine["settings"]["optimizer"] == "adamw" and not mine["settings"]["optimizer_in_backward"]
+    assert mine["memory_gb"]["total"] > tt["memory_gb"]["total"]
+    amp = run_json([*base, "--regime", "amp_bf16"], capsys)
+    pure = run_json([*base, "--regime", "bf16"], capsys)
+    # 16 against 8 bytes per parameter for 8.03 B parameters: about 60 GiB apart.
+    assert amp["memory_gb"]["total"] - pure["memory_gb"]["total"] == pytest.approx(8.03e9 * 8 / 2**30, rel=0.05)
+    off = run_json([*base, "--regime", "bf16", "--activation-offload", "--checkpointing-mode", "none"], capsys)
+    assert off["memory_gb"]["offloaded"] > 0
+    assert off["settings"]["checkpointing_mode"] == "none"
+
+
+def test_gpu_card_and_finetune_agree_on_two_gpus(capsys: pytest.CaptureFixture[str]) -> None:
+    """The largest QLoRA model `rigcheck gpu --gpus 2` names is one `rigcheck finetune --gpus 2` says fits."""
+    card = run_json(["gpu", "--gpu", "t4", "--gpus", "2"], capsys)
+    best = card["finetune"]["qlora"]
+    assert best is not None
+    ft = run_json(["finetune", "--gpu", "t4", "--gpus", "2", "--model", best["id"], "--method", "qlora"], capsys)
+    assert ft["fits"], ft["memory_gb"]
+    one = run_json(["gpu", "--gpu", "t4"], capsys)["finetune"]["qlora"]
+    assert one is not None and one["params_b"] <= best["params_b"]
