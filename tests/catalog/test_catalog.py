@@ -20,7 +20,7 @@ DATA_DIR = Path(__file__).resolve().parents[2] / "catalog" / "data"
 # (Targets: 180 GPUs, 250 models.)
 MIN_GPUS = 180
 MIN_MODELS = 167
-MIN_QUANTS = 20
+MIN_QUANTS = 32
 
 
 def _ids(entries: tuple[GPU, ...] | tuple[Model, ...]) -> list[str]:
@@ -315,3 +315,60 @@ def test_no_nominal_totals_left(model_id: str) -> None:
     m = CAT.model(model_id)
     assert abs(stated_vs_derived(m)) < 0.01
     assert m.params_b not in (355.0, 106.0, 28.0)
+
+
+# --- context windows: native and RoPE-extended ------------------------------------------------------
+
+def test_qwen3_8b_is_32k_native_and_128k_with_yarn() -> None:
+    m = CAT.model("qwen3-8b")
+    assert m.native_context == m.max_context == 32768
+    assert m.context_limit() == 32768 and m.context_limit(with_scaling=True) == 131072
+    ext = m.context_extension
+    assert ext is not None and ext.method == "yarn" and ext.factor == 4.0
+    statuses = [m.context_fit(n).status for n in (32768, 32769, 131072, 131073)]
+    assert statuses == ["native", "scaled", "scaled", "too_long"]
+    assert m.context_fit(65536).extension == ext and m.context_fit(8192).extension is None
+    assert m.scaling_flags("llama.cpp") == "--rope-scaling yarn --rope-scale 4 --yarn-orig-ctx 32768"
+    assert m.scaling_flags("vllm") == ""
+
+
+def test_a_model_without_extension_has_one_window() -> None:
+    m = CAT.model("llama-3.1-8b")
+    assert m.context_extension is None
+    assert m.context_limit(with_scaling=True) == m.max_context
+    assert m.context_fit(m.max_context + 1).status == "too_long"
+    assert m.scaling_flags("llama.cpp") == ""
+
+
+@pytest.mark.parametrize("model", [m for m in MODELS if m.context_extension], ids=lambda m: m.id)
+def test_extensions_are_consistent(model: Model) -> None:
+    ext = model.context_extension
+    assert ext is not None
+    assert ext.extended_context > model.max_context
+    # the factor is applied to the native window: YaRN x4 over 32k is 128k
+    assert ext.extended_context <= model.max_context * ext.factor * 1.001
+    assert len(ext.source.split()) >= 5
+
+
+def test_extension_must_exceed_the_native_window() -> None:
+    base = CAT.model("qwen3-8b").model_dump()
+    base["context_extension"] = {**base["context_extension"], "extended_context": 32768}
+    with pytest.raises(ValueError, match="extended context"):
+        Model.model_validate(base)
+
+
+# Whole-file sizes llama-bench printed for Unsloth Dynamic downloads (sources in quants.toml).
+UD_FILE_GIB = [
+    ("qwen3-30b-a3b", "ud-q4_k_xl", 16.49),
+    ("llama-4-scout", "ud-q4_k_xl", 57.73),
+    ("qwen3-235b-a22b-instruct-2507", "ud-q3_k_xl", 96.99),
+    ("hunyuan-a13b", "ud-q6_k_xl", 65.65),
+]
+
+
+@pytest.mark.parametrize(("model_id", "quant_id", "gib"), UD_FILE_GIB)
+def test_unsloth_dynamic_formats_reproduce_published_file_sizes(model_id: str, quant_id: str, gib: float) -> None:
+    from estimator.memory import weight_bytes
+
+    est = weight_bytes(CAT.model(model_id), CAT.quant(quant_id)) / 2**30
+    assert est == pytest.approx(gib, rel=0.03)
