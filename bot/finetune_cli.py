@@ -9,6 +9,7 @@ from pydantic import ValidationError
 from bot.jsonout import gpu_brief, model_brief
 from bot.params import BadValue, parse_tokens
 from bot.service import Service
+from catalog.schema import GPU
 from estimator import finetune as ft
 from estimator.constants import GIB
 from estimator.memory import usable_vram_bytes
@@ -41,12 +42,13 @@ TERMS = ("weights", "trainable", "gradients", "optimizer", "activations", "overh
 EXTRA_TERMS = ("logits", "qlora_buffers", "fragmentation", "offloaded")
 
 
-def finetune_settings(svc: Service, query: dict[str, Any]) -> ft.FinetuneSettings:
+def finetune_settings(svc: Service, gpu: GPU, query: dict[str, Any]) -> ft.FinetuneSettings:
     """The request's settings; knobs left out come from the framework preset or the method's defaults."""
     gpus = svc.gpus(int(query.get("gpus") or 1))
     knobs = {k: query[k] for k in KNOBS if query.get(k) is not None}
     try:
-        return ft.FinetuneSettings(
+        return ft.settings_on(
+            gpu,
             method=query.get("method") or "qlora",
             seq=parse_tokens(query.get("seq") or 2048, name="seq"),
             batch=int(query.get("batch") or 1),
@@ -67,7 +69,7 @@ def finetune_json(svc: Service, query: dict[str, Any]) -> dict[str, Any]:
         raise BadValue("finetune needs gpu and model")
     gpu = svc.gpu(str(query["gpu"]))
     model, _ = svc.model(str(query["model"]))
-    settings = finetune_settings(svc, query)
+    settings = finetune_settings(svc, gpu, query)
     budget = usable_vram_bytes(gpu)
     plan = ft.finetune_plan(model, settings, budget)
     mem = plan.memory

@@ -35,7 +35,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from catalog.arch import attention_params_per_layer, embedding_params
-from catalog.schema import Model
+from catalog.schema import GPU, Model
+from estimator.capability import training_precision
 from estimator.finetune_presets import FRAMEWORKS, Framework, preset_values
 from estimator.memory import Verdict, verdict_for
 
@@ -301,6 +302,15 @@ class FinetuneSettings(BaseModel):
         if not self.flash_attention:
             return "eager"
         return self.attention if self.attention in ("flash", "sdpa") else "flash"
+
+
+def settings_on(gpu: GPU, **request: Any) -> FinetuneSettings:
+    """A request's settings on `gpu`. Cards without bf16 (Turing, Volta, Pascal) train in fp16, and fp16
+    training keeps fp32 master weights for its loss scaling: unless the request names a precision or a
+    regime, that is the regime there, whatever a framework would pick on newer cards."""
+    if training_precision(gpu) == "fp16" and request.get("precision") is None and request.get("regime") is None:
+        request["regime"] = "amp_fp16"
+    return FinetuneSettings(**request)
 
 
 class FinetuneMemory(BaseModel):
@@ -748,6 +758,8 @@ def largest_trainable(
 # --- the answer -------------------------------------------------------------------------------------------------
 SEQ_STEP = 256
 CURVE_START_SEQ = 512
+# Lightest first: the order a chart's legend reads.
+CURVE_METHODS: tuple[Method, ...] = ("qlora", "lora", "full")
 
 
 class Change(BaseModel):
@@ -805,7 +817,9 @@ def seq_curve(model: Model, settings: FinetuneSettings, usable_per_gpu_bytes: fl
     )
 
 
-ChangeKey = Literal["checkpointing", "optimizer_8bit", "qlora", "lora", "framework", "seq", "batch", "offload"]
+ChangeKey = Literal[
+    "checkpointing", "optimizer_8bit", "qlora", "lora", "framework", "seq", "batch", "offload", "qlora_seq"
+]
 
 
 def _changes(model: Model, s: FinetuneSettings, usable: float) -> list[Change]:
@@ -829,6 +843,12 @@ def _changes(model: Model, s: FinetuneSettings, usable: float) -> list[Change]:
         verdict = verdict_for(total, usable)
         if verdict != "does_not_fit":
             out.append(Change(key=key, value=value, total=total, verdict=verdict))
+    if s.method != "qlora" and not any(c.key == "qlora" for c in out):
+        qlora = s.with_(method="qlora")
+        qlora_seq = max_seq(model, qlora, usable, step=SEQ_STEP)
+        if qlora_seq is not None and qlora_seq < s.seq:
+            total = finetune_memory(model, qlora.model_copy(update={"seq": qlora_seq})).total
+            out.append(Change(key="qlora_seq", value=str(qlora_seq), total=total, verdict=verdict_for(total, usable)))
     best_seq = max_seq(model, s, usable, step=SEQ_STEP)
     if best_seq is not None and best_seq < s.seq:
         total = finetune_memory(model, s.model_copy(update={"seq": best_seq})).total
@@ -845,7 +865,7 @@ def finetune_plan(model: Model, settings: FinetuneSettings, usable_per_gpu_bytes
     mem = finetune_memory(model, settings)
     verdict = verdict_for(mem.total, usable_per_gpu_bytes)
     changes = _changes(model, settings, usable_per_gpu_bytes) if verdict != "fits" else []
-    curves = [seq_curve(model, settings_for_method(settings, m), usable_per_gpu_bytes) for m in METHODS]
+    curves = [seq_curve(model, settings_for_method(settings, m), usable_per_gpu_bytes) for m in CURVE_METHODS]
     return FinetunePlan(
         settings=settings,
         memory=mem,

@@ -424,10 +424,6 @@ def help_reply(locale: str) -> Reply:
     return Reply(embeds=[render_embed("help", locale, quality=t(locale, "quality.signal"))], ephemeral=True)
 
 
-FINETUNE_METHODS: tuple[Method, ...] = ("qlora", "lora", "full")
-FINETUNE_CURVE_START = 512
-
-
 def finetune_chart(curves: list[tuple[str, tuple[int, ...], tuple[float, ...], int | None]], usable_bytes: float,
                    *, title: str, setup: str, locale: str, theme: charts.Theme = "dark") -> bytes:
     """Peak memory against sequence length, one line per `(label, seqs, total_bytes, max_seq)`, with the
@@ -439,72 +435,54 @@ def finetune_chart(curves: list[tuple[str, tuple[int, ...], tuple[float, ...], i
 
 
 def finetune_reply(
-    svc: Service, gpu: GPU, model: Any, method: Method, seq: int, batch: int, gpus: int, locale: str,
-    theme: charts.Theme = "dark",
+    svc: Service, gpu: GPU, model: Any, method: Method, seq: int, batch: int, gpus: int,
+    knobs: dict[str, Any] | None = None, *, locale: str, theme: charts.Theme = "dark",
 ) -> Reply:
     from estimator import finetune as ft
-    from estimator.capability import training_precision
-    from estimator.curve import curve_points
     from estimator.memory import usable_vram_bytes
 
-    settings = ft.FinetuneSettings(
-        method=method,
-        seq=seq,
-        batch=batch,
-        gpus=gpus,
-        sharding="fsdp" if gpus > 1 else "none",
-        precision=training_precision(gpu),  # fp16 on cards without bf16 (Turing, Volta, Pascal)
-    )
-    mem = ft.finetune_memory(model, settings)
+    settings = ft.settings_on(gpu, method=method, seq=seq, batch=batch, gpus=gpus, **(knobs or {}))
     usable = usable_vram_bytes(gpu)
+    plan = ft.finetune_plan(model, settings, usable)
+    mem = plan.memory
     loc = locale_key(locale)
-    zh = loc == "zh-CN"
-    verdict = "fits" if mem.total <= usable * 0.95 else ("tight" if mem.total <= usable else "does_not_fit")
-    advice_lines: list[str] = []
-    if verdict == "does_not_fit":
-        if method != "qlora":
-            q = ft.finetune_memory(model, ft.FinetuneSettings(method="qlora", seq=seq, batch=batch, gpus=gpus))
-            if q.total <= usable:
-                advice_lines.append("改用 QLoRA" if zh else "QLoRA instead (`method:qlora`)")
-        best_seq = ft.max_seq(model, settings, usable, step=256)
-        if best_seq:
-            advice_lines.append(
-                f"序列缩短到 {format_tokens(best_seq)}" if zh else f"sequence length ≤ {format_tokens(best_seq)}"
-            )
-    terms = {
-        k: getattr(mem, k)
-        for k in ("weights", "trainable", "gradients", "optimizer", "activations", "logits", "overhead")
-    }
-    line = f"{settings.optimizer_used} · {settings.precision}" + (" · checkpointing" if settings.checkpointing else "")
+    advice = [t(locale, f"ft.change.{c.key}", value=_change_value(c), gib=f"{c.total / GIB:.1f}") for c in plan.changes]
+    names = ("weights", "trainable", "gradients", "optimizer", "activations", "logits", "qlora_buffers", "overhead")
+    terms = {k: getattr(mem, k) for k in names}
+    parts = [settings.framework or t(locale, "ft.framework.default"), settings.regime_used, settings.optimizer_used,
+             t(locale, f"ft.ckpt.{settings.checkpointing_used}"), t(locale, f"ft.loss.{settings.loss}")]
+    if settings.activation_offload:
+        parts.append(t(locale, "ft.offload"))
     embed = render_embed(
         "finetune",
         locale,
         model=model,
         gpu=gpu,
         count=gpus,
-        method={"qlora": "QLoRA", "lora": "LoRA", "full": "Full"}[method],
+        method=t(locale, f"method.{method}"),
         seq=seq,
         batch=batch,
-        settings_line=line,
-        headline=HEADLINES[loc][verdict],
+        settings_line=" · ".join(parts),
+        headline=HEADLINES[loc][plan.verdict],
         total=mem.total,
         usable=usable,
         mem=terms,
-        max_seq=ft.max_seq(model, settings, usable, step=256),
-        max_batch=ft.max_batch(model, settings, usable),
-        advice=advice_lines,
-        color=COLORS[verdict],
+        reserved=mem.reserved,
+        offloaded=mem.offloaded,
+        max_seq=plan.max_seq,
+        max_batch=plan.max_batch,
+        advice=advice,
+        color=COLORS[plan.verdict],
         image="vram.png",
     )
-    seqs = tuple(p for p in curve_points(max(model.max_context, seq)) if p >= FINETUNE_CURVE_START)
-    curves = []
-    for m in FINETUNE_METHODS:
-        each = settings.model_copy(update={"method": m})
-        totals = tuple(ft.finetune_memory(model, each.model_copy(update={"seq": p})).total for p in seqs)
-        curves.append((t(locale, f"method.{m}"), seqs, totals, ft.max_seq(model, each, usable, step=256)))
+    curves = [(t(locale, f"method.{c.method}"), c.seq, c.total_bytes, c.max_seq) for c in plan.curves]
     setup = gpu_label(gpu, gpus)
     png = finetune_chart(curves, usable, title=f"{model.name} · {setup}", setup=setup, locale=locale, theme=theme)
     return Reply(embeds=[embed], files=[ReplyFile(filename="vram.png", data=png)])
+
+
+def _change_value(change: Any) -> str:
+    return format_tokens(int(change.value)) if change.key in ("seq", "qlora_seq") else str(change.value)
 
 
 WHATGPU_PAGE = 10

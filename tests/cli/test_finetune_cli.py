@@ -38,7 +38,7 @@ def test_json_keeps_its_keys_and_adds_the_knobs(capsys: pytest.CaptureFixture[st
     assert set(data["settings"]) == LEGACY_SETTINGS | NEW_SETTINGS
     assert LEGACY_MEMORY <= set(data["memory_gb"])
     assert data["framework"] is None and data["verdict"] in ("fits", "tight", "does_not_fit")
-    assert [c["method"] for c in data["curve"]] == ["full", "lora", "qlora"]
+    assert [c["method"] for c in data["curve"]] == ["qlora", "lora", "full"]
 
 
 def test_framework_and_flags_reach_the_estimate(capsys: pytest.CaptureFixture[str]) -> None:

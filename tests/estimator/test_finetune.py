@@ -308,7 +308,7 @@ def test_verdict_and_what_to_change() -> None:
     assert "qlora" in keys
     for c in plan.changes:
         assert c.total <= usable and c.verdict in ("fits", "tight")
-    assert [c.method for c in plan.curves] == ["full", "lora", "qlora"]
+    assert [c.method for c in plan.curves] == ["qlora", "lora", "full"]
     q = next(c for c in plan.curves if c.method == "qlora")
     assert list(q.total_bytes) == sorted(q.total_bytes)
     assert ft.finetune_plan(EXACT, FinetuneSettings(method="qlora", seq=128), usable).verdict == "fits"

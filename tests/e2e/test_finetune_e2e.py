@@ -1,0 +1,61 @@
+"""/finetune through the real bot process and the loopback Discord: framework presets and knobs reach the
+estimate, the verdict and what to change are shown, and different knobs are different cached answers."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator
+
+import pytest
+import pytest_asyncio
+
+from bot.sandbox import BotProcess, Sandbox
+
+pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def sb(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Sandbox]:
+    data_dir = tmp_path_factory.mktemp("botdata")
+    async with Sandbox() as sandbox:
+        process: BotProcess = await sandbox.start_bot([sys.executable, "-m", "bot"], env={
+            "RIGCHECK_DATA_DIR": str(data_dir), "RIGCHECK_HTTP_ENABLED": "false",
+            "RIGCHECK_GUILD_READY_TIMEOUT": "0.2"}, ready_timeout=60)
+        assert process is not None
+        yield sandbox
+
+
+def _peak(reply) -> str:
+    return reply.embeds[0]["description"].split("peak ")[1].split(" GiB")[0]
+
+
+async def test_framework_and_knobs_change_the_answer(sb: Sandbox) -> None:
+    plain = await sb.invoke("/finetune gpu:h100 sxm model:llama-3.1-8b method:full ctx:4k")
+    tt = await sb.invoke("/finetune gpu:h100 sxm model:llama-3.1-8b method:full ctx:4k framework:torchtune")
+    assert tt.error is None and plain.error is None
+    assert "torchtune" in tt.embeds[0]["description"] and "paged_adamw8bit" in tt.embeds[0]["description"]
+    assert float(_peak(tt)) < float(_peak(plain))  # pure bf16, 8-bit state, step in backward
+    mine = await sb.invoke(
+        "/finetune gpu:h100 sxm model:llama-3.1-8b method:full ctx:4k framework:torchtune optimizer:adamw")
+    assert "· adamw ·" in mine.embeds[0]["description"]
+    assert float(_peak(mine)) > float(_peak(tt))
+    assert tt.files and tt.embeds[0]["image"]["url"] == "attachment://vram.png"
+
+
+async def test_what_to_change_when_it_does_not_fit(sb: Sandbox) -> None:
+    reply = await sb.invoke("/finetune gpu:T4 model:llama-3.1-8b method:lora ctx:4k framework:hf")
+    embed = reply.embeds[0]
+    assert "Does not fit" in embed["description"]
+    advice = next(f for f in embed["fields"] if f["name"] == "What to change")
+    assert "method:qlora" in advice["value"]
+    zh = await sb.invoke("/finetune gpu:T4 model:llama-3.1-8b method:lora ctx:4k framework:hf", locale="zh-CN")
+    assert "调整建议" in {f["name"] for f in zh.embeds[0]["fields"]}
+
+
+async def test_a_knob_outside_its_choices_is_refused_privately(sb: Sandbox) -> None:
+    # Sent as a scripted client would, past Discord's own choice check.
+    options = [{"name": "gpu", "type": 3, "value": "t4"}, {"name": "model", "type": 3, "value": "qwen3-8b"},
+               {"name": "framework", "type": 3, "value": "megatron"}]
+    reply = await sb.driver.invoke_raw("finetune", options)
+    assert reply.error is None and reply.ephemeral and not reply.deferred
+    assert "framework must be one of" in reply.embeds[0].get("description", "")
