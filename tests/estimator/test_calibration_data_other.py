@@ -24,8 +24,8 @@ LLAMACPP_ENGINES = {"llama.cpp", "ollama", "lm studio"}
 BACKENDS = {"CUDA", "ROCm", "Metal", "SYCL", "Vulkan"}
 SERVER_ENGINES = {"vllm", "sglang", "exllamav2", "exllamav3", "trt-llm", "mlx"}
 POSITIVE_FIELDS = ("tps", "decode_tps", "prompt_tps", "tpot_ms", "ttft_ms", "model_size_gib", "params_b", "bpw",
-                   "achieved_gbs", "input_tokens", "output_tokens")
-SPEED_FIELDS = ("decode_tps", "prompt_tps", "tpot_ms", "ttft_ms")
+                   "achieved_gbs", "input_tokens", "output_tokens", "e2e_latency_ms")
+SPEED_FIELDS = ("decode_tps", "prompt_tps", "tpot_ms", "ttft_ms", "e2e_latency_ms")
 IDENTITY = ("engine", "engine_version", "gpu", "gpu_count", "model", "quant", "bpw", "backend", "driver", "test",
             "flash_attn", "ubatch", "build", "input_tokens", "output_tokens", "source")
 
