@@ -236,7 +236,9 @@ def framework_of(row: dict[str, Any]) -> str:
     return "other"
 
 
-OPTIONAL_KNOBS = ("lora_dropout", "lora_head", "activation_offload", "packing", "gradient_accumulation_steps")
+OPTIONAL_KNOBS = (
+    "lora_dropout", "lora_head", "activation_offload", "packing", "gradient_accumulation_steps", "base_fp32"
+)
 
 
 def settings_of(row: dict[str, Any]) -> ft.FinetuneSettings:
