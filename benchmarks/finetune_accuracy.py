@@ -303,7 +303,7 @@ def evaluate(
         usable = _usable(row, gpus or {})
         if usable is not None:
             result["outcome"] = "oom" if row["measure"] == "oom" else "ran"
-            result["predicted"] = "ran" if mem.total <= usable else "oom"
+            result["predicted"] = "ran" if mem.required <= usable else "oom"
         out.append(result)
     return out
 

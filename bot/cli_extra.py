@@ -213,7 +213,10 @@ def cmd_finetune(svc: Any, args: argparse.Namespace) -> int:
     if s["activation_offload"]:
         knobs.append("activation offload")
     print("  " + " · ".join(knobs))
-    for key, value in data["memory_gb"].items():
+    mem = data["memory_gb"]
+    if mem["pageable"] and mem["total"] > data["usable_gb"]:
+        print(f"  the paged optimizer state ({mem['pageable']:.2f} GiB) spills to CPU memory: it runs, slower")
+    for key, value in mem.items():
         print(f"  {key:14s} {value:8.2f} GiB")
     print(f"  largest seq {data['max_seq']}, largest micro-batch {data['max_batch']}")
     for c in data["changes"]:

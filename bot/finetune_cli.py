@@ -39,7 +39,7 @@ KNOBS = (
     "offload",
 )
 TERMS = ("weights", "trainable", "gradients", "optimizer", "activations", "overhead")
-EXTRA_TERMS = ("logits", "qlora_buffers", "fragmentation", "offloaded")
+EXTRA_TERMS = ("logits", "qlora_buffers", "fragmentation", "offloaded", "pageable", "required")
 
 
 def finetune_settings(svc: Service, gpu: GPU, query: dict[str, Any]) -> ft.FinetuneSettings:

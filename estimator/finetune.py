@@ -163,6 +163,7 @@ VARIABLE_SHAPE_FRAGMENTATION = 0.25
 
 
 # ------------------------------------------------------------------------------------------------------
+PAGED_OPTIMIZERS: tuple[Optimizer, ...] = ("paged_adamw", "paged_adamw8bit")
 DEFAULT_OPTIMIZER: dict[Method, Optimizer] = {"full": "adamw", "lora": "adamw", "qlora": "paged_adamw8bit"}
 _REGIMES: dict[Regime, tuple[Precision, bool]] = {
     "bf16": ("bf16", False),
@@ -328,6 +329,7 @@ class FinetuneMemory(BaseModel):
     overhead: float
     fragmentation: float = 0.0
     offloaded: float = Field(default=0.0, description="host memory the offloaded state and activations need")
+    pageable: float = Field(default=0.0, description="paged optimizer state: on the GPU while there is room")
     total: float
 
     def gib(self, term: str = "total") -> float:
@@ -353,6 +355,12 @@ class FinetuneMemory(BaseModel):
     def reserved(self) -> float:
         """What torch.cuda.max_memory_reserved would report: allocated plus the allocator's unused cache."""
         return self.allocated + self.fragmentation
+
+    @property
+    def required(self) -> float:
+        """What must fit on the GPU: paged optimizer state (bitsandbytes paged optimizers, CUDA unified
+        memory) moves to host memory when the GPU runs out, so it is left out."""
+        return self.total - self.pageable
 
     @property
     def nvidia_smi(self) -> float:
@@ -681,6 +689,7 @@ def finetune_memory(model: Model, s: FinetuneSettings) -> FinetuneMemory:
         overhead=overhead,
         fragmentation=fragmentation,
         offloaded=activations_host + host_state,
+        pageable=optimizer if s.optimizer_used in PAGED_OPTIMIZERS else 0.0,
         total=allocated + overhead,
     )
 
@@ -705,7 +714,7 @@ def max_seq(model: Model, settings: FinetuneSettings, budget_bytes: float, step:
     """Longest sequence (a multiple of `step`, at most the model's context) whose peak fits the budget."""
 
     def fits(seq: int) -> bool:
-        return finetune_memory(model, settings.model_copy(update={"seq": seq})).total <= budget_bytes
+        return finetune_memory(model, settings.model_copy(update={"seq": seq})).required <= budget_bytes
 
     return _largest_fitting(fits, step, model.max_context, step)
 
@@ -717,7 +726,7 @@ def max_batch(model: Model, settings: FinetuneSettings, budget_bytes: float) -> 
     """Largest micro-batch whose peak fits the budget, or None if not even one sequence fits."""
 
     def fits(batch: int) -> bool:
-        return finetune_memory(model, settings.model_copy(update={"batch": batch})).total <= budget_bytes
+        return finetune_memory(model, settings.model_copy(update={"batch": batch})).required <= budget_bytes
 
     return _largest_fitting(fits, 1, MAX_BATCH_SEARCHED, 1)
 
@@ -725,10 +734,17 @@ def max_batch(model: Model, settings: FinetuneSettings, budget_bytes: float) -> 
 METHODS: tuple[Method, ...] = ("full", "lora", "qlora")
 
 
+def memory_verdict(mem: FinetuneMemory, usable_per_gpu_bytes: float) -> Verdict:
+    """fits / tight / does_not_fit: what must fit against one GPU's usable memory (the same headroom rule as
+    inference); a run that fits only by paging its optimizer state to the host is tight."""
+    verdict = verdict_for(mem.required, usable_per_gpu_bytes)
+    if verdict == "fits" and mem.total > usable_per_gpu_bytes:
+        return "tight"
+    return verdict
+
+
 def finetune_verdict(model: Model, settings: FinetuneSettings, usable_per_gpu_bytes: float) -> Verdict:
-    """fits / tight / does_not_fit: the per-GPU peak against one GPU's usable memory (the same headroom rule
-    as inference)."""
-    return verdict_for(finetune_memory(model, settings).total, usable_per_gpu_bytes)
+    return memory_verdict(finetune_memory(model, settings), usable_per_gpu_bytes)
 
 
 def settings_for_method(settings: FinetuneSettings, method: Method) -> FinetuneSettings:
@@ -808,7 +824,8 @@ def curve_seqs(max_context: int) -> list[int]:
 
 def seq_curve(model: Model, settings: FinetuneSettings, usable_per_gpu_bytes: float) -> SeqCurve:
     points = curve_seqs(model.max_context)
-    totals = tuple(finetune_memory(model, settings.model_copy(update={"seq": p})).total for p in points)
+    # What must fit, the quantity the OOM line and max_seq are about (paged optimizer state left out).
+    totals = tuple(finetune_memory(model, settings.model_copy(update={"seq": p})).required for p in points)
     return SeqCurve(
         method=settings.method,
         seq=tuple(points),
@@ -839,31 +856,33 @@ def _changes(model: Model, s: FinetuneSettings, usable: float) -> list[Change]:
         candidates.append(("framework", "unsloth", {"framework": "unsloth"}))
     out: list[Change] = []
     for key, value, update in candidates:
-        total = finetune_memory(model, s.with_(**update)).total
-        verdict = verdict_for(total, usable)
+        mem = finetune_memory(model, s.with_(**update))
+        total, verdict = mem.total, memory_verdict(mem, usable)
         if verdict != "does_not_fit":
             out.append(Change(key=key, value=value, total=total, verdict=verdict))
     if s.method != "qlora" and not any(c.key == "qlora" for c in out):
         qlora = s.with_(method="qlora")
         qlora_seq = max_seq(model, qlora, usable, step=SEQ_STEP)
         if qlora_seq is not None and qlora_seq < s.seq:
-            total = finetune_memory(model, qlora.model_copy(update={"seq": qlora_seq})).total
-            out.append(Change(key="qlora_seq", value=str(qlora_seq), total=total, verdict=verdict_for(total, usable)))
+            mem = finetune_memory(model, qlora.model_copy(update={"seq": qlora_seq}))
+            out.append(Change(key="qlora_seq", value=str(qlora_seq), total=mem.total,
+                              verdict=memory_verdict(mem, usable)))
     best_seq = max_seq(model, s, usable, step=SEQ_STEP)
     if best_seq is not None and best_seq < s.seq:
-        total = finetune_memory(model, s.model_copy(update={"seq": best_seq})).total
-        out.append(Change(key="seq", value=str(best_seq), total=total, verdict=verdict_for(total, usable)))
+        mem = finetune_memory(model, s.model_copy(update={"seq": best_seq}))
+        out.append(Change(key="seq", value=str(best_seq), total=mem.total, verdict=memory_verdict(mem, usable)))
     if s.batch > 1:
         best_batch = max_batch(model, s, usable)
         if best_batch is not None and best_batch < s.batch:
-            total = finetune_memory(model, s.model_copy(update={"batch": best_batch})).total
-            out.append(Change(key="batch", value=str(best_batch), total=total, verdict=verdict_for(total, usable)))
+            mem = finetune_memory(model, s.model_copy(update={"batch": best_batch}))
+            out.append(Change(key="batch", value=str(best_batch), total=mem.total,
+                              verdict=memory_verdict(mem, usable)))
     return sorted(out, key=lambda c: c.total)
 
 
 def finetune_plan(model: Model, settings: FinetuneSettings, usable_per_gpu_bytes: float) -> FinetunePlan:
     mem = finetune_memory(model, settings)
-    verdict = verdict_for(mem.total, usable_per_gpu_bytes)
+    verdict = memory_verdict(mem, usable_per_gpu_bytes)
     changes = _changes(model, settings, usable_per_gpu_bytes) if verdict != "fits" else []
     curves = [seq_curve(model, settings_for_method(settings, m), usable_per_gpu_bytes) for m in CURVE_METHODS]
     return FinetunePlan(

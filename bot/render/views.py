@@ -469,6 +469,7 @@ def finetune_reply(
         mem=terms,
         reserved=mem.reserved,
         offloaded=mem.offloaded,
+        paged=mem.pageable if mem.total > usable else 0.0,
         max_seq=plan.max_seq,
         max_batch=plan.max_batch,
         advice=advice,
