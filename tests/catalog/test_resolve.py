@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import re
+import shutil
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from catalog import GPU, Model, load_catalog
-from catalog.resolve import MAX_QUERY_CHARS, NotFound, Resolver, split_gpu_count
+from catalog import GPU, Model, load_catalog, load_from
+from catalog.resolve import MAX_QUERY_CHARS, NotARelease, NotFound, Resolver, split_gpu_count
+
+DATA_DIR = Path(__file__).resolve().parents[2] / "catalog" / "data"
 
 CAT = load_catalog()
 R = Resolver(CAT)
@@ -347,3 +351,25 @@ def test_new_model_forms(text: str, model_id: str, quant_id: str | None) -> None
     choice = R.model(text)
     assert choice.model.id == model_id
     assert (choice.quant.id if choice.quant else None) == quant_id
+
+
+# --- names listed as no public release -------------------------------------------------------------
+
+def test_a_listed_name_answers_not_a_known_release(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    shutil.copytree(DATA_DIR, data)
+    (data / "zz-not-released.toml").write_text(
+        '[[not_a_release]]\nname = "Imaginary 9B"\naliases = ["imaginary-9b"]\n'
+        'reason = "no publisher has released weights under this name"\n'
+        'source = "searched model hubs and vendor announcements; listed on a calculator page only"\n'
+    )
+    resolver = Resolver(load_from(data))
+    for text in ("Imaginary 9B", "imaginary-9b", "  IMAGINARY 9b "):
+        with pytest.raises(NotARelease) as err:
+            resolver.model(text)
+        assert "not a known release" in str(err.value)
+        assert isinstance(err.value, NotFound) and err.value.suggestions == []
+    assert resolver.model("qwen3-8b").model.id == "qwen3-8b"
+    with pytest.raises(NotFound) as other:
+        resolver.model("imaginary 10b")
+    assert not isinstance(other.value, NotARelease)
