@@ -67,19 +67,29 @@ DATA_DIR_MIN_FREE_BYTES = 8 * 1024 * 1024
 
 
 def prepare_data_dir(path: Path) -> None:
-    """Create the data directory and prove it takes a write, or raise DataDirError with one line that
-    says which directory and what to do (instead of a traceback from deep inside SQLite)."""
+    """Prove the data directory can take the bot's files, or raise DataDirError with one line that says
+    which directory and what to do (instead of a traceback from deep inside SQLite). Nothing is created
+    here: a directory that does not exist yet is made after Discord has been reached."""
     from bot.store.errors import DataDirError
 
-    probe = path / ".write-test"
+    target = path
+    while not target.exists() and target.parent != target:
+        target = target.parent
     try:
-        path.mkdir(parents=True, exist_ok=True)
-        with open(probe, "wb") as handle:
-            handle.write(b"ok")
-            handle.flush()
-            os.fsync(handle.fileno())
-        probe.unlink()
-        free = shutil.disk_usage(path).free
+        if not target.is_dir():
+            raise OSError(errno.ENOTDIR, "not a directory", str(target))
+        if os.statvfs(target).f_flag & os.ST_RDONLY:
+            raise OSError(errno.EROFS, "read-only file system", str(target))
+        if not os.access(target, os.W_OK | os.X_OK):
+            raise OSError(errno.EACCES, "permission denied", str(target))
+        if target == path:
+            probe = path / ".write-test"
+            with open(probe, "wb") as handle:
+                handle.write(b"ok")
+                handle.flush()
+                os.fsync(handle.fileno())
+            probe.unlink()
+        free = shutil.disk_usage(target).free
     except OSError as exc:
         reason = {errno.EROFS: "is on a read-only file system", errno.EACCES: "is not writable by this user",
                   errno.EPERM: "is not writable by this user", errno.ENOSPC: "has no free space left",

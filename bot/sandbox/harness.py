@@ -18,7 +18,7 @@ from bot.sandbox.driver import Driver
 from bot.sandbox.faults import FaultInjector
 from bot.sandbox.models import RecordedRequest, Reply
 from bot.sandbox.server import SandboxServer
-from bot.sandbox.state import SandboxState, StoredMessage
+from bot.sandbox.state import SandboxState, StoredMessage, Violation
 from bot.sandbox.world import World
 
 log = logging.getLogger(__name__)
@@ -94,12 +94,15 @@ class Sandbox:
         response_deadline_s: float = 3.0,
         reply_timeout_s: float = 10.0,
         playground: bool = True,
+        strict: bool = True,
     ) -> None:
         self.server = SandboxServer(
             world, host=host, port=port, response_deadline_s=response_deadline_s, playground=playground
         )
         self.driver = Driver(self.server.state, default_timeout=reply_timeout_s)
         self._bots: list[BotProcess] = []
+        # Strict: leaving the block fails if the bot sent anything Discord would have refused.
+        self.strict = strict
 
     # -- shortcuts -----------------------------------------------------------------------------------
     @property
@@ -188,6 +191,15 @@ class Sandbox:
         for bot in list(self._bots):
             await self.stop_bot(bot)
         await self.server.stop()
+        refused = self.bot_violations()
+        if self.strict and exc_type is None and refused:
+            raise AssertionError(
+                f"the bot sent {len(refused)} request(s) Discord would refuse:\n"
+                + "\n".join(v.describe() for v in refused[:10]))
+
+    def bot_violations(self) -> list[Violation]:
+        """Requests from the bot process (discord.py) that Discord would have answered 400."""
+        return [v for v in self.state.violations if v.from_discord_py]
 
     async def start_bot(
         self,

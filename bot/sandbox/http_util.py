@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -11,8 +12,9 @@ from typing import Any
 
 from aiohttp import BodyPartReader, web
 
-from bot.sandbox.models import RecordedFile, RecordedRequest
-from bot.sandbox.state import SandboxState
+from bot.sandbox.models import DiscordError, RecordedFile, RecordedRequest
+from bot.sandbox.openapi import shared_validator
+from bot.sandbox.state import Exchange, SandboxState, Violation
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +113,28 @@ def _needs_bot_auth(route: str) -> bool:
     return not (route.startswith("/interactions/") or route.startswith("/webhooks/"))
 
 
+_CALLBACK = re.compile(r"^/interactions/(\d+)/([^/]+)/callback$")
+_WEBHOOK = re.compile(r"^/webhooks/(\d+)/([^/]+)(/messages/([^/]+))?$")
+
+
+def _refused_for_interaction(state: SandboxState, method: str, route: str, recorded: RecordedRequest,
+                             response: web.Response) -> None:
+    """A refusal on an interaction's route is that interaction's answer, so whoever waits for it sees the error."""
+    record = None
+    kind = "callback"
+    if match := _CALLBACK.match(route):
+        record = state.interactions.get(int(match.group(1)))
+    elif (match := _WEBHOOK.match(route)) and match.group(1) == str(state.world.application_id):
+        record = state.by_token.get(match.group(2))
+        kind = "followup" if method == "POST" else "edit_original" if match.group(4) == "@original" else "edit_message"
+    if record is None:
+        return
+    body = response.get(RESPONSE_JSON) or {}
+    error = DiscordError(status=response.status, code=int(body.get("code", 0)), message=str(body.get("message", "")),
+                         errors=body.get("errors"))
+    state.add_exchange(record, Exchange(kind=kind, request=recorded, at=time.monotonic(), error=error))
+
+
 @web.middleware
 async def record_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     if not request.path.startswith(API_PREFIX):
@@ -140,6 +164,10 @@ async def record_middleware(request: web.Request, handler: Handler) -> web.Strea
             response = discord_error(fault.status, 0, "Internal Server Error")
     elif _needs_bot_auth(route) and request.headers.get("Authorization") != f"Bot {state.world.token}":
         response = discord_error(401, 0, "401: Unauthorized")
+    elif state.check_spec and (spec_errors := shared_validator().errors(request.method, route,
+                                                                         parsed.json_body)):
+        response = invalid_form_body(spec_errors)
+        _refused_for_interaction(state, request.method, route, recorded, response)
     else:
         try:
             response = await handler(request)
@@ -152,5 +180,9 @@ async def record_middleware(request: web.Request, handler: Handler) -> web.Strea
             response = discord_error(500, 0, "The sandbox failed on this request; see its log.")
     recorded.status = response.status
     recorded.response = response.get(RESPONSE_JSON) if isinstance(response, web.Response) else None
+    if response.status == 400 and isinstance(recorded.response, dict) and recorded.response.get("code") in (
+            50035, 50006):
+        # What Discord would have refused; a test of the bot fails on any of these (Sandbox.__aexit__).
+        state.violations.append(Violation(request=recorded, user_agent=request.headers.get("User-Agent", "")))
     state.log.finished(recorded)
     return response

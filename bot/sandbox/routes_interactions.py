@@ -17,7 +17,7 @@ from bot.sandbox.http_util import (
     json_response,
     no_content,
 )
-from bot.sandbox.limits import check_autocomplete, check_message
+from bot.sandbox.limits import WEBHOOK_MESSAGE_FLAGS, check_autocomplete, check_message, check_webhook_name
 from bot.sandbox.models import DiscordError
 from bot.sandbox.routes_rest import new_message, validate_new_message
 from bot.sandbox.state import (
@@ -264,7 +264,10 @@ async def execute_webhook(request: web.Request) -> web.Response:
     channel_id = webhook[1]
     found = state.world.channel(channel_id)
     payload = request[PARSED].json_body or {}
-    problem = validate_new_message(state, payload, request, size_limit=state.world.attachment_size_limit)
+    problem = validate_new_message(state, payload, request, size_limit=state.world.attachment_size_limit,
+                                   allowed_flags=WEBHOOK_MESSAGE_FLAGS)
+    if problem is None and (name_errors := check_webhook_name(payload)):
+        problem = invalid_form_body(name_errors)
     if problem is not None:
         return problem
     webhook_id = int(request.match_info["webhook_id"])

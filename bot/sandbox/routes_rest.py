@@ -15,7 +15,15 @@ from bot.sandbox.http_util import (
     json_response,
     no_content,
 )
-from bot.sandbox.limits import check_command_list, check_message, is_empty_message
+from bot.sandbox.limits import (
+    CHANNEL_MESSAGE_FLAGS,
+    INTERACTION_MESSAGE_FLAGS,
+    check_command_list,
+    check_file_count,
+    check_flags,
+    check_message,
+    is_empty_message,
+)
 from bot.sandbox.snowflake import new_snowflake
 from bot.sandbox.state import SandboxState, StoredMessage, iso_now
 from bot.sandbox.world import BOT_PERMISSIONS
@@ -152,12 +160,15 @@ def validate_new_message(
     *,
     size_limit: int,
     prefix: list[str] | None = None,
+    allowed_flags: int = INTERACTION_MESSAGE_FLAGS,
 ) -> web.Response | None:
     files = request[PARSED].files
     for recorded in files:
         if recorded.size > size_limit:
             return discord_error(413, 40005, "Request entity too large")
     errors = check_message(payload, {f.filename for f in files} | _described_filenames(payload))
+    errors.update(check_file_count(len(files)))
+    errors.update(check_flags(payload, allowed_flags))
     if errors:
         for key in reversed(prefix or []):
             errors = {key: errors}
@@ -212,7 +223,9 @@ async def create_channel_message(request: web.Request) -> web.Response:
     if found is None:
         return discord_error(404, 10003, "Unknown Channel")
     payload = request[PARSED].json_body or {}
-    problem = validate_new_message(state, payload, request, size_limit=state.world.attachment_size_limit)
+    # A channel message cannot be ephemeral: only interaction responses and follow-ups can.
+    problem = validate_new_message(state, payload, request, size_limit=state.world.attachment_size_limit,
+                                   allowed_flags=CHANNEL_MESSAGE_FLAGS)
     if problem is not None:
         return problem
     author = {**state.world.bot_user.to_json(), "bot": True}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import secrets
 import time
 from dataclasses import dataclass, field
@@ -186,6 +187,21 @@ class CommandStore:
         return [*local, *(c for c in self.global_commands if c["name"] not in names)]
 
 
+@dataclass
+class Violation:
+    """A request Discord would have refused with 400 (50035 or 50006), and who sent it."""
+
+    request: RecordedRequest
+    user_agent: str
+
+    @property
+    def from_discord_py(self) -> bool:
+        return self.user_agent.startswith("DiscordBot")
+
+    def describe(self) -> str:
+        return f"{self.request.method} {self.request.route} -> {json.dumps(self.request.response)[:600]}"
+
+
 class SandboxState:
     def __init__(self, world: World, *, response_deadline_s: float = 3.0) -> None:
         self.world = world
@@ -193,6 +209,9 @@ class SandboxState:
         self.base_url = ""  # set once the server is bound
         self.log = RequestLog()
         self.faults = FaultInjector()
+        # Check every request body against Discord's OpenAPI spec (off only to replay raw probes).
+        self.check_spec = True
+        self.violations: list[Violation] = []
         self.hub = GatewayHub(world, lambda: self.gateway_url)
         self.commands = CommandStore(world.application_id)
         self.interactions: dict[int, InteractionRecord] = {}

@@ -53,3 +53,11 @@ def test_the_bot_process_exits_with_one_line(tmp_path: Path) -> None:
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert done.returncode == 2, done.stderr
     assert len(lines) == 1 and "data directory" in lines[0] and "Traceback" not in done.stderr, done.stderr
+
+
+def test_nothing_is_created_by_the_check(tmp_path: Path) -> None:
+    prepare_data_dir(tmp_path / "not" / "yet")
+    assert not (tmp_path / "not").exists()
+    (tmp_path / "ready").mkdir()
+    prepare_data_dir(tmp_path / "ready")
+    assert list((tmp_path / "ready").iterdir()) == []
