@@ -7,12 +7,13 @@ same way and an answer is computed the same way wherever it is asked.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
 from bot.hub import HubClient, HubError
-from bot.params import BadValue, parse_tokens
+from bot.params import BadValue, format_tokens, parse_tokens
 from catalog.resolve import NotFound, Resolver
 from catalog.schema import GPU, Model, QuantFormat
 from catalog.store import Catalog, load_catalog
@@ -21,6 +22,7 @@ from estimator.capability import LargestModel, largest_that_fits
 from estimator.curve import VramCurves, vram_curves
 from estimator.engines import DEFAULT_FORMAT, DEFAULT_LEVELS, supports
 from estimator.fit import FitResult, default_formats, fit
+from estimator.memory import memory
 from estimator.query import ENGINES, KV_DTYPES, MAX_GPUS, Engine, KVDtype, Query
 from estimator.rank import RankRow, Sort, rank
 
@@ -48,6 +50,24 @@ class RankRequest:
     engine: str = "llama.cpp"
     quant: str | None = None
     limit: int | None = None
+
+
+@dataclass(frozen=True)
+class GpuChoice:
+    """The GPU and card count a text names (`2x 3090`), and for a chip typed without its memory size
+    (`m2 ultra`) which memory option was picked and why."""
+
+    gpu: GPU
+    count: int
+    family: str | None = None
+    options: tuple[GPU, ...] = ()
+    fitted: bool = False  # picked as the smallest option that runs the model, not just the smallest
+
+    def note_values(self, sep: str = ", ") -> dict[str, Any] | None:
+        if self.family is None:
+            return None
+        sizes = sep.join(f"{g.vram_gb:g}" for g in self.options)
+        return {"family": self.family, "sizes": sizes, "picked": f"{self.gpu.vram_gb:g}"}
 
 
 @dataclass
@@ -79,7 +99,27 @@ class Service:
     # --- parsing ----------------------------------------------------------------------------------
 
     def gpu(self, text: str) -> GPU:
-        return self.resolver.gpu(text)
+        """The GPU a text names; for a chip family (`m2 ultra`) its smallest memory option."""
+        return self.gpu_choice(text).gpu
+
+    def gpu_choice(self, text: str, gpus: int = 1, runs: Callable[[GPU, int], bool] | None = None) -> GpuChoice:
+        """GPU and count from `text` and the `gpus` option: a count written in the text (`2x 3090`) is the
+        count unless `gpus` says otherwise too. A chip family answers with its smallest memory option, or
+        with the smallest for which `runs(gpu, count)` holds."""
+        setup = self.resolver.gpu_setup(text)
+        count = self.gpus(gpus)
+        if setup.count > 1:
+            if count not in (1, setup.count):
+                raise BadValue.of("gpus.conflict", text=text.strip()[:40], written=setup.count, option=count)
+            count = self.gpus(setup.count)
+        if not setup.is_family:
+            return GpuChoice(gpu=setup.options[0], count=count)
+        options = tuple(setup.options)
+        if runs is not None:
+            for gpu in options:
+                if runs(gpu, count):
+                    return GpuChoice(gpu, count, setup.family, options, fitted=True)
+        return GpuChoice(options[0], count, setup.family, options)
 
     def model(self, text: str) -> tuple[Model, QuantFormat | None]:
         key = text.strip()
@@ -133,8 +173,25 @@ class Service:
 
     # --- questions --------------------------------------------------------------------------------
 
+    def fit_choice(self, req: FitRequest) -> GpuChoice:
+        """For /fit, a chip family answers with the smallest memory option on which some format runs."""
+        model, tagged = self.model(req.model)
+        engine = self.engine(req.engine)
+        formats = self.formats(engine, req.quant) if req.quant or tagged is None else [tagged]
+        ctx = parse_tokens(req.ctx)
+
+        def runs(gpu: GPU, count: int) -> bool:
+            if not supports(engine, gpu):
+                return False
+            q = Query(gpu=gpu, gpus=count, model=model, quant=formats[0], engine=engine, ctx=ctx, kv=self.kv(req.kv),
+                      batch=max(1, int(req.batch)))
+            return any(memory(q.model_copy(update={"quant": f})).verdict != "does_not_fit" for f in formats)
+
+        return self.gpu_choice(req.gpu, req.gpus, runs)
+
     def base_query(self, req: FitRequest) -> tuple[Query, list[QuantFormat]]:
-        gpu = self.gpu(req.gpu)
+        choice = self.fit_choice(req)
+        gpu = choice.gpu
         model, tagged = self.model(req.model)
         engine = self.engine(req.engine)
         if not supports(engine, gpu):
@@ -143,10 +200,11 @@ class Service:
             )
         formats = self.formats(engine, req.quant) if req.quant or tagged is None else [tagged]
         ctx = parse_tokens(req.ctx)
+        self.check_context(model, ctx)
         prompt = parse_tokens(req.prompt, name="prompt", allow_zero=True)
         q = Query(
             gpu=gpu,
-            gpus=self.gpus(req.gpus),
+            gpus=choice.count,
             model=model,
             quant=formats[0],
             engine=engine,
@@ -157,6 +215,14 @@ class Service:
         )
         return q, formats
 
+    @staticmethod
+    def check_context(model: Model, ctx: int) -> None:
+        """A context past every window the publisher documents is refused with the longest there is."""
+        fit_ = model.context_fit(ctx)
+        if fit_.status == "too_long":
+            raise BadValue.of("ctx.too_long", model=model.name, ctx=format_tokens(ctx),
+                              limit=format_tokens(fit_.limit))
+
     def fit(self, req: FitRequest) -> FitResult:
         q, formats = self.base_query(req)
         return fit(q, formats)
@@ -166,7 +232,8 @@ class Service:
         return vram_curves(q, formats)
 
     def rank(self, req: RankRequest) -> tuple[GPU, list[RankRow]]:
-        gpu = self.gpu(req.gpu)
+        choice = self.gpu_choice(req.gpu, req.gpus)
+        gpu = choice.gpu
         engine = self.engine(req.engine)
         if req.sort not in ("quality", "speed", "size"):
             raise BadValue("sort must be quality, speed or size")
@@ -175,7 +242,7 @@ class Service:
             self.catalog.models,
             self.formats(engine, req.quant),
             gpu,
-            gpus=self.gpus(req.gpus),
+            gpus=choice.count,
             ctx=parse_tokens(req.ctx),
             engine=engine,
             kv=self.kv(req.kv),

@@ -70,7 +70,7 @@ def largest_that_fits(
 ) -> LargestModel:
     best: Model | None = None
     for model in sorted(models, key=lambda m: -m.params_b):
-        if ctx > model.max_context:
+        if model.context_fit(ctx).status == "too_long":
             continue
         q = Query(gpu=gpu, gpus=gpus, model=model, quant=fmt, engine=engine, ctx=ctx, kv=kv)
         if memory(q).verdict != "does_not_fit":
@@ -129,7 +129,7 @@ def largest_class_that_fits(
     """The largest reference class whose model fits at `ctx` in `fmt`, or None."""
     best = None
     for label, model in reference_models(models):
-        if ctx > model.max_context:
+        if model.context_fit(ctx).status == "too_long":
             continue
         q = Query(gpu=gpu, gpus=gpus, model=model, quant=fmt, engine=engine, ctx=ctx, kv=kv)
         if memory(q).verdict != "does_not_fit":

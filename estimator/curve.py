@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from catalog.schema import QuantFormat
-from estimator.memory import max_context, total_bytes_at, usable_vram_bytes
+from estimator.memory import context_window, max_context, total_bytes_at, usable_vram_bytes
 from estimator.query import Query
 
 CURVE_START = 1024
@@ -42,7 +42,7 @@ class VramCurves(BaseModel):
 
 
 def vram_curves(base: Query, formats: list[QuantFormat]) -> VramCurves:
-    points = curve_points(base.model.max_context)
+    points = curve_points(context_window(base))
     curves = []
     for fmt in formats:
         q = base.model_copy(update={"quant": fmt})

@@ -234,13 +234,21 @@ def total_bytes_at(q: Query, ctx: int) -> float:
     return total_bytes(q.model, q.quant, q.gpu, q.engine, ctx, q.kv, q.batch, q.gpus)
 
 
+def context_window(q: Query) -> int:
+    """The window a question is answered within: the model's native one, or its documented RoPE-scaled
+    one (YaRN etc.) when the asked context needs it. One rule for the verdict, the largest context and
+    the curve, so they never disagree."""
+    return q.model.context_limit(with_scaling=q.ctx > q.model.max_context)
+
+
 def max_context(q: Query) -> int:
-    """Largest context (multiple of CTX_STEP, at most the model's own maximum) whose total fits; 0 if none.
+    """Largest context (multiple of CTX_STEP, at most the window of `context_window`) whose total fits;
+    0 if none.
 
     Memory grows monotonically with context, so a bisection over CTX_STEP multiples finds the edge.
     """
     usable = usable_vram_bytes(q.gpu, q.engine) * q.gpus
-    cap = q.model.max_context
+    cap = context_window(q)
     if total_bytes_at(q, cap) <= usable:
         return cap
     lo, hi = 0, cap // CTX_STEP  # lo fits (or is 0), hi does not

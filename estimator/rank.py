@@ -89,8 +89,8 @@ def rank(
     capacity = usable_vram_bytes(gpu, engine) * gpus
     prompt = min(prompt_tokens, ctx)
     for model in models:
-        if ctx > model.max_context:
-            continue
+        if model.context_fit(ctx).status == "too_long":
+            continue  # past every documented window; a RoPE-scaled one counts
         fitting: list[RankedFormat] = []
         for fmt in formats:
             if total_bytes(model, fmt, gpu, engine, ctx, kv, 1, gpus) > capacity:

@@ -17,8 +17,9 @@ from bot.commands.common import (
     model_autocomplete,
     one_of,
 )
-from bot.commands.settings import defaults_for
+from bot.commands.settings import defaults_for, join_notes
 from bot.params import parse_tokens
+from bot.render.views import choice_note
 from estimator import finetune as ft
 
 if TYPE_CHECKING:
@@ -99,7 +100,8 @@ class Finetune(commands.Cog):
             if value is not None:
                 one_of(name, value, allowed)
         defaults = await defaults_for(self.bot, interaction)
-        g = svc.gpu(defaults.require_gpu(gpu))
+        choice = svc.gpu_choice(defaults.require_gpu(gpu), gpus)
+        g, gpus = choice.gpu, choice.count
         m, _ = svc.model(model)
         seq = parse_tokens(ctx or 2048)
         # Option names people see → the estimator's knob names; unset ones are left to the framework.
@@ -117,9 +119,10 @@ class Finetune(commands.Cog):
         }
         knobs = {k: v for k, v in given.items() if v is not None}
         params = {"gpu": g.id, "model": m.id, "method": method, "seq": seq, "batch": batch, "gpus": gpus, **knobs}
+        locale = str(interaction.locale.value)
         await self.bot.answer(
             interaction, "finetune", params, "finetune", g, m, method, seq, batch, gpus, knobs,
-            note=defaults.note(str(interaction.locale.value), {"gpu": g.name}),
+            note=join_notes(choice_note(choice, locale), defaults.note(locale, {"gpu": g.name})),
         )
 
 

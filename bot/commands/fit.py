@@ -20,8 +20,9 @@ from bot.commands.common import (
     prefetch_model,
     quant_autocomplete,
 )
-from bot.commands.settings import defaults_for
+from bot.commands.settings import defaults_for, join_notes
 from bot.params import parse_tokens
+from bot.render.views import choice_note
 from bot.service import FitRequest
 
 if TYPE_CHECKING:
@@ -87,7 +88,8 @@ class Fit(commands.Cog):
             "kv": q.kv,
             "batch": q.batch,
         }
-        note = defaults.note(str(interaction.locale.value), {"gpu": q.gpu.name})
+        locale = str(interaction.locale.value)
+        note = join_notes(choice_note(svc.fit_choice(req), locale), defaults.note(locale, {"gpu": q.gpu.name}))
         await self.bot.answer(interaction, "fit", key, "fit", req, note=note)
 
 

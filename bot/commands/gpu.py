@@ -9,8 +9,9 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.commands.common import HEAVY_COMMAND_PER_S, HEAVY_COMMAND_RATE, gpu_autocomplete
-from bot.commands.settings import defaults_for
+from bot.commands.settings import defaults_for, join_notes
 from bot.params import parse_tokens
+from bot.render.views import choice_note
 
 if TYPE_CHECKING:
     from bot.client import RigBot
@@ -27,9 +28,11 @@ class Gpu(commands.Cog):
     async def gpu(self, interaction: discord.Interaction, gpu: str | None = None, ctx: str | None = None) -> None:
         svc = self.bot.service
         defaults = await defaults_for(self.bot, interaction)
-        found = svc.gpu(defaults.require_gpu(gpu))
+        choice = svc.gpu_choice(defaults.require_gpu(gpu))
+        found = choice.gpu
         tokens = parse_tokens(defaults.take("ctx", ctx) or 8192)
-        note = defaults.note(str(interaction.locale.value), {"gpu": found.name})
+        locale = str(interaction.locale.value)
+        note = join_notes(choice_note(choice, locale), defaults.note(locale, {"gpu": found.name}))
         await self.bot.answer(
             interaction,
             "gpu",

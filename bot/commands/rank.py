@@ -19,9 +19,10 @@ from bot.commands.common import (
     one_of,
 )
 from bot.commands.pages import pages_view
-from bot.commands.settings import defaults_for
+from bot.commands.settings import defaults_for, join_notes
 from bot.params import parse_tokens
 from bot.render.reply import Reply
+from bot.render.views import choice_note
 from bot.service import RankRequest
 
 if TYPE_CHECKING:
@@ -68,11 +69,13 @@ class Rank(commands.Cog):
         )
         svc = self.bot.service
         # Everything is checked here, before any defer, so a bad option gets a private answer at once.
-        found = svc.gpu(req.gpu)
+        choice = svc.gpu_choice(req.gpu, req.gpus)
+        found = choice.gpu
         one_of("sort", sort, SORT_CHOICES)
         svc.formats(svc.engine(req.engine), quant)
         locale = str(interaction.locale.value)
-        key = {**req.__dict__, "gpu": found.id, "engine": svc.engine(req.engine), "kv": svc.kv(req.kv)}
+        key = {**req.__dict__, "gpu": found.id, "gpus": choice.count, "engine": svc.engine(req.engine),
+               "kv": svc.kv(req.kv)}
 
         async def render(page: int) -> Reply:
             return await self.bot.render_pool.render("rank", req, page, locale=locale)
@@ -80,7 +83,7 @@ class Rank(commands.Cog):
         def view_for(reply: Reply) -> discord.ui.View | None:
             return pages_view(reply, interaction.user.id, render, "rank")
 
-        note = defaults.note(locale, {"gpu": found.name})
+        note = join_notes(choice_note(choice, locale), defaults.note(locale, {"gpu": found.name}))
         await self.bot.answer(interaction, "rank", key, "rank", req, 1, view_for=view_for, note=note)
 
 

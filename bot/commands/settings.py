@@ -87,6 +87,12 @@ async def defaults_for(bot: RigBot, interaction: discord.Interaction) -> Default
     return out
 
 
+def join_notes(*notes: str | None) -> str | None:
+    """Notes for the sent reply (defaults used, which memory option of a chip), one a line."""
+    kept = [n for n in notes if n]
+    return "\n".join(kept) if kept else None
+
+
 def with_note(embeds: list[dict[str, Any]], note: str | None) -> list[dict[str, Any]]:
     """The first embed with the defaults note on top of its footer (outside the cached reply)."""
     if not note or not embeds:

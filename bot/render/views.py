@@ -12,7 +12,7 @@ from bot.render.embeds import COLORS, locale_key, render_embed
 from bot.render.reply import Reply, ReplyFile
 from bot.render.table import Column, render_table, setup_label, short_gpu_name, short_model_name
 from bot.render.text import t
-from bot.service import FitRequest, RankRequest, Service
+from bot.service import FitRequest, GpuChoice, RankRequest, Service
 from catalog.schema import GPU, QuantFormat
 from estimator.constants import GIB
 from estimator.curve import VramCurves
@@ -86,6 +86,31 @@ def advice(svc: Service, result: FitResult, locale: str) -> list[str]:
     return tips
 
 
+def choice_note(choice: GpuChoice, locale: str) -> str | None:
+    """What a chip family typed without its memory size was answered for."""
+    values = choice.note_values(t(locale, "list_sep"))
+    if values is None:
+        return None
+    return t(locale, "family.fitted" if choice.fitted else "family.smallest", **values)
+
+
+ROPE_NAMES = {"yarn": "YaRN", "linear": "linear", "dynamic": "dynamic NTK", "longrope": "LongRoPE", "llama3": "Llama 3"}
+
+
+def context_note(q: Query, locale: str) -> str | None:
+    """When the asked context needs the model's documented RoPE scaling, say so and how to turn it on."""
+    fit_ = q.model.context_fit(q.ctx)
+    if fit_.status != "scaled" or fit_.extension is None:
+        return None
+    ext = fit_.extension
+    flags = q.model.scaling_flags(q.engine)
+    return t(locale, "ctx.scaled", ctx=format_tokens(q.ctx), model=q.model.name,
+             native=format_tokens(fit_.native_context),
+             method=ROPE_NAMES.get(ext.method, ext.method), factor=f"{ext.factor:g}",
+             limit=format_tokens(ext.extended_context),
+             flags=t(locale, "ctx.scaled_flags", flags=flags) if flags else "")
+
+
 def offload_text(q: Query, locale: str) -> str | None:
     try:
         from estimator.offload import offload_plan
@@ -137,6 +162,7 @@ def fit_reply(svc: Service, req: FitRequest, locale: str, theme: charts.Theme = 
         color=COLORS[verdict],
         advice=advice(svc, result, locale),
         offload=offload,
+        notes=[n for n in (context_note(q, locale),) if n],
         image="vram.png",
     )
     curves = vram_curves(q, formats)
@@ -220,13 +246,13 @@ def rank_chart_curves(svc: Service, req: RankRequest, rows: list[RankRow]) -> Vr
     picked = rows[:RANK_CHART_MODELS]
     if not picked:
         return None
-    gpu = svc.gpu(req.gpu)
+    choice = svc.gpu_choice(req.gpu, req.gpus)
     engine = svc.engine(req.engine)
     curves = []
     base: VramCurves | None = None
     for r in picked:
         fmt = r.best.quant
-        q = Query(gpu=gpu, gpus=svc.gpus(req.gpus), model=r.model, quant=fmt, engine=engine,
+        q = Query(gpu=choice.gpu, gpus=choice.count, model=r.model, quant=fmt, engine=engine,
                   ctx=parse_tokens(req.ctx), kv=svc.kv(req.kv))
         base = vram_curves(q, [fmt])
         label = f"{short_model_name(r.model, RANK_NAME_WIDTH)} {fmt.name}"
@@ -239,6 +265,7 @@ def rank_reply(
     svc: Service, req: RankRequest, page: int = 1, *, locale: str, theme: charts.Theme = "dark"
 ) -> Reply:
     gpu, rows = svc.rank(req)
+    count = svc.gpu_choice(req.gpu, req.gpus).count
     pages = max(1, math.ceil(len(rows) / PAGE_SIZE))
     page = min(max(1, page), pages)
     start = (page - 1) * PAGE_SIZE
@@ -247,7 +274,7 @@ def rank_reply(
     formats = svc.formats(engine, req.quant)
     ctx = parse_tokens(req.ctx)
     sort = req.sort if req.sort in ("quality", "speed", "size") else "quality"
-    setup = gpu_label(gpu, req.gpus)
+    setup = gpu_label(gpu, count)
     embed = render_embed(
         "rank",
         locale,

@@ -99,9 +99,16 @@ def test_prompt_is_capped_at_context(capsys: pytest.CaptureFixture[str]) -> None
 @pytest.mark.parametrize(("text", "tokens"), [("16k", 16384), ("32K", 32768), ("128k", 131072), ("1M", 1048576),
                                               ("32768", 32768)])
 def test_ctx_forms(text: str, tokens: int, capsys: pytest.CaptureFixture[str]) -> None:
-    data = run_json(["fit", "--gpu", "h100 sxm", "--model", "llama-3.1-8b", "--quant", "q4_k_m", "--ctx", text],
+    # A model with a 1M window, so every form is within it (past the window is refused, tested below).
+    data = run_json(["fit", "--gpu", "h100 sxm", "--model", "glm-4-9b-chat-1m", "--quant", "q4_k_m", "--ctx", text],
                     capsys)
     assert data["ctx"] == tokens
+
+
+def test_ctx_past_the_models_window_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(["fit", "--gpu", "h100 sxm", "--model", "llama-3.1-8b", "--ctx", "1M"], capsys)
+    assert code == 2 and out == ""
+    assert err.strip() == "rigcheck: 1M is past Llama 3.1 8B's longest documented context (128k); ask for at most 128k"
 
 
 def test_fit_table_view(capsys: pytest.CaptureFixture[str]) -> None:
@@ -120,7 +127,7 @@ BAD = [
     ["fit", "--gpu", "t4", "--model", "qwen3-8b", "--ctx", "lots"],
     ["fit", "--gpu", "no such gpu", "--model", "qwen3-8b"],
     ["fit", "--gpu", "t4", "--model", "no such model"],
-    ["fit", "--gpu", "m2 max", "--model", "qwen3-8b"],
+    ["fit", "--gpu", "a100", "--model", "qwen3-8b"],  # several boards, not one chip's memory options
     ["fit", "--gpu", "t4", "--model", "qwen3-8b", "--quant", "q9_z"],
     ["fit", "--gpu", "t4", "--model", "qwen3-8b", "--engine", "mlx"],
     ["fit", "--gpu", "t4", "--model", "qwen3-8b", "--engine", "tgi"],

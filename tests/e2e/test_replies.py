@@ -240,3 +240,35 @@ async def test_help_lists_every_command(sb: Sandbox) -> None:
     for command in sb.driver.commands:
         assert f"/{command['name']}" in text, command["name"]
     assert "Open LLM Leaderboard" in text
+
+
+# --- what people type ------------------------------------------------------------------------------
+
+async def test_a_count_in_the_gpu_name_sets_the_gpu_count(sb: Sandbox) -> None:
+    reply = await sb.invoke("/fit gpu:2x 3090 model:llama-3.3-70b")
+    assert reply.error is None and not reply.ephemeral
+    assert reply.embeds[0]["title"] == "Llama 3.3 70B on 2× NVIDIA GeForce RTX 3090"
+    assert chart_of(reply)["limits"][0]["label"] == "2× NVIDIA GeForce RTX 3090"
+    ranked = await sb.invoke("/rank gpu:2×3090", user=5501)
+    assert ranked.embeds[0]["title"].startswith("Best models on 2× NVIDIA GeForce RTX 3090")
+    single = await sb.invoke("/rank gpu:3090", user=5501)
+    assert single.embeds[0]["title"].startswith("Best models on NVIDIA GeForce RTX 3090 ")  # not the cached 2×
+    clash = await sb.invoke("/fit gpu:2x 3090 model:qwen3-8b gpus:4")
+    assert clash.ephemeral and "give the count once" in clash.embeds[0]["description"]
+
+
+async def test_a_chip_without_its_memory_size_answers(sb: Sandbox) -> None:
+    reply = await sb.invoke("/fit gpu:m2 ultra model:llama-3.3-70b quant:q8_0")
+    assert reply.error is None and not reply.ephemeral
+    assert reply.embeds[0]["title"] == "Llama 3.3 70B on 1× Apple M2 Ultra (128 GB unified memory)"
+    assert reply.embeds[0]["footer"]["text"].startswith(
+        "Apple M2 Ultra comes with 64, 128, 192 GB: this is the smallest that runs it (128 GB)")
+    card = await sb.invoke("/gpu gpu:m2 ultra")
+    assert card.embeds[0]["title"].startswith("Apple M2 Ultra (64 GB")
+    assert "showing 64 GB" in card.embeds[0]["footer"]["text"]
+
+
+async def test_a_context_past_every_window_is_one_clear_refusal(sb: Sandbox) -> None:
+    reply = await sb.invoke("/fit gpu:T4 model:llama-3.1-8b ctx:1M")
+    assert reply.ephemeral
+    assert "past Llama 3.1 8B's longest documented context (128k)" in reply.embeds[0]["description"]

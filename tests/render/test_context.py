@@ -1,0 +1,57 @@
+"""Context past a model's native window: answered at the asked context with a note when it needs RoPE
+scaling, one verdict, the curve to the asked context; refused past every documented window."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.params import BadValue
+from bot.render.charts import chart_description
+from bot.render.views import fit_reply
+from bot.service import FitRequest, Service
+from catalog.schema import ContextExtension
+from estimator.fit import fit
+
+YARN = ContextExtension(method="yarn", factor=4, extended_context=131072,
+                        source="https://huggingface.co/Qwen/Qwen3-8B (model card: YaRN for 131,072 tokens)")
+
+
+@pytest.fixture(scope="module")
+def svc() -> Service:
+    service = Service()
+    native = service.catalog.model("qwen3-8b")
+    service.extra_models["qwen3-8b-yarn"] = native.model_copy(update={"max_context": 32768,
+                                                                       "context_extension": YARN})
+    return service
+
+
+def test_scaled_context_is_answered_with_a_note(svc: Service) -> None:
+    req = FitRequest(gpu="h100 sxm", model="qwen3-8b-yarn", ctx="128k")
+    reply = fit_reply(svc, req, "en-US")
+    text = reply.embeds[0]["description"]
+    assert "context 128k" in text
+    assert "128k is past Qwen3-8B's native 32k window: it needs YaRN RoPE scaling ×4 (documented up to 128k)" in text
+    assert "`--rope-scaling yarn --rope-scale 4 --yarn-orig-ctx 32768`" in text
+    # One verdict: every format that runs at 128k also has a largest context of at least 128k.
+    q, formats = svc.base_query(req)
+    for option in fit(q, formats).options:
+        if option.fits:
+            assert option.max_ctx >= 131072
+    chart = chart_description(reply.files[0].data)
+    assert chart is not None and {s["x_last"] for s in chart["series"]} == {131072}
+    zh = fit_reply(svc, req, "zh-CN").embeds[0]["description"]
+    assert "超出了 Qwen3-8B 的原生窗口 32k：需要 YaRN RoPE 缩放 ×4" in zh
+
+
+def test_native_context_has_no_note_and_stops_at_the_native_window(svc: Service) -> None:
+    reply = fit_reply(svc, FitRequest(gpu="h100 sxm", model="qwen3-8b-yarn", ctx="16k"), "en-US")
+    assert "RoPE" not in reply.embeds[0]["description"]
+    chart = chart_description(reply.files[0].data)
+    assert chart is not None and {s["x_last"] for s in chart["series"]} == {32768}
+
+
+def test_past_every_window_is_refused_in_the_askers_language(svc: Service) -> None:
+    with pytest.raises(BadValue) as err:
+        svc.base_query(FitRequest(gpu="h100 sxm", model="qwen3-8b-yarn", ctx="256k"))
+    assert str(err.value) == "256k is past Qwen3-8B's longest documented context (128k); ask for at most 128k"
+    assert err.value.text("zh-CN").startswith("256k 超出了 Qwen3-8B 公布的最长上下文（128k）")
