@@ -207,10 +207,11 @@ def _ttft_cell(seconds: float) -> str:
     return f"{seconds:.1f}s" if seconds < 10 else f"{seconds:.0f}s"
 
 
-def rank_table(rows: list[RankRow], formats: list[QuantFormat], start: int, locale: str) -> list[str]:
+def rank_table(rows: list[RankRow], formats: list[QuantFormat], start: int, locale: str, ctx: int) -> list[str]:
     """The calculator's matrix: per model one column per format with tok/s and TTFT where it fits
     ('!' when tight, 'no' when not), ranked models numbered, the unranked tail under its own line."""
     columns = [Column(t(locale, "col.rank"), 3, ">"), Column(t(locale, "col.model"), RANK_NAME_WIDTH)]
+    # A starred rank ('3*') may need one more column than the numbers do; the name column gives it back.
     columns += [Column(f.level.upper() if len(formats) > 1 else f.name[:RANK_CELL_WIDTH], RANK_CELL_WIDTH, ">")
                 for f in formats]
     body: list[list[str]] = []
@@ -228,6 +229,8 @@ def rank_table(rows: list[RankRow], formats: list[QuantFormat], start: int, loca
             tight = "!" if got.memory.verdict == "tight" else ""
             cells.append(f"{_tps_cell(got.speed.decode_tps)} {_ttft_cell(got.speed.ttft_s)}{tight}")
         number = str(start + i + 1) if r.ranked else "-"
+        if ctx > r.model.max_context:
+            number += "*"  # this context needs the model's documented RoPE scaling
         body.append([number, short_model_name(r.model, RANK_NAME_WIDTH), *cells])
     lines = render_table(columns, body)
     out = [lines[0]]
@@ -286,8 +289,9 @@ def rank_reply(
         page=t(locale, "page", page=page, pages=pages),
         total=len(rows),
         ranked=sum(1 for r in rows if r.ranked),
-        table=rank_table(chunk, formats, start, locale) if chunk else [],
-        legend=t(locale, "rank.legend"),
+        table=rank_table(chunk, formats, start, locale, ctx) if chunk else [],
+        legend=t(locale, "rank.legend") + (t(locale, "rank.scaled") if any(ctx > r.model.max_context for r in chunk)
+                                           else ""),
         formats=" · ".join(f"{f.level.upper()} = {f.name}" for f in formats) if len(formats) > 1 else "",
         order=t(locale, f"rank.order.{sort}", signal=t(locale, "quality.signal")),
         color=COLORS["info"],
