@@ -31,6 +31,10 @@ class GPU(_Frozen):
     vram_gb: float = Field(gt=0, description="memory as sold; vendors' GB of memory capacity are GiB")
     memory_type: str | None = None
     bandwidth_gbs: float = Field(gt=0, description="peak memory bandwidth, 10^9 bytes/s")
+    achieved_bandwidth_gbs: float | None = Field(
+        default=None, gt=0, description="measured streaming bandwidth (data/achieved_bandwidth.toml), 10^9 bytes/s"
+    )
+    achieved_bandwidth_source: str = ""
     fp16_tflops: float | None = Field(
         default=None, description="dense FP16 tensor TFLOPS (FP16 accumulate where the vendor splits it)"
     )

@@ -1,19 +1,28 @@
-"""What an engine does on a GPU: the kernel family a format runs, the precision prefill computes in,
-and the calibrated efficiency of each."""
+"""What an engine does on a GPU: the kernel family a format runs, the precision prefill computes in, the
+GPU's achieved bandwidth and ALU rate, and the fitted coefficients and error band of each situation."""
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from functools import cache
-from typing import TypeVar
 
 from catalog.schema import GPU, QuantFormat
 from estimator import constants as k
 from estimator.calibration import constants as fitted
-from estimator.calibration.model import DecodeFit, PrefillFit
+from estimator.calibration.model import (
+    DECODE_PARAMS,
+    ENGINE_FAMILY,
+    PREFILL_PARAMS,
+    PRIOR_LOG_OFFSET,
+    DecodeFit,
+    Offset,
+    Param,
+    arch_group,
+    memory_group,
+    situation_groups,
+)
 from estimator.query import Backend, Engine, backend_of
-
-LLAMACPP_PREFILL_PEAK = "fp16"
-T = TypeVar("T", DecodeFit, PrefillFit)
 
 # The format each engine reaches for when someone asks for a generic level.
 DEFAULT_FORMAT: dict[Engine, dict[str, str]] = {
@@ -34,30 +43,86 @@ DEFAULT_FORMAT: dict[Engine, dict[str, str]] = {
 # The formats `fit` compares when none is asked for: the seed pages' INT4 / Q8 / FP16 columns.
 DEFAULT_LEVELS = ("int4", "int8", "fp16")
 
+# llama.cpp's physical micro-batch (n_ubatch default 512, common/common.h): each pass streams the weights.
+LLAMACPP_UBATCH = k.LLAMACPP_UBATCH
+# Where a GPU has no published memory benchmark and no GPU of its memory type has one either, its
+# datasheet figure is used as is (the weight-efficiency coefficient then absorbs the difference).
+UNMEASURED_BANDWIDTH_RATIO = 1.0
+# An engine with no cross-validated residuals of its own gets the all-engine band widened by this factor.
+UNFITTED_BAND_WIDEN = 1.5
+
+
+def family(engine: str) -> str:
+    return ENGINE_FAMILY.get(engine, engine)
+
 
 def supports(engine: Engine, gpu: GPU) -> bool:
     if engine == "mlx":
         return gpu.vendor == "apple"
-    if engine == "vllm":
-        return gpu.vendor in ("nvidia", "amd", "intel")
+    if family(engine) == "server":
+        return gpu.vendor == "nvidia" if engine == "trt-llm" else gpu.vendor in ("nvidia", "amd", "intel")
+    if family(engine) == "exllama":
+        return gpu.vendor in ("nvidia", "amd")
     return True
 
 
-def compute_tflops(engine: Engine, fmt: QuantFormat, gpu: GPU) -> float:
-    """Peak dense throughput of the precision prefill's matrix multiplies actually run in.
+def tensor_parallel(engine: str) -> bool:
+    """vLLM, SGLang and TensorRT-LLM shard every layer over the GPUs; llama.cpp and ExLlama split by layer."""
+    return family(engine) == "server"
 
-    llama.cpp on CUDA/ROCm multiplies quantized weights with int8 dot products (MMQ kernels) and F16
-    with fp16 GEMMs; Metal has no int8 matrix units and runs everything at its fp16 rate. vLLM's
-    weight-only INT4 (Marlin) dequantizes to fp16; FP8 and INT8 W8A8 use those tensor cores where the
-    GPU has them and fall back to fp16 otherwise.
+
+def micro_batch_tokens(engine: str) -> int | None:
+    """Prompt tokens per pass over the weights; None: the whole prompt in one pass."""
+    return LLAMACPP_UBATCH if family(engine) == "llama.cpp" else None
+
+
+def memory_family(gpu: GPU) -> str:
+    t = memory_group(gpu)
+    for fam in ("hbm", "gddr", "lpddr", "ddr"):
+        if t.startswith(fam):
+            return fam
+    return "other"
+
+
+def achieved_bandwidth_gbs(gpu: GPU) -> float:
+    """The card's measured streaming bandwidth where a memory benchmark was published; otherwise its datasheet
+    figure times the achieved/datasheet ratio fitted on measured cards of its memory type (or memory family)."""
+    if gpu.achieved_bandwidth_gbs:
+        return gpu.achieved_bandwidth_gbs
+    return gpu.bandwidth_gbs * achieved_bandwidth_ratio(memory_group(gpu), memory_family(gpu))
+
+
+@cache
+def achieved_bandwidth_ratio(memory_type: str, memory_fam: str) -> float:
+    ratios = fitted.ACHIEVED_BANDWIDTH_RATIO
+    for key in (f"type:{memory_type}", f"family:{memory_fam}", "all"):
+        if key in ratios:
+            return ratios[key]
+    return UNMEASURED_BANDWIDTH_RATIO
+
+
+def alu_ops_per_s(gpu: GPU) -> float:
+    """Scalar ALU lane-operations per second (an FMA is 2 FLOPs, one op), the rate dequantisation runs at."""
+    fp32 = gpu.fp32_tflops or (apple_tflops(gpu) if gpu.vendor == "apple" else None)
+    if fp32 is None:
+        # No published FP32 figure: the vector FP16 rate is twice FP32 on every part that lists both.
+        fp32 = (gpu.fp16_tflops or gpu.bf16_tflops or 1.0) / 2
+    return fp32 * 1e12 / 2
+
+
+def compute_tflops(engine: Engine, fmt: QuantFormat, gpu: GPU) -> float:
+    """Peak dense throughput of the precision prefill's matrix multiplies are referred to.
+
+    llama.cpp multiplies quantized weights with int8 MMQ kernels and F16 with fp16 GEMMs; both are referred
+    to the fp16 peak and the kernel family's share is fitted ("compute" groups). Metal has no int8 matrix
+    units and runs everything at its fp16 rate. vLLM's weight-only INT4 (Marlin) dequantizes to fp16; FP8 and
+    INT8 W8A8 use those tensor cores where the GPU has them and fall back to fp16 otherwise.
     """
     if gpu.vendor == "apple":
         return apple_tflops(gpu)
     fp16 = gpu.fp16_tflops or gpu.bf16_tflops or gpu.fp32_tflops or 1.0
-    if engine == "llama.cpp":
-        if fmt.kernel in ("f16",):
-            return fp16
-        return fp16 if LLAMACPP_PREFILL_PEAK == "fp16" else (gpu.int8_tops or fp16)
+    if family(engine) == "llama.cpp":
+        return fp16
     if fmt.compute == "fp8" and gpu.fp8 and gpu.fp8_tflops:
         return gpu.fp8_tflops
     if fmt.compute == "int8" and gpu.int8_tops:
@@ -73,62 +138,118 @@ def apple_tflops(gpu: GPU) -> float:
     return gpu.fp16_tflops or gpu.fp32_tflops or gpu.bandwidth_gbs * k.APPLE_FLOPS_PER_BYTE / 1000
 
 
-def compute_class(engine: Engine, fmt: QuantFormat, gpu: GPU) -> str:
+def compute_class(engine: str, fmt: QuantFormat, gpu: GPU) -> str:
     if gpu.vendor == "apple":
         return "fp16"
-    if engine == "llama.cpp":
+    if family(engine) == "llama.cpp":
         return "fp16" if fmt.kernel == "f16" else "int8"
     return fmt.compute
 
 
-def _lookup(table: dict[tuple[str, str, str], T], engine: str, backend: str, cls: str) -> T:
-    for key in (
-        (engine, backend, cls),
-        (engine, backend, "*"),
-        (engine, "*", cls),
-        (engine, "*", "*"),
-        ("llama.cpp", backend, "*"),
-        ("llama.cpp", "*", "*"),
-    ):
-        if key in table:
-            return table[key]
-    raise LookupError(f"no calibration for {engine}/{backend}/{cls}")
+@dataclass(frozen=True)
+class DecodeCoefficients:
+    inv_weight_efficiency: float
+    expert_extra: float
+    inv_kv_efficiency: float
+    dequant_ops_per_weight: float
+    layer_overhead_s: float
+    moe_layer_overhead_s: float
+    token_overhead_s: float
 
 
-def decode_fit(engine: Engine, fmt: QuantFormat, gpu: GPU) -> DecodeFit:
-    return _decode_fit(engine, gpu.vendor, fmt.kernel)
+@dataclass(frozen=True)
+class PrefillCoefficients:
+    inv_matmul_utilisation: float
+    inv_attention_utilisation: float
+    inv_pass_efficiency: float
+    moe_matmul_extra: float
+    request_overhead_s: float
+
+
+def coefficient(p: Param, groups: dict[str, str], offsets: dict[tuple[str, str, str], Offset]) -> float:
+    """floor + (prior − floor) × exp(Σ over the levels of the group offsets this situation has)."""
+    log = 0.0
+    for level in p.levels:
+        key = (p.name, level, groups[level])
+        log += PRIOR_LOG_OFFSET.get(key, 0.0)
+        hit = offsets.get(key)
+        if hit is not None:
+            log += hit.value
+    return p.floor + (p.prior - p.floor) * math.exp(log)
+
+
+def decode_coefficients(engine: Engine, fmt: QuantFormat, gpu: GPU) -> DecodeCoefficients:
+    return _decode_coefficients(engine, gpu, fmt.kernel, compute_class(engine, fmt, gpu))
 
 
 @cache
-def _decode_fit(engine: str, vendor: str, kernel: str) -> DecodeFit:
-    # Keyed on strings alone: ranking asks this for every model × format, and the answer only depends on these.
-    backend = {"nvidia": "cuda", "amd": "rocm", "apple": "metal", "intel": "sycl"}[vendor]
-    return _lookup(fitted.DECODE, engine, backend, kernel)
+def _decode_coefficients(engine: str, gpu: GPU, kernel: str, compute: str) -> DecodeCoefficients:
+    # Memoised on the frozen GPU entry and strings: ranking asks this for every model × format.
+    groups = situation_groups(engine, gpu, kernel, compute)
+    values = {p.name: coefficient(p, groups, fitted.DECODE_OFFSETS) for p in DECODE_PARAMS}
+    return DecodeCoefficients(**values)
+
+
+def prefill_coefficients(engine: Engine, fmt: QuantFormat, gpu: GPU) -> PrefillCoefficients:
+    return _prefill_coefficients(engine, gpu, fmt.kernel, compute_class(engine, fmt, gpu))
+
+
+@cache
+def _prefill_coefficients(engine: str, gpu: GPU, kernel: str, compute: str) -> PrefillCoefficients:
+    groups = situation_groups(engine, gpu, kernel, compute)
+    values = {p.name: coefficient(p, groups, fitted.PREFILL_OFFSETS) for p in PREFILL_PARAMS}
+    return PrefillCoefficients(**values)
+
+
+def decode_fit(engine: Engine, fmt: QuantFormat, gpu: GPU) -> DecodeFit:
+    """One datasheet-relative bandwidth efficiency and one per-layer latency, for callers (CPU offload) that
+    model a step as bytes / bandwidth + layers × latency."""
+    c = decode_coefficients(engine, fmt, gpu)
+    efficiency = achieved_bandwidth_gbs(gpu) / gpu.bandwidth_gbs / c.inv_weight_efficiency
+    return DecodeFit(efficiency=efficiency, per_layer_s=c.layer_overhead_s)
+
+
+def gpu_known(gpu: GPU, kind: str) -> bool:
+    """Whether this GPU owns fitted offsets of its own (it had enough calibration rows), which decides the band."""
+    return gpu.id in fitted.KNOWN_GPUS.get(kind, ())
+
+
+def model_class(moe: bool) -> str:
+    return "moe" if moe else "dense"
+
+
+def band_for(kind: str, engine: Engine, gpu: GPU, moe: bool) -> tuple[float, float]:
+    """The 80 % band of log(measured / estimated) for this situation, from cross-validated residuals."""
+    return _band_for(kind, engine, arch_group(gpu), gpu_known(gpu, kind), moe)
+
+
+@cache
+def _band_for(kind: str, engine: str, gpu_family: str, known: bool, moe: bool) -> tuple[float, float]:
+    known_key = "known" if known else "unseen"
+    cls = model_class(moe)
+    fam = family(engine)
+    for key in (
+        (kind, fam, gpu_family, known_key, cls),
+        (kind, fam, gpu_family, known_key, "*"),
+        (kind, fam, "*", known_key, cls),
+        (kind, fam, "*", known_key, "*"),
+        (kind, fam, "*", "*", "*"),
+    ):
+        band = fitted.BANDS.get(key)
+        if band is not None:
+            return band.low, band.high
+    band = fitted.BANDS.get((kind, "*", "*", known_key, cls)) or fitted.BANDS.get((kind, "*", "*", "*", "*"))
+    if band is None:
+        return (-0.5, 0.5)
+    return band.low * UNFITTED_BAND_WIDEN, band.high * UNFITTED_BAND_WIDEN
 
 
 def forget_fits() -> None:
     """After the fit script rewrites and reloads the constants."""
-    _decode_fit.cache_clear()
-    _prefill_fit.cache_clear()
-
-
-def prefill_group(gpu: GPU) -> str:
-    """Prefill kernels reach very different shares of the datasheet peak per GPU generation (llama.cpp's
-    mma.sync kernels use none of Hopper's wgmma), so utilisation is fitted per backend and architecture."""
-    return f"{backend_of(gpu)}/{gpu.architecture.split(' (')[0]}"
-
-
-def prefill_fit(engine: Engine, fmt: QuantFormat, gpu: GPU) -> PrefillFit:
-    return _prefill_fit(engine, backend_of(gpu), prefill_group(gpu), compute_class(engine, fmt, gpu))
-
-
-@cache
-def _prefill_fit(engine: str, backend: str, group: str, cls: str) -> PrefillFit:
-    table = fitted.PREFILL
-    for key in ((engine, group, cls), (engine, group, "*")):
-        if key in table:
-            return table[key]
-    return _lookup(table, engine, backend, cls)
+    _decode_coefficients.cache_clear()
+    _prefill_coefficients.cache_clear()
+    _band_for.cache_clear()
+    achieved_bandwidth_ratio.cache_clear()
 
 
 def backend(gpu: GPU) -> Backend:

@@ -8,11 +8,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from catalog.schema import GPU, Model, QuantFormat
 
-Engine = Literal["llama.cpp", "vllm", "mlx"]
+# Ollama and LM Studio run llama.cpp with their own defaults; SGLang and TensorRT-LLM are servers like vLLM.
+Engine = Literal["llama.cpp", "vllm", "mlx", "ollama", "lm studio", "sglang", "trt-llm", "exllamav2", "exllamav3"]
 KVDtype = Literal["f16", "bf16", "q8_0", "q4_0", "fp8"]
 Level = Literal["int2", "int3", "int4", "int5", "int6", "int8", "fp8", "fp4", "fp16"]
 Backend = Literal["cuda", "rocm", "metal", "sycl"]
 
+# The engines a question may name today.
 ENGINES: tuple[Engine, ...] = ("llama.cpp", "vllm", "mlx")
 KV_DTYPES: tuple[KVDtype, ...] = ("f16", "bf16", "q8_0", "q4_0", "fp8")
 MAX_GPUS = 8

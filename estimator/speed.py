@@ -1,22 +1,58 @@
-"""How fast: seconds per generated token (memory-bound) and seconds of prefill (compute-bound).
+"""How fast: seconds per generated token and seconds of prefill, as sums of named physical terms.
 
-    decode  s/token = bytes_moved(ctx) / (bandwidth × η) + layers × t_layer [+ tensor-parallel all-reduces]
-    prefill s       = FLOPs(prompt) / (peak × u) + passes × weight_bytes / (bandwidth × η)
+    decode  s/token = inv_weight_efficiency  × dense weight bytes / achieved bandwidth
+                    + (inv_weight_efficiency + expert_extra) × routed-expert bytes / achieved bandwidth
+                    + inv_kv_efficiency      × KV-cache bytes at this depth / achieved bandwidth
+                    + dequant_ops_per_weight × quantized weights / sustained ALU ops per second
+                    + layer_overhead_s × layers + moe_layer_overhead_s × MoE layers + token_overhead_s
+                    [+ tensor-parallel all-reduces]
+    prefill s       = inv_matmul_utilisation    × matmul FLOPs / peak
+                    + moe_matmul_extra           × routed-expert FLOPs / peak
+                    + inv_attention_utilisation × attention FLOPs / peak
+                    + inv_pass_efficiency       × micro-batch passes × weight bytes / achieved bandwidth
+                    + request_overhead_s (servers)
 
-η, t_layer and u are fitted on published llama-bench and vLLM measurements (estimator/calibration).
+Each coefficient is fitted with partial pooling on published measurements (estimator/calibration); the
+terms are computed here from the catalog alone, so the fit and the estimate use the same physics.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict
 
 from catalog.schema import GPU, Model, QuantFormat
 from estimator import constants as k
-from estimator.engines import compute_tflops, decode_fit, prefill_fit
+from estimator.calibration.model import SERVER_ENGINES
+from estimator.engines import (
+    DecodeCoefficients,
+    PrefillCoefficients,
+    achieved_bandwidth_gbs,
+    alu_ops_per_s,
+    band_for,
+    compute_tflops,
+    decode_coefficients,
+    micro_batch_tokens,
+    prefill_coefficients,
+    tensor_parallel,
+)
 from estimator.memory import body_params, embedding_table_params, kv_cache_bytes, weight_bytes
 from estimator.query import Engine, KVDtype, Query
+
+
+def _active_split(model: Model) -> tuple[float, float]:
+    """(non-expert active body params, routed active expert params) at one sequence."""
+    table = embedding_table_params(model)
+    total_body = body_params(model)
+    active_body = max(model.active_params - table * (1 if model.tied_embeddings else 2), 0.0)
+    if model.moe is None:
+        return active_body, 0.0
+    idle_fraction = 1 - model.moe.active_experts / model.moe.experts
+    all_expert = (total_body - active_body) / idle_fraction if idle_fraction > 0 else 0.0
+    routed = all_expert * model.moe.active_experts / model.moe.experts
+    return max(active_body - routed, 0.0), routed
 
 
 def streamed_weight_bytes(model: Model, fmt: QuantFormat, sequences: int = 1) -> float:
@@ -26,19 +62,17 @@ def streamed_weight_bytes(model: Model, fmt: QuantFormat, sequences: int = 1) ->
     row lookup. For MoE, each sequence routes to `active_experts` of `experts`; with several sequences
     the expected share of distinct experts touched is 1 − (1 − k/E)^n.
     """
-    table = embedding_table_params(model)
-    head_bits = table * fmt.output_bits
-    total_body = body_params(model)
-    active_body = max(model.active_params - table * (1 if model.tied_embeddings else 2), 0.0)
+    dense, routed = _streamed_split_bytes(model, fmt, sequences)
+    return dense + routed
+
+
+def _streamed_split_bytes(model: Model, fmt: QuantFormat, sequences: int) -> tuple[float, float]:
+    head_bytes = embedding_table_params(model) * fmt.output_bits / 8
+    dense, routed = _active_split(model)
     if model.moe is not None and sequences > 1:
         share = 1 - (1 - model.moe.active_experts / model.moe.experts) ** sequences
-        expert_params = total_body - active_body  # idle expert params at batch 1
-        idle_fraction = 1 - model.moe.active_experts / model.moe.experts
-        all_expert_params = expert_params / idle_fraction if idle_fraction > 0 else 0.0
-        routed_active = all_expert_params * model.moe.active_experts / model.moe.experts
-        shared_params = active_body - routed_active
-        active_body = shared_params + all_expert_params * share
-    return (active_body * fmt.bits_per_weight + head_bits) / 8
+        routed = routed / (model.moe.active_experts / model.moe.experts) * share
+    return dense * fmt.bits_per_weight / 8 + head_bytes, routed * fmt.bits_per_weight / 8
 
 
 def decode_bytes_per_step(model: Model, fmt: QuantFormat, ctx: int, kv: KVDtype, sequences: int = 1) -> float:
@@ -55,6 +89,52 @@ def interconnect_kind(gpu: GPU) -> str:
     return "pcie"
 
 
+def moe_layers(model: Model) -> int:
+    return 0 if model.moe is None else model.layers - model.moe.dense_layers
+
+
+@dataclass(frozen=True)
+class DecodeTerms:
+    """The physical quantities of one decode step, before any fitted coefficient (seconds at 100 %)."""
+
+    dense_weights_s: float  # non-expert weight bytes / achieved bandwidth
+    expert_weights_s: float  # routed-expert weight bytes / achieved bandwidth
+    kv_read_s: float  # KV-cache bytes / achieved bandwidth
+    dequant_op_s: float  # quantized weights / sustained ALU ops per second (one op per weight)
+    layers: int
+    moe_layers: int
+    matmul_compute_s: float  # 2 FLOPs per active weight per sequence / peak (binds only at large batch)
+
+
+def decode_terms(
+    model: Model, fmt: QuantFormat, gpu: GPU, engine: Engine, ctx: int, kv: KVDtype, sequences: int = 1
+) -> DecodeTerms:
+    bandwidth_bps = achieved_bandwidth_gbs(gpu) * 1e9
+    dense_b, routed_b = _streamed_split_bytes(model, fmt, sequences)
+    kv_b = kv_cache_bytes(model, ctx, kv, sequences)
+    quantized = 0.0 if fmt.kernel == "f16" else (dense_b + routed_b) * 8 / fmt.bits_per_weight
+    return DecodeTerms(
+        dense_weights_s=dense_b / bandwidth_bps,
+        expert_weights_s=routed_b / bandwidth_bps,
+        kv_read_s=kv_b / bandwidth_bps,
+        dequant_op_s=quantized / alu_ops_per_s(gpu),
+        layers=model.layers,
+        moe_layers=moe_layers(model),
+        matmul_compute_s=2 * model.active_params * sequences / (compute_tflops(engine, fmt, gpu) * 1e12),
+    )
+
+
+def decode_seconds_from(t: DecodeTerms, c: DecodeCoefficients) -> float:
+    memory_s = (
+        c.inv_weight_efficiency * (t.dense_weights_s + t.expert_weights_s)
+        + c.expert_extra * t.expert_weights_s
+        + c.inv_kv_efficiency * t.kv_read_s
+        + c.dequant_ops_per_weight * t.dequant_op_s
+    )
+    fixed_s = c.layer_overhead_s * t.layers + c.moe_layer_overhead_s * t.moe_layers + c.token_overhead_s
+    return max(memory_s, t.matmul_compute_s) + fixed_s
+
+
 def decode_seconds_per_step(
     model: Model,
     fmt: QuantFormat,
@@ -65,32 +145,38 @@ def decode_seconds_per_step(
     gpus: int = 1,
     sequences: int = 1,
 ) -> float:
-    fit = decode_fit(engine, fmt, gpu)
-    moved = decode_bytes_per_step(model, fmt, ctx, kv, sequences)
-    bandwidth = gpu.bandwidth_gbs * 1e9 * fit.efficiency
-    latency = model.layers * fit.per_layer_s
-    if engine == "vllm" and gpus > 1:
+    terms = decode_terms(model, fmt, gpu, engine, ctx, kv, sequences)
+    c = decode_coefficients(engine, fmt, gpu)
+    if gpus > 1 and tensor_parallel(engine):
         # Tensor parallel: each GPU streams its 1/N slice, then all-reduces twice per layer.
-        allreduce = k.ALLREDUCE_LATENCY_S[interconnect_kind(gpu)]
-        memory_s = moved / gpus / bandwidth
-        latency += model.layers * k.ALLREDUCES_PER_LAYER * allreduce
-    else:
-        # llama.cpp's layer split runs the GPUs one after another: capacity adds up, speed does not.
-        memory_s = moved / bandwidth
-    compute_s = 2 * model.active_params * sequences / (compute_tflops(engine, fmt, gpu) * 1e12 * gpus)
-    return max(memory_s, compute_s) + latency
+        split = DecodeTerms(
+            dense_weights_s=terms.dense_weights_s / gpus, expert_weights_s=terms.expert_weights_s / gpus,
+            kv_read_s=terms.kv_read_s / gpus, dequant_op_s=terms.dequant_op_s / gpus, layers=terms.layers,
+            moe_layers=terms.moe_layers, matmul_compute_s=terms.matmul_compute_s / gpus,
+        )
+        allreduce_s = model.layers * k.ALLREDUCES_PER_LAYER * k.ALLREDUCE_LATENCY_S[interconnect_kind(gpu)]
+        return decode_seconds_from(split, c) + allreduce_s
+    # llama.cpp's layer split runs the GPUs one after another: capacity adds up, speed does not.
+    return decode_seconds_from(terms, c)
 
 
 def prefill_flops(model: Model, prompt_tokens: int, depth: int = 0) -> float:
-    """2 FLOPs per active weight per prompt token, plus attention over what each token sees.
+    """2 FLOPs per active weight per prompt token, plus attention over what each token sees."""
+    return matmul_flops(model, prompt_tokens) + attention_flops(model, prompt_tokens, depth)
 
-    Token i of the prompt attends to `depth + i` earlier tokens (causal), so QK^T and AV together cost
-    4·H·d per layer per token per attended token: 4·L·H·d·P·(depth + P/2) in all. Sliding-window layers
-    attend to at most their window. The token embedding is a lookup and the LM head only runs for the
-    last prompt token, so neither is in the per-token matmuls.
-    """
+
+def matmul_flops(model: Model, prompt_tokens: int) -> float:
+    """The token embedding is a lookup and the LM head only runs for the last prompt token, so neither is
+    in the per-token matmuls."""
     table = embedding_table_params(model)
     matmul_params = max(model.active_params - table * (1 if model.tied_embeddings else 2), 0.0)
+    return 2 * matmul_params * prompt_tokens
+
+
+def attention_flops(model: Model, prompt_tokens: int, depth: int = 0) -> float:
+    """Token i of the prompt attends to `depth + i` earlier tokens (causal), so QK^T and AV together cost
+    4·H·d per layer per token per attended token: 4·L·H·d·P·(depth + P/2) in all. Sliding-window layers
+    attend to at most their window."""
     a = model.attention
     attn_layers = model.layers
     seen = depth + prompt_tokens * k.ATTENTION_FLOPS_CAUSAL_FACTOR  # mean tokens attended per prompt token
@@ -104,8 +190,46 @@ def prefill_flops(model: Model, prompt_tokens: int, depth: int = 0) -> float:
     qk_dim = model.head_dim
     if a.kind == "mla":
         qk_dim = (a.qk_nope_head_dim or 0) + (a.qk_rope_head_dim or 0)
-    attention = 4 * attn_layers * model.attention_heads * qk_dim * prompt_tokens * seen
-    return 2 * matmul_params * prompt_tokens + attention + local_flops
+    return 4 * attn_layers * model.attention_heads * qk_dim * prompt_tokens * seen + local_flops
+
+
+@dataclass(frozen=True)
+class PrefillTerms:
+    matmul_s: float  # matmul FLOPs / peak
+    expert_matmul_s: float  # the routed-expert share of matmul_s
+    attention_s: float  # attention FLOPs / peak
+    weight_passes_s: float  # micro-batch passes × weight bytes / achieved bandwidth
+    request: float  # 1 for an engine that pays a per-request cost, else 0
+
+
+def prefill_terms(
+    model: Model, fmt: QuantFormat, gpu: GPU, engine: Engine, prompt_tokens: int, depth: int = 0,
+    *, ubatch: int | None = None,
+) -> PrefillTerms:
+    peak = compute_tflops(engine, fmt, gpu) * 1e12
+    mm = matmul_flops(model, prompt_tokens)
+    dense, routed = _active_split(model)
+    expert_share = routed / (dense + routed) if dense + routed > 0 else 0.0
+    step = ubatch or micro_batch_tokens(engine)
+    passes = math.ceil(prompt_tokens / step) if step else 1
+    return PrefillTerms(
+        matmul_s=mm / peak,
+        expert_matmul_s=mm * expert_share / peak,
+        attention_s=attention_flops(model, prompt_tokens, depth) / peak,
+        # A big prompt batch routes to every expert, so each pass streams the whole model.
+        weight_passes_s=passes * weight_bytes(model, fmt) / (achieved_bandwidth_gbs(gpu) * 1e9),
+        request=1.0 if engine in SERVER_ENGINES else 0.0,
+    )
+
+
+def prefill_seconds_from(t: PrefillTerms, c: PrefillCoefficients) -> float:
+    return (
+        c.inv_matmul_utilisation * t.matmul_s
+        + c.moe_matmul_extra * t.expert_matmul_s
+        + c.inv_attention_utilisation * t.attention_s
+        + c.inv_pass_efficiency * t.weight_passes_s
+        + c.request_overhead_s * t.request
+    )
 
 
 def prefill_seconds(
@@ -113,25 +237,30 @@ def prefill_seconds(
 ) -> float:
     if prompt_tokens <= 0:
         return 0.0
-    fit = prefill_fit(engine, fmt, gpu)
-    dfit = decode_fit(engine, fmt, gpu)
-    peak = compute_tflops(engine, fmt, gpu) * 1e12
+    t = prefill_terms(model, fmt, gpu, engine, prompt_tokens, depth)
     # Tensor parallel splits the work; llama.cpp's layer split pipelines micro-batches over the GPUs.
-    parallel = gpus if engine == "vllm" else 1
-    compute_s = prefill_flops(model, prompt_tokens, depth) / (peak * fit.utilisation * parallel)
-    passes = math.ceil(prompt_tokens / k.LLAMACPP_UBATCH) if engine != "vllm" else 1
-    # A big prompt batch routes to every expert, so each pass streams the whole model.
-    weights_s = passes * weight_bytes(model, fmt) / (gpu.bandwidth_gbs * 1e9 * dfit.efficiency * parallel)
-    return compute_s + weights_s
+    parallel = gpus if tensor_parallel(engine) else 1
+    if parallel > 1:
+        t = PrefillTerms(t.matmul_s / parallel, t.expert_matmul_s / parallel, t.attention_s / parallel,
+                         t.weight_passes_s / parallel, t.request)
+    return prefill_seconds_from(t, prefill_coefficients(engine, fmt, gpu))
 
 
 class Speed(BaseModel):
+    """Point estimates and the 80 % band of each (from cross-validated errors in the same situation)."""
+
     model_config = ConfigDict(frozen=True)
 
     decode_tps: float  # tokens/s of one sequence, right after the prompt
     aggregate_tps: float  # tokens/s summed over `batch` concurrent sequences
     prefill_tps: float
     ttft_s: float
+    decode_tps_low: float = 0.0
+    decode_tps_high: float = 0.0
+    prefill_tps_low: float = 0.0
+    prefill_tps_high: float = 0.0
+    ttft_s_low: float = 0.0
+    ttft_s_high: float = 0.0
 
 
 def speed(q: Query) -> Speed:
@@ -146,4 +275,12 @@ def speed_of(
     step_s = decode_seconds_per_step(model, fmt, gpu, engine, max(prompt_tokens, 1), kv, gpus, sequences)
     ttft = prefill_seconds(model, fmt, gpu, engine, prompt_tokens, gpus)
     prefill_tps = prompt_tokens / ttft if ttft > 0 else 0.0
-    return Speed(decode_tps=1 / step_s, aggregate_tps=sequences / step_s, prefill_tps=prefill_tps, ttft_s=ttft)
+    d_lo, d_hi = band_for("decode", engine, gpu, model.moe is not None)
+    p_lo, p_hi = band_for("prefill", engine, gpu, model.moe is not None)
+    decode = 1 / step_s
+    return Speed(
+        decode_tps=decode, aggregate_tps=sequences / step_s, prefill_tps=prefill_tps, ttft_s=ttft,
+        decode_tps_low=decode * math.exp(d_lo), decode_tps_high=decode * math.exp(d_hi),
+        prefill_tps_low=prefill_tps * math.exp(p_lo), prefill_tps_high=prefill_tps * math.exp(p_hi),
+        ttft_s_low=ttft * math.exp(-p_hi), ttft_s_high=ttft * math.exp(-p_lo),
+    )

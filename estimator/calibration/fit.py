@@ -1,45 +1,73 @@
-"""Fit the estimator's efficiencies to published measurements and write `constants.py`.
+"""Fit the estimator's coefficients to published measurements, cross-validate them, and write `constants.py`.
 
-    python -m estimator.calibration.fit            # fit, print the error report, rewrite constants.py
-    python -m estimator.calibration.fit --check    # print the report for the constants as they are
+    python -m estimator.calibration.fit            # fit, cross-validate, rewrite constants.py, print the report
+    python -m estimator.calibration.fit --check    # print the report for the data as it is, write nothing
 
-Decode: for each (engine, backend, kernel family), least squares on relative error of
-    t_measured = (bytes_moved / bandwidth) · (1/η) + layers · t_layer
-which is linear in the two unknowns 1/η and t_layer. Prefill: for each (engine, backend, compute
-precision), the geometric mean over rows of the utilisation u that explains each row exactly. Only
-single-GPU rows outside the hold-out set are fitted; the report shows the error on both sets.
+Model (estimator.speed): each row's time is Σ_p coefficient_p × term_p, with
+coefficient_p = prior_p × exp(Σ_levels offset[p, level, group of the row]). The offsets are fitted by
+Gauss-Newton on log(estimated / measured) with a ridge penalty on every offset (partial pooling: a group
+with few rows stays near its parents). A group gets an offset only with ≥ MIN_GROUP_ROWS rows from
+≥ MIN_GROUP_SOURCES sources in which its term matters. Rows are weighted down by age (newest build first)
+and by how many rows their source contributed, so one long table does not outvote several sources.
+
+The 80 % bands are the 10th/90th percentiles of the cross-validated residuals of each situation:
+leave-one-GPU-out for GPUs that own no offsets ("unseen"), leave-one-source-out for those that do ("known").
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import math
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
+
+import numpy as np
 
 from catalog.store import load_catalog
 from estimator import speed
 from estimator.calibration.measurements import Row, llamacpp_rows, server_rows
-from estimator.calibration.model import DecodeFit, PrefillFit
-from estimator.engines import compute_class, compute_tflops, forget_fits, prefill_group
-from estimator.memory import weight_bytes
-from estimator.query import Engine
+from estimator.calibration.model import (
+    DECODE_PARAMS,
+    MIN_GROUP_ROWS,
+    MIN_GROUP_SOURCES,
+    PREFILL_PARAMS,
+    PRIOR_LOG_OFFSET,
+    Band,
+    Offset,
+    Param,
+    arch_group,
+    memory_group,
+    situation_groups,
+)
+from estimator.engines import compute_class, family, forget_fits, memory_family
 
 CONSTANTS_PATH = Path(__file__).with_name("constants.py")
-ENGINE: Engine = "llama.cpp"
-MIN_ROWS_FOR_TWO_PARAMS = 6
-# Streaming reads reach at most about 95 % of a GPU's datasheet bandwidth (device-to-device copies of a
-# few GB measure 4.3 TB/s on a 4.8 TB/s H200); a fit that wants more is trading bandwidth for latency.
-MAX_EFFICIENCY = 0.95
-MIN_GPUS_PER_BACKEND_GROUP = 2
-MIN_ROWS_PER_GROUP = 2
-# Too few single-stream vLLM rows to fit (two single-GPU decode rows, with a fixed per-request TTFT cost the
-# model has no term for): they are scored, and vLLM falls back to llama.cpp's constants.
-SCORED_ONLY_ENGINES = frozenset({"vllm"})
-# llama.cpp gets faster every few months; the report shows recent builds on their own.
-RECENT_FROM = "2025-01"
+
+# Ridge strength of each level's offsets, in weighted pseudo-rows: the deeper (more specific) the level,
+# the more rows it takes to move it away from its parents.
+RIDGE: dict[str, float] = {"all": 1.0, "family": 2.0, "engine": 3.0, "backend": 2.0, "memory": 3.0, "arch": 3.0,
+                           "gpu": 4.0, "kernel": 2.0, "compute": 2.0, "dp4a": 2.0, "power": 3.0, "fa": 2.0,
+                           "era": 2.0}
+# A row counts toward a group's size only where the group's term is at least this share of its time.
+MATERIAL_SHARE = 0.03
+# Row weight halves every this many years of build age (relative to the newest row), down to the floor.
+AGE_HALF_LIFE_YEARS = 1.5
+AGE_WEIGHT_FLOOR = 0.25
+UNDATED_WEIGHT = 0.5
+# A source's rows weigh (SOURCE_ROWS_AT_FULL_WEIGHT / its row count)^0.5 each when it has more than that.
+SOURCE_ROWS_AT_FULL_WEIGHT = 6
+MIN_BAND_RESIDUALS = 20
+BAND_QUANTILES = (0.10, 0.90)
+# Achieved-bandwidth prior: a memory type's ratio is shrunk toward its memory family's (and that toward
+# all measured cards') as if the parent contributed this many cards.
+BANDWIDTH_PRIOR_CARDS = 2.0
+GN_ITERATIONS = 40
+HUBER_LOG_ERROR = 0.2  # ≈ 22 % off
+SMALL_MODEL_MAX_PARAMS_B = 3.5
 
 
 def all_rows() -> tuple[list[Row], int]:
@@ -55,95 +83,363 @@ def decode_context(row: Row) -> int:
     return row.depth + row.tokens // 2
 
 
-def backend_of_row(row: Row) -> str:
-    return {"nvidia": "cuda", "amd": "rocm", "apple": "metal", "intel": "sycl"}[row.gpu.vendor]
+def measured_seconds(row: Row) -> float:
+    return 1 / row.measured_tps if row.kind == "decode" else row.tokens / row.measured_tps
 
 
-def fit_decode(rows: list[Row]) -> DecodeFit:
-    """Weighted 2×2 normal equations for x = (1/η, t_layer); weights make the residuals relative."""
-    xs = []
+def model_class(row: Row) -> str:
+    if row.model.moe is not None:
+        return "moe"
+    return "≤3B" if row.model.params_b <= SMALL_MODEL_MAX_PARAMS_B else "dense"
+
+
+def gpu_family(row: Row) -> str:
+    return arch_group(row.gpu)
+
+
+def row_groups(row: Row) -> dict[str, str]:
+    return situation_groups(row.engine, row.gpu, row.quant.kernel, compute_class(row.engine, row.quant, row.gpu),
+                            date=row.date, flash_attn=row.flash_attn)
+
+
+def decode_features(row: Row) -> list[float]:
+    t = speed.decode_terms(row.model, row.quant, row.gpu, row.engine, decode_context(row), "f16")
+    weights = t.dense_weights_s + t.expert_weights_s
+    values = {"inv_weight_efficiency": weights, "expert_extra": t.expert_weights_s, "inv_kv_efficiency": t.kv_read_s,
+              "dequant_ops_per_weight": t.dequant_op_s, "layer_overhead_s": float(t.layers),
+              "moe_layer_overhead_s": float(t.moe_layers), "token_overhead_s": 1.0}
+    return [values[p.name] for p in DECODE_PARAMS]
+
+
+def prefill_features(row: Row) -> list[float]:
+    t = speed.prefill_terms(row.model, row.quant, row.gpu, row.engine, row.tokens, row.depth, ubatch=row.ubatch)
+    values = {"inv_matmul_utilisation": t.matmul_s, "moe_matmul_extra": t.expert_matmul_s,
+              "inv_attention_utilisation": t.attention_s, "inv_pass_efficiency": t.weight_passes_s,
+              "request_overhead_s": t.request}
+    return [values[p.name] for p in PREFILL_PARAMS]
+
+
+@dataclass
+class Design:
+    """Precomputed terms of every fittable row of one kind (single GPU), shared by every fold."""
+
+    kind: str
+    params: tuple[Param, ...]
+    rows: list[Row]
+    features: np.ndarray  # rows × params
+    base_log: np.ndarray  # rows × params: log(prior − floor) + stated prior offsets
+    floors: np.ndarray  # params
+    log_t: np.ndarray
+    weight: np.ndarray
+    groups: list[dict[str, str]]
+    sources: list[str]
+    material: np.ndarray = field(init=False)  # rows × params
+
+    def __post_init__(self) -> None:
+        share = (self.floors + np.exp(self.base_log)) * self.features / np.exp(self.log_t)[:, None]
+        self.material = share >= MATERIAL_SHARE
+
+
+def design(kind: str, rows: list[Row]) -> Design:
+    params = DECODE_PARAMS if kind == "decode" else PREFILL_PARAMS
+    mine = [r for r in rows if r.kind == kind and r.gpus == 1]
+    feats = np.array([decode_features(r) if kind == "decode" else prefill_features(r) for r in mine], dtype=float)
+    groups = [row_groups(r) for r in mine]
+    base = np.array([[math.log(p.prior - p.floor) + sum(PRIOR_LOG_OFFSET.get((p.name, lv, g[lv]), 0.0) for lv in p.levels)
+                      for p in params] for g in groups], dtype=float)
+    return Design(kind=kind, params=params, rows=mine, features=feats.reshape(len(mine), len(params)),
+                  base_log=base.reshape(len(mine), len(params)), floors=np.array([p.floor for p in params]),
+                  log_t=np.log(np.array([measured_seconds(r) for r in mine], dtype=float)),
+                  weight=row_weights(mine), groups=groups, sources=[r.source for r in mine])
+
+
+def row_weights(rows: list[Row]) -> np.ndarray:
+    dated = [r.date for r in rows if r.date]
+    newest = max(dated) if dated else ""
+    per_source: dict[str, int] = defaultdict(int)
     for r in rows:
-        moved = speed.decode_bytes_per_step(r.model, r.quant, decode_context(r), "f16")
-        a = moved / (r.gpu.bandwidth_gbs * 1e9)
-        t = 1 / r.measured_tps
-        xs.append((a / t, r.model.layers / t))
-    if len(rows) >= MIN_ROWS_FOR_TWO_PARAMS:
-        s11 = sum(a * a for a, _ in xs)
-        s12 = sum(a * b for a, b in xs)
-        s22 = sum(b * b for _, b in xs)
-        r1 = sum(a for a, _ in xs)
-        r2 = sum(b for _, b in xs)
-        det = s11 * s22 - s12 * s12
-        if abs(det) > 1e-12 * s11 * s22:
-            inv_eta = (r1 * s22 - r2 * s12) / det
-            t_layer = (s11 * r2 - s12 * r1) / det
-            if inv_eta > 0 and t_layer >= 0 and 1 / inv_eta <= MAX_EFFICIENCY:
-                return DecodeFit(efficiency=1 / inv_eta, per_layer_s=t_layer, rows=len(rows))
-            if inv_eta > 0 and 1 / inv_eta > MAX_EFFICIENCY:
-                # Pin η at the ceiling and give the rest of each row's time to per-layer latency.
-                inv_eta = 1 / MAX_EFFICIENCY
-                t_layer = max((r2 - inv_eta * s12) / s22, 0.0)
-                return DecodeFit(efficiency=MAX_EFFICIENCY, per_layer_s=t_layer, rows=len(rows))
-    # Too few rows (or a negative latency): fit η alone with the latency fixed at zero.
-    inv_eta = max(sum(a for a, _ in xs) / sum(a * a for a, _ in xs), 1 / MAX_EFFICIENCY)
-    return DecodeFit(efficiency=1 / inv_eta, per_layer_s=0.0, rows=len(rows))
-
-
-def fit_prefill(rows: list[Row], decode: dict[tuple[str, str, str], DecodeFit]) -> PrefillFit | None:
-    logs = []
+        per_source[r.source] += 1
+    out = []
     for r in rows:
-        d = (decode.get((r.engine, backend_of_row(r), r.quant.kernel)) or decode.get((r.engine, backend_of_row(r), "*"))
-             or decode[(ENGINE, "*", "*")])
-        t = r.tokens / r.measured_tps
-        passes = 1 if r.engine == "vllm" else math.ceil(r.tokens / 512)
-        weights_s = passes * weight_bytes(r.model, r.quant) / (r.gpu.bandwidth_gbs * 1e9 * d.efficiency)
-        compute_s = t - weights_s
-        if compute_s <= 0:
+        if r.date and newest:
+            age = _years(newest) - _years(r.date)
+            w = max(AGE_WEIGHT_FLOOR, 0.5 ** (age / AGE_HALF_LIFE_YEARS))
+        else:
+            w = UNDATED_WEIGHT
+        w *= min(1.0, math.sqrt(SOURCE_ROWS_AT_FULL_WEIGHT / per_source[r.source]))
+        out.append(w)
+    arr = np.array(out, dtype=float)
+    return arr / arr.mean() if len(arr) else arr
+
+
+def _years(date: str) -> float:
+    parts = [int(p) for p in date.split("-")[:2] if p.isdigit()]
+    return parts[0] + ((parts[1] - 1) / 12 if len(parts) > 1 else 0.5)
+
+
+Column = tuple[int, str, str]  # (param index, level, group)
+
+
+def eligible_columns(d: Design, train: np.ndarray) -> list[Column]:
+    """The (param, level, group) offsets the training rows can support: ≥ MIN_GROUP_ROWS rows from
+    ≥ MIN_GROUP_SOURCES sources where the param's term matters."""
+    found: dict[Column, tuple[int, set[str]]] = {}
+    for i in np.flatnonzero(train):
+        g = d.groups[i]
+        for pi, p in enumerate(d.params):
+            if not d.material[i, pi]:
+                continue
+            for level in p.levels:
+                key = (pi, level, g[level])
+                n, srcs = found.get(key, (0, set()))
+                srcs.add(d.sources[i])
+                found[key] = (n + 1, srcs)
+    total = {pi: found.get((pi, "all", "all"), (0, set()))[0] for pi in range(len(d.params))}
+    return sorted(
+        c for c, (n, s) in found.items()
+        if n >= MIN_GROUP_ROWS and len(s) >= MIN_GROUP_SOURCES
+        # A group holding every row of its term adds nothing to "all".
+        and (c[1] == "all" or n < total[c[0]])
+    )
+
+
+def membership(d: Design, idx: np.ndarray, cols: list[Column]) -> np.ndarray:
+    m = np.zeros((len(idx), len(cols)), dtype=float)
+    for j, (_, level, group) in enumerate(cols):
+        for a, i in enumerate(idx):
+            if d.groups[i][level] == group:
+                m[a, j] = 1.0
+    return m
+
+
+@dataclass
+class Fit:
+    cols: list[Column]
+    delta: np.ndarray
+    counts: dict[Column, tuple[int, int]]
+
+
+def _param_index(d: Design, cols: list[Column]) -> np.ndarray:
+    ind = np.zeros((len(cols), len(d.params)))
+    for j, (pi, _, _) in enumerate(cols):
+        ind[j, pi] = 1.0
+    return ind
+
+
+def _predict_log(d: Design, idx: np.ndarray, m: np.ndarray, ind: np.ndarray, delta: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    excess = np.exp(d.base_log[idx] + (m * delta) @ ind)
+    total = ((d.floors + excess) * d.features[idx]).sum(axis=1)
+    # d log(total) / d offset: only the excess over the floor moves with the offsets.
+    return np.log(total), excess * d.features[idx] / total[:, None]
+
+
+def fit_design(d: Design, train: np.ndarray) -> Fit:
+    cols = eligible_columns(d, train)
+    idx = np.flatnonzero(train)
+    counts = _counts(d, idx, cols)
+    if not cols:
+        return Fit(cols, np.zeros(0), counts)
+    m = membership(d, idx, cols)
+    ind = _param_index(d, cols)
+    pc = np.array([c[0] for c in cols])
+    # Offsets act on the excess over a floor; scale the penalty so it costs the same per relative change in time.
+    scale = np.array([(p.prior - p.floor) / p.prior for p in d.params])
+    lam = np.array([RIDGE[c[1]] * scale[c[0]] ** 2 for c in cols])
+    w = d.weight[idx]
+    y = d.log_t[idx]
+    delta = np.zeros(len(cols))
+
+    def objective(dl: np.ndarray) -> float:
+        pred, _ = _predict_log(d, idx, m, ind, dl)
+        return float(np.sum(w * _huber(pred - y)) + np.sum(lam * dl**2))
+
+    current = objective(delta)
+    damping = 1e-3
+    for _ in range(GN_ITERATIONS):
+        pred, share = _predict_log(d, idx, m, ind, delta)
+        r = pred - y
+        jac = m * share[:, pc]
+        wr = w * _huber_weight(r)
+        h = jac.T @ (jac * wr[:, None]) + np.diag(lam)
+        grad = jac.T @ (wr * r) + lam * delta
+        improved = False
+        for _ in range(12):
+            step = np.linalg.solve(h + damping * np.diag(np.diag(h)), -grad)
+            trial = delta + step
+            value = objective(trial)
+            if value < current:
+                delta, current, improved = trial, value, True
+                damping = max(damping / 3, 1e-7)
+                break
+            damping *= 4
+        if not improved or float(np.max(np.abs(step))) < 1e-7:
+            break
+    return Fit(cols, delta, counts)
+
+
+def _huber(r: np.ndarray) -> np.ndarray:
+    """Squared error near zero, linear beyond HUBER_LOG_ERROR: one build that ran 20× slow (an early ROCm
+    port, say) cannot drag every group it belongs to."""
+    a = np.abs(r)
+    return np.where(a <= HUBER_LOG_ERROR, a**2, 2 * HUBER_LOG_ERROR * a - HUBER_LOG_ERROR**2)
+
+
+def _huber_weight(r: np.ndarray) -> np.ndarray:
+    a = np.abs(r)
+    return np.where(a <= HUBER_LOG_ERROR, 1.0, HUBER_LOG_ERROR / np.maximum(a, 1e-12))
+
+
+def _counts(d: Design, idx: np.ndarray, cols: list[Column]) -> dict[Column, tuple[int, int]]:
+    out: dict[Column, tuple[int, int]] = {}
+    for c in cols:
+        pi, level, group = c
+        sel = [i for i in idx if d.material[i, pi] and d.groups[i][level] == group]
+        out[c] = (len(sel), len({d.sources[i] for i in sel}))
+    return out
+
+
+def predict_log(d: Design, fit: Fit, idx: np.ndarray) -> np.ndarray:
+    if not fit.cols:
+        return np.log(((d.floors + np.exp(d.base_log[idx])) * d.features[idx]).sum(axis=1))
+    pred, _ = _predict_log(d, idx, membership(d, idx, fit.cols), _param_index(d, fit.cols), fit.delta)
+    return pred
+
+
+def offsets_of(d: Design, fit: Fit) -> dict[tuple[str, str, str], Offset]:
+    out = {}
+    for j, c in enumerate(fit.cols):
+        pi, level, group = c
+        n, s = fit.counts[c]
+        out[(d.params[pi].name, level, group)] = Offset(value=round(float(fit.delta[j]), 4), rows=n, sources=s)
+    return out
+
+
+# --- achieved bandwidth prior -------------------------------------------------------------------------
+
+
+def bandwidth_ratios() -> dict[str, float]:
+    """Achieved/datasheet bandwidth by memory type, shrunk toward the memory family and all measured cards."""
+    measured = [g for g in load_catalog().gpus if g.achieved_bandwidth_gbs]
+    if not measured:
+        return {}
+    logs = [(memory_group(g), memory_family(g), math.log(g.achieved_bandwidth_gbs / g.bandwidth_gbs))
+            for g in measured if g.achieved_bandwidth_gbs]
+    k = BANDWIDTH_PRIOR_CARDS
+    overall = statistics.fmean(v for _, _, v in logs)
+    out = {"all": round(math.exp(overall), 4)}
+    fam_log: dict[str, float] = {}
+    for fam in sorted({f for _, f, _ in logs}):
+        vals = [v for _, f, v in logs if f == fam]
+        fam_log[fam] = (sum(vals) + k * overall) / (len(vals) + k)
+        out[f"family:{fam}"] = round(math.exp(fam_log[fam]), 4)
+    for typ in sorted({t for t, _, _ in logs}):
+        vals = [v for t, _, v in logs if t == typ]
+        fam = next(f for t, f, _ in logs if t == typ)
+        out[f"type:{typ}"] = round(math.exp((sum(vals) + k * fam_log[fam]) / (len(vals) + k)), 4)
+    return out
+
+
+# --- cross-validation and bands -----------------------------------------------------------------------
+
+Situation = tuple[str, str, str, str, str]  # kind, engine family, GPU family, known/unseen, dense/moe
+
+
+@dataclass
+class Residual:
+    row: Row
+    log_error: float  # log(measured / estimated)
+    known: bool
+
+    def situation(self) -> Situation:
+        return (self.row.kind, family(self.row.engine), gpu_family(self.row), "known" if self.known else "unseen",
+                "moe" if self.row.model.moe is not None else "dense")
+
+
+def cross_validate(d: Design, fold_of: Callable[[Row], str]) -> list[Residual]:
+    """Leave each fold out, fit on the rest, estimate the fold. `known`: the row's GPU still owns a GPU offset."""
+    out: list[Residual] = []
+    keys = np.array([fold_of(r) for r in d.rows])
+    for key in sorted(set(keys)):
+        test = keys == key
+        fit = fit_design(d, ~test)
+        gpus_owned = {c[2] for c in fit.cols if c[1] == "gpu"}
+        idx = np.flatnonzero(test)
+        pred = predict_log(d, fit, idx)
+        for a, i in enumerate(idx):
+            out.append(Residual(d.rows[i], float(pred[a] - d.log_t[i]), d.rows[i].gpu.id in gpus_owned))
+    return out
+
+
+def _cells(s: Situation) -> list[Situation]:
+    kind, fam, gfam, known, cls = s
+    return [s, (kind, fam, gfam, known, "*"), (kind, fam, "*", known, cls), (kind, fam, "*", known, "*"),
+            (kind, fam, "*", "*", "*"), (kind, "*", "*", known, cls), (kind, "*", "*", "*", "*")]
+
+
+def band_table(residuals: Iterable[Residual]) -> dict[Situation, Band]:
+    cells: dict[Situation, list[float]] = defaultdict(list)
+    for r in residuals:
+        for c in _cells(r.situation()):
+            cells[c].append(r.log_error)
+    out = {}
+    for c, vals in cells.items():
+        if len(vals) >= MIN_BAND_RESIDUALS:
+            lo, hi = np.quantile(np.array(vals), BAND_QUANTILES)
+            out[c] = Band(low=round(float(lo), 4), high=round(float(hi), 4), n=len(vals))
+    return out
+
+
+def band_lookup(table: dict[Situation, Band], s: Situation) -> Band | None:
+    kind, fam, gfam, known, cls = s
+    for key in ((kind, fam, gfam, known, cls), (kind, fam, gfam, known, "*"), (kind, fam, "*", known, cls),
+                (kind, fam, "*", known, "*"), (kind, fam, "*", "*", "*"), (kind, "*", "*", known, cls),
+                (kind, "*", "*", "*", "*")):
+        if key in table:
+            return table[key]
+    return None
+
+
+@dataclass
+class Result:
+    decode: dict[tuple[str, str, str], Offset]
+    prefill: dict[tuple[str, str, str], Offset]
+    ratios: dict[str, float]
+    bands: dict[Situation, Band]
+    known: dict[str, tuple[str, ...]]
+    logo: list[Residual]
+    loso: list[Residual]
+
+
+def fit_all(rows: list[Row]) -> Result:
+    decode_offsets: dict[tuple[str, str, str], Offset] = {}
+    prefill_offsets: dict[tuple[str, str, str], Offset] = {}
+    known: dict[str, tuple[str, ...]] = {}
+    logo: list[Residual] = []
+    loso: list[Residual] = []
+    for kind in ("decode", "prefill"):
+        d = design(kind, rows)
+        if not d.rows:
             continue
-        peak = compute_tflops(r.engine, r.quant, r.gpu) * 1e12
-        logs.append(math.log(speed.prefill_flops(r.model, r.tokens, r.depth) / (peak * compute_s)))
-    if not logs:
-        return None
-    return PrefillFit(utilisation=math.exp(statistics.fmean(logs)), rows=len(logs))
+        full = fit_design(d, np.ones(len(d.rows), dtype=bool))
+        (decode_offsets if kind == "decode" else prefill_offsets).update(offsets_of(d, full))
+        known[kind] = tuple(sorted({c[2] for c in full.cols if c[1] == "gpu"}))
+        logo += cross_validate(d, lambda r: r.gpu.id)
+        loso += [r for r in cross_validate(d, lambda r: r.source) if r.known]
+    unseen = [dataclass_replace_known(r, False) for r in logo]
+    bands = band_table(unseen + loso)
+    return Result(decode_offsets, prefill_offsets, bandwidth_ratios(), bands, known, logo, loso)
 
 
-def fit_all(rows: list[Row]) -> tuple[dict[tuple[str, str, str], DecodeFit], dict[tuple[str, str, str], PrefillFit]]:
-    train = [r for r in rows if not r.holdout and r.gpus == 1 and r.engine not in SCORED_ONLY_ENGINES]
-    decode_groups: dict[tuple[str, str, str], list[Row]] = defaultdict(list)
-    for r in train:
-        if r.kind == "decode":
-            decode_groups[(r.engine, backend_of_row(r), r.quant.kernel)].append(r)
-            decode_groups[(r.engine, backend_of_row(r), "*")].append(r)
-            decode_groups[(r.engine, "*", "*")].append(r)
-    decode = {key: fit_decode(group) for key, group in decode_groups.items()}
-    prefill_groups: dict[tuple[str, str, str], list[Row]] = defaultdict(list)
-    for r in train:
-        if r.kind == "prefill":
-            cls = compute_class(r.engine, r.quant, r.gpu)
-            prefill_groups[(r.engine, backend_of_row(r), cls)].append(r)
-            prefill_groups[(r.engine, prefill_group(r.gpu), cls)].append(r)
-            prefill_groups[(r.engine, prefill_group(r.gpu), "*")].append(r)
-            prefill_groups[(r.engine, backend_of_row(r), "*")].append(r)
-            prefill_groups[(r.engine, "*", "*")].append(r)
-    prefill = {key: fit for key, group in prefill_groups.items()
-               if _broad_enough(key, group) and (fit := fit_prefill(group, decode))}
-    decode = {key: fit for key, fit in decode.items() if _broad_enough(key, decode_groups[key])}
-    return decode, prefill
+def dataclass_replace_known(r: Residual, known: bool) -> Residual:
+    return Residual(r.row, r.log_error, known)
 
 
-def _broad_enough(key: tuple[str, str, str], rows: list[Row]) -> bool:
-    """A backend-wide constant must rest on more than one GPU model, or one card's quirks (an early ROCm
-    build on one MI300X, say) would be applied to every card of that vendor. An architecture's own group
-    ("rocm/CDNA 3") may rest on one."""
-    if len(rows) < MIN_ROWS_PER_GROUP:
-        return False
-    if "/" in key[1]:
-        return True
-    return len({r.gpu.id for r in rows}) >= MIN_GPUS_PER_BACKEND_GROUP
+# --- the report ---------------------------------------------------------------------------------------
 
 
 def predicted_tps(row: Row) -> float:
-    """What the estimator (with whatever constants are loaded) says for this row's test."""
+    """What the estimator (with the committed constants) says for this row's test."""
     if row.kind == "decode":
         step = speed.decode_seconds_per_step(
             row.model, row.quant, row.gpu, row.engine, decode_context(row), "f16", row.gpus
@@ -158,86 +454,116 @@ def ape(row: Row) -> float:
     return abs(predicted_tps(row) - row.measured_tps) / row.measured_tps
 
 
-def report(rows: Iterable[Row]) -> dict[tuple[str, bool], float]:
-    """Print median absolute percentage error per kind, hold-out vs fitted, and per GPU family."""
-    every = list(rows)
-    rows = [r for r in every if r.engine == ENGINE]  # the headline figures are llama.cpp's
-    medians: dict[tuple[str, bool], float] = {}
-    for kind in ("decode", "prefill"):
-        for held in (False, True):
-            sel = [ape(r) for r in rows if r.kind == kind and r.holdout == held]
-            if sel:
-                medians[(kind, held)] = statistics.median(sel)
-                label = "hold-out" if held else "fitted  "
-                print(
-                    f"{kind:8s} {label} n={len(sel):4d}  median APE {statistics.median(sel):6.1%}"
-                    f"  p90 {sorted(sel)[int(0.9 * (len(sel) - 1))]:6.1%}"
-                )
-    for engine in sorted({r.engine for r in every} - {ENGINE}):
+def _abs_pct(r: Residual) -> float:
+    return abs(math.exp(r.log_error) - 1)
+
+
+def _stats(errs: list[float]) -> str:
+    s = sorted(errs)
+    p90 = float(np.quantile(np.array(s), 0.9)) if s else 0.0
+    return f"n={len(s):4d}  median {statistics.median(s):6.1%}  p90 {p90:6.1%}"
+
+
+def coverage(residuals: list[Residual], fold_of: Callable[[Row], str], pool: list[Residual] | None = None) -> float:
+    """Share of rows inside the 80 % band built from the other folds' residuals (never their own fold's)."""
+    pool = residuals if pool is None else pool
+    inside = 0
+    total = 0
+    by_fold: dict[str, list[Residual]] = defaultdict(list)
+    for r in residuals:
+        by_fold[fold_of(r.row)].append(r)
+    for key, mine in by_fold.items():
+        table = band_table(r for r in pool if fold_of(r.row) != key)
+        for r in mine:
+            band = band_lookup(table, r.situation())
+            if band is None:
+                continue
+            total += 1
+            inside += band.low <= r.log_error <= band.high
+    return inside / total if total else float("nan")
+
+
+def report_cv(result: Result) -> None:
+    for label, residuals, fold_of in (
+        ("leave-one-GPU-out", result.logo, lambda r: r.gpu.id),
+        ("leave-one-source-out (rows whose GPU keeps its own offsets)", result.loso, lambda r: r.source),
+    ):
+        print(f"== {label}")
         for kind in ("decode", "prefill"):
-            mine = [ape(r) for r in every if r.engine == engine and r.kind == kind]
-            if mine:
-                print(f"{engine:9s}{kind:8s} all rows: n={len(mine):4d}  median APE {statistics.median(mine):6.1%}")
+            mine = [r for r in residuals if r.row.kind == kind]
+            if not mine:
+                continue
+            print(f"{kind:8s} all          {_stats([_abs_pct(r) for r in mine])}"
+                  f"  80% band coverage {coverage(mine, fold_of):.0%}")
+            for title, key in (("engine", lambda r: r.row.engine), ("class", lambda r: model_class(r.row)),
+                               ("GPU family", lambda r: gpu_family(r.row))):
+                groups: dict[str, list[float]] = defaultdict(list)
+                for r in mine:
+                    groups[key(r)].append(_abs_pct(r))
+                for g, errs in sorted(groups.items()):
+                    print(f"  {kind:8s} {title:10s} {g:34s} {_stats(errs)}")
+        print()
+
+
+def report(rows: list[Row]) -> dict[str, float]:
+    """In-sample errors of the committed constants (every row, multi-GPU included)."""
+    medians: dict[str, float] = {}
+    print("== in-sample, committed constants (the fit saw these rows; cross-validation above is the honest figure)")
     for kind in ("decode", "prefill"):
-        recent = [ape(r) for r in rows if r.kind == kind and r.date >= RECENT_FROM]
-        if recent:
-            median = statistics.median(recent)
-            print(f"{kind:8s} builds from {RECENT_FROM} on: n={len(recent):4d}  median APE {median:6.1%}")
-    families: dict[tuple[str, str], list[float]] = defaultdict(list)
-    for r in rows:
-        families[(r.kind, r.family + (" multi-GPU" if r.gpus > 1 else ""))].append(ape(r))
-    print("\nper GPU family (all rows):")
-    for (kind, fam), errs in sorted(families.items()):
-        print(f"  {kind:8s} {fam:32s} n={len(errs):4d}  median APE {statistics.median(errs):6.1%}")
+        for multi in (False, True):
+            errs = [ape(r) for r in rows if r.kind == kind and (r.gpus > 1) == multi]
+            if errs:
+                label = "multi-GPU" if multi else "single GPU"
+                print(f"{kind:8s} {label:10s} {_stats(errs)}")
+                if not multi:
+                    medians[kind] = statistics.median(errs)
     return medians
 
 
-def render_constants(
-    decode: dict[tuple[str, str, str], DecodeFit], prefill: dict[tuple[str, str, str], PrefillFit]
-) -> str:
+# --- constants.py -------------------------------------------------------------------------------------
+
+
+def render_constants(result: Result) -> str:
     lines = [
         '"""Fitted constants. Rewritten by `python -m estimator.calibration.fit`; do not edit by hand."""',
         "",
-        "from estimator.calibration.model import DecodeFit, PrefillFit",
+        "from estimator.calibration.model import Band, Offset",
         "",
-        "DECODE: dict[tuple[str, str, str], DecodeFit] = {",
+        "# Achieved / datasheet memory bandwidth by memory type and family, from published memory benchmarks.",
+        "ACHIEVED_BANDWIDTH_RATIO: dict[str, float] = {",
     ]
-    for key, f in sorted(decode.items()):
-        lines.append(
-            f"    {key!r}: DecodeFit(efficiency={f.efficiency:.4f}, per_layer_s={f.per_layer_s:.3e}, rows={f.rows}),"
-        )
-    lines += ["}", "PREFILL: dict[tuple[str, str, str], PrefillFit] = {"]
-    for key, p in sorted(prefill.items()):
-        lines.append(f"    {key!r}: PrefillFit(utilisation={p.utilisation:.4f}, rows={p.rows}),")
+    lines += [f"    {k!r}: {v:.4f}," for k, v in sorted(result.ratios.items())]
+    lines += ["}", "# (coefficient, level, group): fitted log-offset, with the rows and sources it rests on.",
+              "DECODE_OFFSETS: dict[tuple[str, str, str], Offset] = {"]
+    lines += [f"    {k!r}: Offset({o.value:.4f}, {o.rows}, {o.sources})," for k, o in sorted(result.decode.items())]
+    lines += ["}", "PREFILL_OFFSETS: dict[tuple[str, str, str], Offset] = {"]
+    lines += [f"    {k!r}: Offset({o.value:.4f}, {o.rows}, {o.sources})," for k, o in sorted(result.prefill.items())]
+    lines += ["}", "# GPUs that own offsets of their own, per kind (their estimates use the 'known' bands).",
+              "KNOWN_GPUS: dict[str, tuple[str, ...]] = {"]
+    lines += [f"    {k!r}: {v!r}," for k, v in sorted(result.known.items())]
+    lines += ["}", "# (kind, engine family, GPU family, known/unseen, dense/moe): 10th/90th percentile of",
+              "# log(measured / estimated) in cross-validation, and how many residuals.",
+              "BANDS: dict[tuple[str, str, str, str, str], Band] = {"]
+    lines += [f"    {k!r}: Band({b.low:.4f}, {b.high:.4f}, {b.n})," for k, b in sorted(result.bands.items())]
     lines += ["}", ""]
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--check", action="store_true", help="report on the current constants, write nothing")
+    parser.add_argument("--check", action="store_true", help="report on the data and constants, write nothing")
     args = parser.parse_args(argv)
     rows, skipped = all_rows()
-    print(
-        f"{len(rows)} llama.cpp rows matched to the catalog ({skipped} skipped: flagged anomalous in their note, "
-        f"or GPU/model/format not in the catalog or a non-native backend)\n"
-    )
+    print(f"{len(rows)} rows matched to the catalog ({skipped} skipped: flagged anomalous in their note, GPU/model/"
+          f"format not in the catalog, or a non-native backend)\n")
+    result = fit_all(rows)
     if not args.check:
-        decode, prefill = fit_all(rows)
-        CONSTANTS_PATH.write_text(render_constants(decode, prefill))
-        import importlib
-
+        CONSTANTS_PATH.write_text(render_constants(result))
         from estimator.calibration import constants
 
         importlib.reload(constants)
         forget_fits()
-        for key, f in sorted(decode.items()):
-            print(
-                f"decode  {'/'.join(key):28s} η={f.efficiency:.3f} t_layer={f.per_layer_s * 1e6:6.1f} µs  rows={f.rows}"
-            )
-        for key, p in sorted(prefill.items()):
-            print(f"prefill {'/'.join(key):28s} u={p.utilisation:.3f}  rows={p.rows}")
-        print()
+    report_cv(result)
     report(rows)
 
 

@@ -63,8 +63,8 @@ MODEL_NAMES: dict[str, str] = {
     "llama 7b": "llama-2-7b",
     "codellama 7b": "llama-2-7b",
 }
-QUANT_NAMES: dict[str, str] = {"f16": "f16", "q4_0": "q4_0", "q4_k_m": "q4_k_m", "q8_0": "q8_0", "q6_k": "q6_k",
-                               "q5_k_m": "q5_k_m", "bf16": "bf16", "fp16": "bf16"}
+# Spellings of GGUF types that are not their catalog id; any other catalog id (q4_k_s, iq4_xs, ...) matches as is.
+QUANT_NAMES: dict[str, str] = {"bf16": "bf16", "fp16": "f16", "f16": "f16", "mxfp4_moe": "mxfp4"}
 BACKENDS = {"CUDA": "cuda", "ROCm": "rocm", "Metal": "metal", "SYCL": "sycl"}
 
 Kind = Literal["decode", "prefill"]
@@ -84,6 +84,9 @@ class Row:
     holdout: bool
     date: str = ""  # YYYY-MM[-DD] of the measurement where the source gives it
     engine: Engine = "llama.cpp"
+    flash_attn: bool | None = None  # None: the engine's default at that build
+    ubatch: int | None = None  # prompt tokens per pass where the row sets it (llama-bench -ub)
+    build: str = ""
 
     @property
     def family(self) -> str:
@@ -136,34 +139,67 @@ def is_flagged(row: dict[str, object]) -> bool:
 _TEST = re.compile(r"^(pp|tg)(\d*)(?:\s*@\s*d(\d+))?$")
 
 
+LLAMACPP_ENGINES: dict[str, Engine] = {"llama.cpp": "llama.cpp", "llama-bench": "llama.cpp", "ollama": "ollama",
+                                        "lm studio": "lm studio", "lmstudio": "lm studio"}
+
+
+def _quant(catalog: Catalog, name: str) -> QuantFormat | None:
+    key = name.strip().lower()
+    try:
+        return catalog.quant(QUANT_NAMES.get(key, key))
+    except KeyError:
+        return None
+
+
+def _measurements(pattern: str) -> list[dict[str, object]]:
+    """Every [[measurement]] of the data files matching `pattern`, in file-name order."""
+    out: list[dict[str, object]] = []
+    for path in sorted(DATA_DIR.glob(pattern)):
+        out += tomllib.loads(path.read_text()).get("measurement", [])
+    return out
+
+
+def _flag(value: object) -> bool | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        return value
+    return str(value).strip().lower() in ("1", "true", "on", "yes")
+
+
 def llamacpp_rows(catalog: Catalog) -> tuple[list[Row], int]:
-    """llama-bench rows on each vendor's native backend; returns (rows, skipped)."""
+    """llama-bench (and Ollama / LM Studio) rows on each vendor's native backend, from every
+    `llamacpp*.toml`; returns (rows, skipped)."""
     resolver = Resolver(catalog)
-    doc = tomllib.loads((DATA_DIR / "llamacpp.toml").read_text())
     rows: list[Row] = []
     skipped = 0
-    for m in doc["measurement"]:
+    for m in _measurements("llamacpp*.toml"):
         if is_flagged(m):
             skipped += 1
             continue
-        test = _TEST.match(m["test"].replace(" ", "").replace("@d", " @ d"))
+        test = _TEST.match(str(m.get("test", "")).replace(" ", "").replace("@d", " @ d"))
         if test and test.group(1) == "pp" and not test.group(2):
             test = None
-        backend = BACKENDS.get(m.get("backend", ""))
-        gpu = _gpu(resolver, catalog, m["gpu"])
-        model = _model(resolver, catalog, m["model"])
-        quant_id = QUANT_NAMES.get(m["quant"].lower())
-        if not (test and backend and gpu and model and quant_id):
+        backend = BACKENDS.get(str(m.get("backend", "")))
+        gpu = _gpu(resolver, catalog, str(m.get("gpu", "")))
+        model = _model(resolver, catalog, str(m.get("model", "")))
+        if model is None and m.get("model_hf"):
+            model = _model(resolver, catalog, str(m["model_hf"]))
+        quant = _quant(catalog, str(m.get("quant", "")))
+        engine = LLAMACPP_ENGINES.get(str(m.get("engine", "llama.cpp")).strip().lower())
+        if not (test and backend and gpu and model and quant and engine and m.get("tps")):
             skipped += 1
             continue
         if {"nvidia": "cuda", "amd": "rocm", "apple": "metal", "intel": "sycl"}[gpu.vendor] != backend:
             skipped += 1
             continue
         kind: Kind = "decode" if test.group(1) == "tg" else "prefill"
+        ubatch = m.get("ubatch")
         rows.append(Row(
-            kind=kind, gpu=gpu, gpus=int(m.get("gpu_count", 1)), model=model, quant=catalog.quant(quant_id),
-            tokens=int(test.group(2) or 1), depth=int(test.group(3) or 0), measured_tps=float(m["tps"]),
-            source=m["source"], date=str(m.get("date", "")),
+            kind=kind, gpu=gpu, gpus=int(str(m.get("gpu_count", 1))), model=model, quant=quant,
+            tokens=int(test.group(2) or 1), depth=int(test.group(3) or 0), measured_tps=float(str(m["tps"])),
+            source=str(m["source"]), date=str(m.get("date", "")), engine=engine, flash_attn=_flag(m.get("flash_attn")),
+            ubatch=int(str(ubatch)) if ubatch else None, build=str(m.get("build", "")),
             holdout=_held_out(m["gpu"], m["model"], m["quant"], m["test"], m.get("gpu_count", 1), m["source"]),
         ))
     return rows, skipped
@@ -174,32 +210,51 @@ SERVER_QUANTS: dict[str, str] = {
     "awq": "awq-int4", "gptq-int4": "gptq-int4", "gptq": "gptq-int4", "mlx-4bit": "mlx-4bit", "4bit": "mlx-4bit",
     "mlx-8bit": "mlx-8bit", "8bit": "mlx-8bit",
 }
-SERVER_ENGINES: dict[str, Engine] = {"vllm": "vllm", "sglang": "vllm", "mlx": "mlx"}
+SERVER_ENGINES: dict[str, Engine] = {
+    "vllm": "vllm", "sglang": "sglang", "mlx": "mlx", "mlx-lm": "mlx", "exllamav2": "exllamav2", "exl2": "exllamav2",
+    "exllamav3": "exllamav3", "exl3": "exllamav3", "trt-llm": "trt-llm", "tensorrt-llm": "trt-llm",
+}
+# EXL2/EXL3 rows name their average bits per weight; the format is the catalog's EXL2 entry at that rate.
+BPW_FORMATS = {"exl2": "exl2-4.0bpw", "exl3": "exl2-4.0bpw"}
+
+
+def _server_quant(catalog: Catalog, m: dict[str, object]) -> QuantFormat | None:
+    name = str(m.get("quant", "")).strip().lower()
+    bpw = m.get("bpw")
+    base = name.split("-")[0].split(" ")[0]
+    if base in BPW_FORMATS and isinstance(bpw, int | float) and 1 < bpw <= 16:
+        template = catalog.quant(BPW_FORMATS[base])
+        level = {2: "int2", 3: "int3", 4: "int4", 5: "int5", 6: "int6"}.get(round(bpw), "int8")
+        return template.model_copy(update={"id": f"{base}-{bpw:g}bpw", "name": f"{base.upper()} {bpw:g} bpw",
+                                           "bits_per_weight": float(bpw), "level": level})
+    quant_id = SERVER_QUANTS.get(name)
+    if quant_id is None:
+        return None
+    try:
+        return catalog.quant(quant_id)
+    except KeyError:
+        return None
 
 
 def server_rows(catalog: Catalog) -> tuple[list[Row], int]:
-    """Single-stream vLLM/SGLang and MLX measurements (SGLang's kernels and scheduling are close enough to
-    vLLM's at batch 1 to share its constants). Decode from tokens/s or time per output token; prefill from
-    TTFT over the prompt."""
+    """Single-stream vLLM / SGLang / TensorRT-LLM / ExLlama / MLX measurements from every `vllm_single*.toml`,
+    `mlx*.toml` and `engines_*.toml`. Decode from tokens/s or time per output token; prefill from TTFT over
+    the prompt."""
     resolver = Resolver(catalog)
     rows: list[Row] = []
     skipped = 0
-    for name in ("vllm_single.toml", "mlx.toml"):
-        path = DATA_DIR / name
-        if not path.exists():
-            continue
-        for m in tomllib.loads(path.read_text())["measurement"]:
-            engine = SERVER_ENGINES.get(str(m.get("engine", "")).lower())
+    for pattern in ("vllm_single*.toml", "mlx*.toml", "engines_*.toml"):
+        for m in _measurements(pattern):
+            engine = SERVER_ENGINES.get(str(m.get("engine", "")).strip().lower())
             gpu = _gpu(resolver, catalog, str(m.get("gpu", "")))
             model = _model(resolver, catalog, str(m.get("model_hf") or m.get("model", "")))
             if model is None:
                 model = _model(resolver, catalog, str(m.get("model", "")))
-            quant_id = SERVER_QUANTS.get(str(m.get("quant", "")).lower())
+            quant = _server_quant(catalog, m)
             batch = str(m.get("batch", "1")).split()[0]
-            if not (engine and gpu and model and quant_id) or batch != "1" or is_flagged(m):
+            if not (engine and gpu and model and quant) or batch != "1" or is_flagged(m):
                 skipped += 1
                 continue
-            quant = catalog.quant(quant_id)
             prompt = int(m.get("input_tokens") or 0)
             output = int(m.get("output_tokens") or 0)
             gpus = int(m.get("tp") or m.get("gpu_count") or 1)

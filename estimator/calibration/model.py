@@ -1,13 +1,188 @@
-"""Shapes of the fitted constants (the fit script writes `constants.py` with these)."""
+"""Shapes of the fitted constants, and the groups a situation belongs to (the fit and the estimate share them).
+
+Every speed term is `coefficient × physical quantity`. A coefficient is its stated prior times
+exp(sum of the fitted log-offsets of the groups the situation belongs to), one group per level:
+
+    all → engine family → engine → backend → memory type → architecture → GPU    (+ format, precision, …)
+
+Each level's offset is shrunk toward zero (toward its parents' value) by a ridge penalty, so a group with
+few rows stays close to its parent. A group owns an offset only when at least `MIN_GROUP_ROWS` rows from
+`MIN_GROUP_SOURCES` distinct sources inform it; otherwise it has none and its parent speaks for it.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from catalog.schema import GPU
+
+MIN_GROUP_ROWS = 8
+MIN_GROUP_SOURCES = 2
+
+# The engine families: Ollama and LM Studio run llama.cpp (with their own defaults), SGLang and
+# TensorRT-LLM serve with the same kind of fused CUDA kernels and request scheduling as vLLM.
+ENGINE_FAMILY: dict[str, str] = {
+    "llama.cpp": "llama.cpp",
+    "ollama": "llama.cpp",
+    "lm studio": "llama.cpp",
+    "vllm": "server",
+    "sglang": "server",
+    "trt-llm": "server",
+    "exllamav2": "exllama",
+    "exllamav3": "exllama",
+    "mlx": "mlx",
+}
+# Engines whose time to first token includes a per-request scheduling/tokenisation cost (llama-bench,
+# the ExLlama benchmark scripts and mlx_lm's prompt rate time the forward passes alone).
+SERVER_ENGINES = frozenset({"vllm", "sglang", "trt-llm", "ollama", "lm studio"})
+
+BACKEND_OF_VENDOR = {"nvidia": "cuda", "amd": "rocm", "apple": "metal", "intel": "sycl"}
+
+# A card whose board power is at most this many watts cannot hold its boost clock under a sustained
+# matrix load (T4 70 W, A2 60 W, L4 72 W, RTX 4000 SFF Ada 70 W): its compute terms get their own group.
+POWER_LIMITED_MAX_TDP_W = 75.0
+
+# Builds older than this ran without CUDA graphs for single-sequence decode and with the 2024 MoE
+# kernels; their rows get an "era" group (never applied to an estimate, which is for current builds).
+OLD_BUILD_BEFORE = "2024-06"
+
+
+@dataclass(frozen=True)
+class Param:
+    """One coefficient: its prior (the value before any data), its unit, and the levels that may own offsets."""
+
+    name: str
+    prior: float
+    unit: str
+    levels: tuple[str, ...]
+    why: str
+    # A physical limit the coefficient approaches but cannot cross: 1/efficiency ≥ 1 (nothing streams faster
+    # than the memory). The fitted offsets act on the excess over it: floor + (prior − floor)·exp(Σ offsets).
+    floor: float = 0.0
+
+
+# Decode: seconds per token = Σ coefficient × term (see estimator.speed.decode_terms).
+DECODE_PARAMS: tuple[Param, ...] = (
+    Param("inv_weight_efficiency", 1.25, "achieved-bandwidth seconds per second", (
+        "all", "family", "engine", "backend", "memory", "arch", "gpu", "kernel"),
+        "weights stream at a kernel-specific share of the card's achieved bandwidth", floor=1.0),
+    Param("expert_extra", 0.3, "extra seconds per achieved-bandwidth second of routed experts", (
+        "all", "family", "backend", "era"),
+        "routed experts are read as several small gathered matmuls (mul_mat_id), below one large read"),
+    Param("inv_kv_efficiency", 1.5, "achieved-bandwidth seconds per second", ("all", "family", "backend", "fa"),
+          "the attention kernel reads the cache in small per-head tiles (flash attention on or off)", floor=1.0),
+    Param("dequant_ops_per_weight", 2.0, "non-overlapped ALU ops per quantized weight", (
+        "all", "family", "backend", "kernel", "dp4a", "power", "arch"),
+        "unpacking and scaling each quantized weight is integer/FP work the memory stream does not hide"),
+    Param("layer_overhead_s", 6e-5, "s per layer per token", ("all", "family", "engine", "backend", "arch", "era"),
+          "kernel launches and synchronisation per layer (fewer with CUDA graphs)"),
+    Param("moe_layer_overhead_s", 3e-5, "s per MoE layer per token", ("all", "family", "backend", "era"),
+          "router, top-k and expert gather per MoE layer"),
+    Param("token_overhead_s", 3e-4, "s per token", ("all", "family", "engine"),
+          "graph build, sampling and host work once per token"),
+)
+# Prefill: seconds = Σ coefficient × term (see estimator.speed.prefill_terms).
+PREFILL_PARAMS: tuple[Param, ...] = (
+    Param("inv_matmul_utilisation", 2.5, "peak-FLOPS seconds per second", (
+        "all", "family", "engine", "backend", "compute", "arch", "gpu", "power", "era"),
+        "the engine's GEMM kernels reach a per-architecture share of the datasheet peak"),
+    Param("inv_attention_utilisation", 4.0, "peak-FLOPS seconds per second", ("all", "family", "backend", "fa"),
+          "attention over the prompt and the cached depth runs below the GEMM rate"),
+    Param("inv_pass_efficiency", 1.25, "achieved-bandwidth seconds per second", ("all", "backend"),
+          "each micro-batch streams the weights once", floor=1.0),
+    Param("moe_matmul_extra", 1.0, "extra peak-FLOPS seconds per routed-expert second", (
+        "all", "family", "backend", "era"),
+        "each expert sees only its share of the micro-batch: small GEMMs plus token routing"),
+    Param("request_overhead_s", 0.02, "s per request", ("all", "engine"),
+          "a server's tokenisation, scheduling and first-step setup before the first token"),
+)
+# Prior log-offsets of groups whose effect the source code states before any data: without dp4a
+# (compute capability < 6.1, GGML_CUDA_CC_DP4A in ggml/src/ggml-cuda/common.cuh) ggml_cuda_dp4a falls back
+# to four byte multiply-adds plus unpacking for what is one instruction on sm_61+.
+PRIOR_LOG_OFFSET: dict[tuple[str, str, str], float] = {
+    ("dequant_ops_per_weight", "dp4a", "none"): 1.386,  # ln 4
+}
+
+
+def memory_group(gpu: GPU) -> str:
+    return (gpu.memory_type or "unknown").lower()
+
+
+def arch_group(gpu: GPU) -> str:
+    return f"{gpu.vendor}/{gpu.architecture.split(' (')[0].split(' + ')[0]}"
+
+
+def compute_capability(gpu: GPU) -> float | None:
+    """NVIDIA compute capability from the architecture name (the P100 is the one sm_60 Pascal part)."""
+    if gpu.vendor != "nvidia":
+        return None
+    arch = gpu.architecture.split(" (")[0]
+    if arch == "Pascal":
+        return 6.0 if "p100" in gpu.id else 6.1
+    return {"Maxwell": 5.2, "Volta": 7.0, "Turing": 7.5, "Ampere": 8.6, "Ada Lovelace": 8.9, "Hopper": 9.0,
+            "Blackwell": 10.0}.get(arch)
+
+
+def has_int8_dot(gpu: GPU) -> bool:
+    """A byte-wise dot-product instruction for the quantized kernels: NVIDIA dp4a from sm_61; AMD from
+    Vega 20 (gfx906) on, except RDNA 1 ("RDNA removes MFMA, dp4a", ggml-cuda/common.cuh). Metal and
+    SYCL kernels dequantise to halves and use no such instruction, so they are not penalised for it."""
+    cc = compute_capability(gpu)
+    if cc is not None:
+        return cc >= 6.1
+    if gpu.vendor == "amd":
+        arch = gpu.architecture
+        return not (arch.startswith("RDNA (") or arch.startswith("RDNA 1") or "Vega 10" in arch or "GCN 4" in arch)
+    return True
+
+
+def power_limited(gpu: GPU) -> bool:
+    return gpu.tdp_w is not None and gpu.tdp_w <= POWER_LIMITED_MAX_TDP_W or "laptop" in gpu.form_factor.lower()
+
+
+def situation_groups(
+    engine: str, gpu: GPU, kernel: str, compute: str, *, date: str = "", flash_attn: bool | None = None
+) -> dict[str, str]:
+    """The group of each level this situation belongs to. An estimate passes no date: it is for current builds."""
+    groups = {
+        "all": "all",
+        "family": ENGINE_FAMILY.get(engine, engine),
+        "engine": engine,
+        "backend": BACKEND_OF_VENDOR[gpu.vendor],
+        "memory": memory_group(gpu),
+        "arch": arch_group(gpu),
+        "gpu": gpu.id,
+        "kernel": f"{ENGINE_FAMILY.get(engine, engine)}/{kernel or 'other'}",
+        "compute": f"{ENGINE_FAMILY.get(engine, engine)}/{compute}",
+        "dp4a": "yes" if has_int8_dot(gpu) else "none",
+        "power": "limited" if power_limited(gpu) else "full",
+        "fa": "off" if flash_attn is False else "on",
+        "era": "old" if date and date < OLD_BUILD_BEFORE else "current",
+    }
+    return groups
+
+
+@dataclass(frozen=True)
+class Offset:
+    """A fitted log-offset and what it rests on."""
+
+    value: float
+    rows: int
+    sources: int
+
+
+@dataclass(frozen=True)
+class Band:
+    """The 10th and 90th percentiles of log(measured / estimated) in cross-validation, for one situation."""
+
+    low: float
+    high: float
+    n: int
+
 
 @dataclass(frozen=True)
 class DecodeFit:
-    """seconds/token = bytes_moved / (bandwidth × efficiency) + layers × per_layer_s"""
+    """Kept for callers that want one bandwidth efficiency (datasheet-relative) and one per-layer latency."""
 
     efficiency: float
     per_layer_s: float
@@ -16,7 +191,5 @@ class DecodeFit:
 
 @dataclass(frozen=True)
 class PrefillFit:
-    """seconds = FLOPs / (peak × utilisation) + weight passes × bytes / (bandwidth × decode efficiency)"""
-
     utilisation: float
     rows: int = 0
