@@ -91,8 +91,8 @@ def cmd_fit(svc: Service, args: argparse.Namespace) -> int:
             o["memory_gb"]["kv_cache"],
             o["memory_gb"]["overhead"],
             f"{o['memory_gb']['total']} / {o['memory_gb']['usable']}",
-            o["decode_tps"],
-            o["ttft_s"],
+            f"~{o['decode_tps']:g} ({o['decode_tps_low']:g}–{o['decode_tps_high']:g})",
+            f"{o['ttft_s']:g} ({o['ttft_s_low']:g}–{o['ttft_s_high']:g})",
             format_tokens(o["max_ctx"]) if o["max_ctx"] else "-",
         ]
         for o in data["options"]

@@ -263,7 +263,8 @@ class Service:
 def constants_digest() -> str:
     from estimator.calibration import constants
 
-    text = repr(sorted(constants.DECODE.items())) + repr(sorted(constants.PREFILL.items()))
+    text = repr((sorted(constants.DECODE_OFFSETS.items()), sorted(constants.PREFILL_OFFSETS.items()),
+                 sorted(constants.BANDS.items()), sorted(constants.ACHIEVED_BANDWIDTH_RATIO.items())))
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 

@@ -109,27 +109,28 @@ def load_from(data_dir: Path) -> Catalog:
             not_releases += [NotARelease.model_validate(e) for e in doc.get("not_a_release", [])]
         except (tomllib.TOMLDecodeError, ValidationError) as exc:
             raise CatalogError(f"{path.relative_to(data_dir)}: {exc}") from exc
-    gpus = with_achieved_bandwidth(gpus, data_dir / ACHIEVED_BANDWIDTH_FILE)
+    gpus = with_achieved_bandwidth(gpus, sorted(data_dir.glob(ACHIEVED_BANDWIDTH_FILES)))
     return Catalog(gpus, models, quants, digest.hexdigest()[:16], not_releases)
 
 
-ACHIEVED_BANDWIDTH_FILE = "achieved_bandwidth.toml"
+ACHIEVED_BANDWIDTH_FILES = "achieved_bandwidth*.toml"
 
 
-def with_achieved_bandwidth(gpus: list[GPU], path: Path) -> list[GPU]:
+def with_achieved_bandwidth(gpus: list[GPU], paths: list[Path]) -> list[GPU]:
     """Attach published memory-benchmark figures ([[measurement]] gpu = id or printed name, achieved_gbs,
     method, source) to their GPUs: the median where a card has several. Rows naming no catalog GPU are
     skipped; `unmatched_bandwidth_rows` counts them."""
     global unmatched_bandwidth_rows
     unmatched_bandwidth_rows = 0
-    if not path.exists():
+    if not paths:
         return gpus
     by_name: dict[str, GPU] = {}
     for g in gpus:
         for name in (g.id, g.name, *g.aliases):
             by_name.setdefault(name.strip().lower(), g)
     found: dict[str, list[tuple[float, str]]] = {}
-    for m in tomllib.loads(path.read_text()).get("measurement", []):
+    rows = [m for path in paths for m in tomllib.loads(path.read_text()).get("measurement", [])]
+    for m in rows:
         gpu = by_name.get(str(m.get("gpu", "")).strip().lower())
         gbs = m.get("achieved_gbs")
         if gpu is None or not isinstance(gbs, int | float) or gbs <= 0:

@@ -173,6 +173,13 @@ def _secs(value: float) -> str:
     return f"{value * 1000:.0f} ms" if value < 1 else f"{value:.1f} s"
 
 
+def _secs_span(low: float, high: float) -> str:
+    """An interval in one unit, the unit once: "1.2–1.9 s", "310–520 ms"."""
+    if high < 1:
+        return f"{low * 1000:.0f}–{high * 1000:.0f} ms"
+    return f"{low:.1f}–{high:.1f} s"
+
+
 def _params(model: Any) -> str:
     total = f"{model.params_b:g}B"
     if model.active_params_b < model.params_b:
@@ -190,7 +197,7 @@ def environment() -> Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
-    env.filters.update(gib=_gib, tps=_tps, secs=_secs, tokens=format_tokens, params=_params)
+    env.filters.update(gib=_gib, tps=_tps, secs=_secs, secs_span=_secs_span, tokens=format_tokens, params=_params)
     return env
 
 

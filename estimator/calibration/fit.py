@@ -21,7 +21,8 @@ import importlib
 import math
 import statistics
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,6 +30,7 @@ import numpy as np
 
 from catalog.store import load_catalog
 from estimator import speed
+from estimator.calibration import constants as fitted
 from estimator.calibration.measurements import Row, llamacpp_rows, server_rows
 from estimator.calibration.model import (
     DECODE_PARAMS,
@@ -65,6 +67,7 @@ BAND_QUANTILES = (0.10, 0.90)
 # Achieved-bandwidth prior: a memory type's ratio is shrunk toward its memory family's (and that toward
 # all measured cards') as if the parent contributed this many cards.
 BANDWIDTH_PRIOR_CARDS = 2.0
+MIN_BANDWIDTH_CARDS = 2
 GN_ITERATIONS = 40
 HUBER_LOG_ERROR = 0.2  # ≈ 22 % off
 SMALL_MODEL_MAX_PARAMS_B = 3.5
@@ -145,7 +148,8 @@ def design(kind: str, rows: list[Row]) -> Design:
     mine = [r for r in rows if r.kind == kind and r.gpus == 1]
     feats = np.array([decode_features(r) if kind == "decode" else prefill_features(r) for r in mine], dtype=float)
     groups = [row_groups(r) for r in mine]
-    base = np.array([[math.log(p.prior - p.floor) + sum(PRIOR_LOG_OFFSET.get((p.name, lv, g[lv]), 0.0) for lv in p.levels)
+    base = np.array([[math.log(p.prior - p.floor)
+                      + sum(PRIOR_LOG_OFFSET.get((p.name, lv, g[lv]), 0.0) for lv in p.levels)
                       for p in params] for g in groups], dtype=float)
     return Design(kind=kind, params=params, rows=mine, features=feats.reshape(len(mine), len(params)),
                   base_log=base.reshape(len(mine), len(params)), floors=np.array([p.floor for p in params]),
@@ -326,18 +330,35 @@ def bandwidth_ratios() -> dict[str, float]:
     logs = [(memory_group(g), memory_family(g), math.log(g.achieved_bandwidth_gbs / g.bandwidth_gbs))
             for g in measured if g.achieved_bandwidth_gbs]
     k = BANDWIDTH_PRIOR_CARDS
+    if len(logs) < MIN_BANDWIDTH_CARDS:
+        return {}
     overall = statistics.fmean(v for _, _, v in logs)
     out = {"all": round(math.exp(overall), 4)}
     fam_log: dict[str, float] = {}
     for fam in sorted({f for _, f, _ in logs}):
         vals = [v for _, f, v in logs if f == fam]
         fam_log[fam] = (sum(vals) + k * overall) / (len(vals) + k)
-        out[f"family:{fam}"] = round(math.exp(fam_log[fam]), 4)
+        if len(vals) >= MIN_BANDWIDTH_CARDS:
+            out[f"family:{fam}"] = round(math.exp(fam_log[fam]), 4)
     for typ in sorted({t for t, _, _ in logs}):
         vals = [v for t, _, v in logs if t == typ]
         fam = next(f for t, f, _ in logs if t == typ)
-        out[f"type:{typ}"] = round(math.exp((sum(vals) + k * fam_log[fam]) / (len(vals) + k)), 4)
+        if len(vals) >= MIN_BANDWIDTH_CARDS:
+            out[f"type:{typ}"] = round(math.exp((sum(vals) + k * fam_log[fam]) / (len(vals) + k)), 4)
     return out
+
+
+@contextmanager
+def bandwidth_prior(ratios: dict[str, float]) -> Iterator[None]:
+    """Estimate with these achieved-bandwidth ratios while fitting (the terms of every row depend on them)."""
+    saved = fitted.ACHIEVED_BANDWIDTH_RATIO
+    fitted.ACHIEVED_BANDWIDTH_RATIO = ratios
+    forget_fits()
+    try:
+        yield
+    finally:
+        fitted.ACHIEVED_BANDWIDTH_RATIO = saved
+        forget_fits()
 
 
 # --- cross-validation and bands -----------------------------------------------------------------------
@@ -417,8 +438,11 @@ def fit_all(rows: list[Row]) -> Result:
     known: dict[str, tuple[str, ...]] = {}
     logo: list[Residual] = []
     loso: list[Residual] = []
-    for kind in ("decode", "prefill"):
-        d = design(kind, rows)
+    ratios = bandwidth_ratios()
+    with bandwidth_prior(ratios):
+        designs = [design(kind, rows) for kind in ("decode", "prefill")]
+    for d in designs:
+        kind = d.kind
         if not d.rows:
             continue
         full = fit_design(d, np.ones(len(d.rows), dtype=bool))
@@ -428,7 +452,7 @@ def fit_all(rows: list[Row]) -> Result:
         loso += [r for r in cross_validate(d, lambda r: r.source) if r.known]
     unseen = [dataclass_replace_known(r, False) for r in logo]
     bands = band_table(unseen + loso)
-    return Result(decode_offsets, prefill_offsets, bandwidth_ratios(), bands, known, logo, loso)
+    return Result(decode_offsets, prefill_offsets, ratios, bands, known, logo, loso)
 
 
 def dataclass_replace_known(r: Residual, known: bool) -> Residual:

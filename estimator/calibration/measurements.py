@@ -13,7 +13,7 @@ import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from catalog.resolve import NotFound, Resolver
 from catalog.schema import GPU, Model, QuantFormat
@@ -151,9 +151,9 @@ def _quant(catalog: Catalog, name: str) -> QuantFormat | None:
         return None
 
 
-def _measurements(pattern: str) -> list[dict[str, object]]:
+def _measurements(pattern: str) -> list[dict[str, Any]]:
     """Every [[measurement]] of the data files matching `pattern`, in file-name order."""
-    out: list[dict[str, object]] = []
+    out: list[dict[str, Any]] = []
     for path in sorted(DATA_DIR.glob(pattern)):
         out += tomllib.loads(path.read_text()).get("measurement", [])
     return out
@@ -167,13 +167,13 @@ def _flag(value: object) -> bool | None:
     return str(value).strip().lower() in ("1", "true", "on", "yes")
 
 
-def llamacpp_rows(catalog: Catalog) -> tuple[list[Row], int]:
-    """llama-bench (and Ollama / LM Studio) rows on each vendor's native backend, from every
-    `llamacpp*.toml`; returns (rows, skipped)."""
+def llamacpp_rows(catalog: Catalog, pattern: str = "llamacpp*.toml") -> tuple[list[Row], int]:
+    """llama-bench (and Ollama / LM Studio) rows on each vendor's native backend, from every data file
+    matching `pattern`; returns (rows, skipped)."""
     resolver = Resolver(catalog)
     rows: list[Row] = []
     skipped = 0
-    for m in _measurements("llamacpp*.toml"):
+    for m in _measurements(pattern):
         if is_flagged(m):
             skipped += 1
             continue
@@ -218,7 +218,7 @@ SERVER_ENGINES: dict[str, Engine] = {
 BPW_FORMATS = {"exl2": "exl2-4.0bpw", "exl3": "exl2-4.0bpw"}
 
 
-def _server_quant(catalog: Catalog, m: dict[str, object]) -> QuantFormat | None:
+def _server_quant(catalog: Catalog, m: dict[str, Any]) -> QuantFormat | None:
     name = str(m.get("quant", "")).strip().lower()
     bpw = m.get("bpw")
     base = name.split("-")[0].split(" ")[0]

@@ -137,7 +137,7 @@ def has_int8_dot(gpu: GPU) -> bool:
 
 
 def power_limited(gpu: GPU) -> bool:
-    return gpu.tdp_w is not None and gpu.tdp_w <= POWER_LIMITED_MAX_TDP_W or "laptop" in gpu.form_factor.lower()
+    return (gpu.tdp_w is not None and gpu.tdp_w <= POWER_LIMITED_MAX_TDP_W) or "laptop" in gpu.form_factor.lower()
 
 
 def situation_groups(

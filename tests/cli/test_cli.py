@@ -41,7 +41,8 @@ MEMORY_KEYS = {"weights", "kv_cache", "overhead", "total"}
 # Keys the output carries beyond the contract above (the table view reads them). Pinned so that any
 # addition or removal is a visible change.
 FIT_EXTRA = {"batch"}
-OPTION_EXTRA = {"quant_name", "verdict", "aggregate_tps"}
+OPTION_EXTRA = {"quant_name", "verdict", "aggregate_tps", "decode_tps_low", "decode_tps_high", "prefill_tps_low",
+                "prefill_tps_high", "ttft_s_low", "ttft_s_high"}
 MEMORY_EXTRA = {"usable", "headroom"}
 
 
@@ -57,6 +58,8 @@ def test_fit_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
     assert [o["quant"] for o in data["options"]] == ["q4_k_m", "q8_0", "f16"]
     for option in data["options"]:
         assert set(option) == OPTION_KEYS | OPTION_EXTRA
+        assert option["decode_tps_low"] < option["decode_tps"] < option["decode_tps_high"]
+        assert option["ttft_s_low"] < option["ttft_s"] < option["ttft_s_high"]
         assert set(option["memory_gb"]) == MEMORY_KEYS | MEMORY_EXTRA
         assert isinstance(option["fits"], bool)
         assert isinstance(option["max_ctx"], int)

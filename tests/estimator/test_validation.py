@@ -20,7 +20,7 @@ from estimator.engines import (
 )
 from estimator.query import Engine
 
-ROWS, SKIPPED = llamacpp_rows(load_catalog())
+ROWS, SKIPPED = llamacpp_rows(load_catalog(), "llamacpp.toml")
 EVERY, _ = all_rows()
 RESULT = fit_all(EVERY)
 # Far beyond any physical spread between groups (e^2 ≈ 7×): an offset this large means the fit ran away.
@@ -28,6 +28,8 @@ MAX_ABS_LOG_OFFSET = 2.0
 
 
 def test_enough_rows_match_the_catalog() -> None:
+    """The first curated file matches almost whole; the newer files name GPUs the catalog is still gaining
+    (their skipped rows are counted in the fit's report)."""
     assert len(ROWS) >= 300
     assert SKIPPED < len(ROWS) / 5
     for kind in ("decode", "prefill"):

@@ -1,0 +1,126 @@
+"""Each physical term of the speed model does what its physics says, with the committed constants."""
+
+from __future__ import annotations
+
+from catalog import load_catalog
+from catalog.schema import GPU, Model, QuantFormat
+from estimator.calibration.model import compute_capability, has_int8_dot, power_limited
+from estimator.engines import achieved_bandwidth_gbs, decode_coefficients, prefill_coefficients
+from estimator.query import Engine
+from estimator.speed import decode_seconds_per_step, decode_terms, prefill_seconds, prefill_terms, speed_of
+
+CAT = load_catalog()
+
+
+def gpu(gid: str) -> GPU:
+    return CAT.gpu(gid)
+
+
+def model(mid: str) -> Model:
+    return CAT.model(mid)
+
+
+def quant(qid: str) -> QuantFormat:
+    return CAT.quant(qid)
+
+
+def decode_parts(m: Model, q: QuantFormat, g: GPU, engine: Engine = "llama.cpp") -> dict[str, float]:
+    t = decode_terms(m, q, g, engine, 512, "f16")
+    c = decode_coefficients(engine, q, g)
+    return {
+        "weights": c.inv_weight_efficiency * (t.dense_weights_s + t.expert_weights_s)
+        + c.expert_extra * t.expert_weights_s,
+        "kv": c.inv_kv_efficiency * t.kv_read_s,
+        "dequant": c.dequant_ops_per_weight * t.dequant_op_s,
+        "fixed": c.layer_overhead_s * t.layers + c.moe_layer_overhead_s * t.moe_layers + c.token_overhead_s,
+    }
+
+
+def test_compute_capability_from_architecture() -> None:
+    assert compute_capability(gpu("nvidia-p100-pcie-16gb")) == 6.0
+    assert compute_capability(gpu("nvidia-t4")) == 7.5
+    assert compute_capability(gpu("nvidia-h100-sxm")) == 9.0
+    assert not has_int8_dot(gpu("nvidia-p100-pcie-16gb"))
+    assert has_int8_dot(gpu("nvidia-t4")) and has_int8_dot(gpu("nvidia-rtx-3090"))
+
+
+def test_p100_k_quant_decode_is_bound_by_dequantisation() -> None:
+    """sm_60 has no dp4a: unpacking Q4_K_M costs more than streaming it."""
+    parts = decode_parts(model("qwen3-8b"), quant("q4_k_m"), gpu("nvidia-p100-pcie-16gb"))
+    assert parts["dequant"] > parts["weights"]
+
+
+def test_h100_f16_decode_is_bound_by_bandwidth() -> None:
+    parts = decode_parts(model("qwen3-8b"), quant("f16"), gpu("nvidia-h100-sxm"))
+    assert parts["dequant"] == 0
+    assert parts["weights"] > 0.6 * sum(parts.values())
+
+
+def test_p100_dequantisation_costs_more_than_on_a_dp4a_card_of_similar_rate() -> None:
+    """Per op of ALU throughput, a card without dp4a needs more ops per quantized weight."""
+    p100 = decode_coefficients("llama.cpp", quant("q4_k_m"), gpu("nvidia-p100-pcie-16gb"))
+    v100 = decode_coefficients("llama.cpp", quant("q4_k_m"), gpu("nvidia-v100-pcie-32gb"))
+    assert p100.dequant_ops_per_weight > 2 * v100.dequant_ops_per_weight
+
+
+def test_moe_decode_sits_between_its_active_and_total_dense_sizes() -> None:
+    g, q = gpu("nvidia-rtx-4090"), quant("q4_k_m")
+    moe = decode_seconds_per_step(model("qwen3-30b-a3b"), q, g, "llama.cpp", 512, "f16")
+    dense3 = decode_seconds_per_step(model("qwen2.5-3b"), q, g, "llama.cpp", 512, "f16")
+    dense32 = decode_seconds_per_step(model("qwen3-32b"), q, g, "llama.cpp", 512, "f16")
+    assert dense3 < moe < dense32
+
+
+def test_moe_pays_for_routing() -> None:
+    t = decode_terms(model("qwen3-30b-a3b"), quant("q4_k_m"), gpu("nvidia-rtx-4090"), "llama.cpp", 512, "f16")
+    assert t.expert_weights_s > 0 and t.moe_layers == model("qwen3-30b-a3b").layers
+    dense = decode_terms(model("qwen3-8b"), quant("q4_k_m"), gpu("nvidia-rtx-4090"), "llama.cpp", 512, "f16")
+    assert dense.expert_weights_s == 0 and dense.moe_layers == 0
+
+
+def test_kv_reads_slow_decode_at_depth() -> None:
+    g, q, m = gpu("nvidia-rtx-4090"), quant("q4_k_m"), model("qwen3-8b")
+    shallow = decode_seconds_per_step(m, q, g, "llama.cpp", 512, "f16")
+    deep = decode_seconds_per_step(m, q, g, "llama.cpp", 32768, "f16")
+    assert deep > shallow * 1.1
+
+
+def test_power_limited_cards_are_their_own_group() -> None:
+    assert power_limited(gpu("nvidia-t4")) and power_limited(gpu("nvidia-a2"))
+    assert not power_limited(gpu("nvidia-rtx-4090"))
+
+
+def test_achieved_bandwidth_is_the_measured_figure_where_published() -> None:
+    g = gpu("amd-mi300x")
+    assert g.achieved_bandwidth_gbs is not None and g.achieved_bandwidth_source
+    assert achieved_bandwidth_gbs(g) == g.achieved_bandwidth_gbs < g.bandwidth_gbs
+
+
+def test_servers_pay_a_per_request_cost_llama_bench_does_not() -> None:
+    g, q, m = gpu("nvidia-h100-sxm"), quant("bf16"), model("qwen3-8b")
+    server = prefill_terms(m, q, g, "vllm", 128)
+    bench = prefill_terms(m, q, g, "llama.cpp", 128)
+    assert server.request == 1 and bench.request == 0
+    assert prefill_seconds(m, q, g, "vllm", 128) >= prefill_coefficients("vllm", q, g).request_overhead_s
+
+
+def test_llama_cpp_prefill_streams_the_weights_once_per_micro_batch() -> None:
+    g, q, m = gpu("nvidia-rtx-4090"), quant("q4_k_m"), model("qwen3-8b")
+    one = prefill_terms(m, q, g, "llama.cpp", 512)
+    four = prefill_terms(m, q, g, "llama.cpp", 2048)
+    assert abs(four.weight_passes_s / one.weight_passes_s - 4) < 1e-9
+
+
+def test_attention_grows_with_depth() -> None:
+    g, q, m = gpu("nvidia-rtx-4090"), quant("q4_k_m"), model("qwen3-8b")
+    assert prefill_terms(m, q, g, "llama.cpp", 512, 16384).attention_s > 10 * prefill_terms(
+        m, q, g, "llama.cpp", 512, 0).attention_s
+
+
+def test_every_estimate_carries_a_band_around_it() -> None:
+    for gid in ("nvidia-t4", "nvidia-rtx-4090", "apple-m2-ultra-192gb", "amd-mi300x"):
+        for mid in ("qwen3-8b", "qwen3-30b-a3b"):
+            s = speed_of(model(mid), quant("q4_k_m"), gpu(gid), 1, "llama.cpp", "f16", 2048)
+            assert s.decode_tps_low < s.decode_tps < s.decode_tps_high
+            assert s.prefill_tps_low < s.prefill_tps < s.prefill_tps_high
+            assert s.ttft_s_low < s.ttft_s < s.ttft_s_high
