@@ -166,7 +166,13 @@ class PrefillCoefficients:
     request_overhead_s: float
 
 
-def coefficient(p: Param, groups: dict[str, str], offsets: dict[tuple[str, str, str], Offset]) -> float:
+def floor_of(p: Param, gpu: GPU) -> float:
+    return achieved_bandwidth_gbs(gpu) / gpu.bandwidth_gbs if p.datasheet_floor else p.floor
+
+
+def coefficient(
+    p: Param, groups: dict[str, str], offsets: dict[tuple[str, str, str], Offset], floor: float = 0.0
+) -> float:
     """floor + (prior − floor) × exp(Σ over the levels of the group offsets this situation has)."""
     log = 0.0
     for level in p.levels:
@@ -175,7 +181,7 @@ def coefficient(p: Param, groups: dict[str, str], offsets: dict[tuple[str, str, 
         hit = offsets.get(key)
         if hit is not None:
             log += hit.value
-    return p.floor + (p.prior - p.floor) * math.exp(log)
+    return floor + (p.prior - floor) * math.exp(log)
 
 
 def decode_coefficients(engine: Engine, fmt: QuantFormat, gpu: GPU) -> DecodeCoefficients:
@@ -186,7 +192,7 @@ def decode_coefficients(engine: Engine, fmt: QuantFormat, gpu: GPU) -> DecodeCoe
 def _decode_coefficients(engine: str, gpu: GPU, kernel: str, compute: str) -> DecodeCoefficients:
     # Memoised on the frozen GPU entry and strings: ranking asks this for every model × format.
     groups = situation_groups(engine, gpu, kernel, compute)
-    values = {p.name: coefficient(p, groups, fitted.DECODE_OFFSETS) for p in DECODE_PARAMS}
+    values = {p.name: coefficient(p, groups, fitted.DECODE_OFFSETS, floor_of(p, gpu)) for p in DECODE_PARAMS}
     return DecodeCoefficients(**values)
 
 
@@ -197,7 +203,7 @@ def prefill_coefficients(engine: Engine, fmt: QuantFormat, gpu: GPU) -> PrefillC
 @cache
 def _prefill_coefficients(engine: str, gpu: GPU, kernel: str, compute: str) -> PrefillCoefficients:
     groups = situation_groups(engine, gpu, kernel, compute)
-    values = {p.name: coefficient(p, groups, fitted.PREFILL_OFFSETS) for p in PREFILL_PARAMS}
+    values = {p.name: coefficient(p, groups, fitted.PREFILL_OFFSETS, floor_of(p, gpu)) for p in PREFILL_PARAMS}
     return PrefillCoefficients(**values)
 
 

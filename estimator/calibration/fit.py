@@ -45,7 +45,7 @@ from estimator.calibration.model import (
     memory_group,
     situation_groups,
 )
-from estimator.engines import compute_class, family, forget_fits, memory_family
+from estimator.engines import compute_class, family, floor_of, forget_fits, memory_family
 
 CONSTANTS_PATH = Path(__file__).with_name("constants.py")
 
@@ -131,7 +131,7 @@ class Design:
     rows: list[Row]
     features: np.ndarray  # rows × params
     base_log: np.ndarray  # rows × params: log(prior − floor) + stated prior offsets
-    floors: np.ndarray  # params
+    floors: np.ndarray  # rows × params
     log_t: np.ndarray
     weight: np.ndarray
     groups: list[dict[str, str]]
@@ -148,11 +148,12 @@ def design(kind: str, rows: list[Row]) -> Design:
     mine = [r for r in rows if r.kind == kind and r.gpus == 1]
     feats = np.array([decode_features(r) if kind == "decode" else prefill_features(r) for r in mine], dtype=float)
     groups = [row_groups(r) for r in mine]
-    base = np.array([[math.log(p.prior - p.floor)
+    floors = np.array([[floor_of(p, r.gpu) for p in params] for r in mine], dtype=float)
+    base = np.array([[math.log(p.prior - floors[i, j])
                       + sum(PRIOR_LOG_OFFSET.get((p.name, lv, g[lv]), 0.0) for lv in p.levels)
-                      for p in params] for g in groups], dtype=float)
+                      for j, p in enumerate(params)] for i, g in enumerate(groups)], dtype=float)
     return Design(kind=kind, params=params, rows=mine, features=feats.reshape(len(mine), len(params)),
-                  base_log=base.reshape(len(mine), len(params)), floors=np.array([p.floor for p in params]),
+                  base_log=base.reshape(len(mine), len(params)), floors=floors.reshape(len(mine), len(params)),
                   log_t=np.log(np.array([measured_seconds(r) for r in mine], dtype=float)),
                   weight=row_weights(mine), groups=groups, sources=[r.source for r in mine])
 
@@ -233,7 +234,7 @@ def _param_index(d: Design, cols: list[Column]) -> np.ndarray:
 def _predict_log(d: Design, idx: np.ndarray, m: np.ndarray, ind: np.ndarray, delta: np.ndarray
                  ) -> tuple[np.ndarray, np.ndarray]:
     excess = np.exp(d.base_log[idx] + (m * delta) @ ind)
-    total = ((d.floors + excess) * d.features[idx]).sum(axis=1)
+    total = ((d.floors[idx] + excess) * d.features[idx]).sum(axis=1)
     # d log(total) / d offset: only the excess over the floor moves with the offsets.
     return np.log(total), excess * d.features[idx] / total[:, None]
 
@@ -247,9 +248,7 @@ def fit_design(d: Design, train: np.ndarray) -> Fit:
     m = membership(d, idx, cols)
     ind = _param_index(d, cols)
     pc = np.array([c[0] for c in cols])
-    # Offsets act on the excess over a floor; scale the penalty so it costs the same per relative change in time.
-    scale = np.array([(p.prior - p.floor) / p.prior for p in d.params])
-    lam = np.array([RIDGE[c[1]] * scale[c[0]] ** 2 for c in cols])
+    lam = np.array([RIDGE[c[1]] for c in cols])
     w = d.weight[idx]
     y = d.log_t[idx]
     delta = np.zeros(len(cols))
@@ -305,7 +304,7 @@ def _counts(d: Design, idx: np.ndarray, cols: list[Column]) -> dict[Column, tupl
 
 def predict_log(d: Design, fit: Fit, idx: np.ndarray) -> np.ndarray:
     if not fit.cols:
-        return np.log(((d.floors + np.exp(d.base_log[idx])) * d.features[idx]).sum(axis=1))
+        return np.log(((d.floors[idx] + np.exp(d.base_log[idx])) * d.features[idx]).sum(axis=1))
     pred, _ = _predict_log(d, idx, membership(d, idx, fit.cols), _param_index(d, fit.cols), fit.delta)
     return pred
 
@@ -564,7 +563,8 @@ def render_constants(result: Result) -> str:
     lines += [f"    {k!r}: Offset({o.value:.4f}, {o.rows}, {o.sources})," for k, o in sorted(result.prefill.items())]
     lines += ["}", "# GPUs that own offsets of their own, per kind (their estimates use the 'known' bands).",
               "KNOWN_GPUS: dict[str, tuple[str, ...]] = {"]
-    lines += [f"    {k!r}: {v!r}," for k, v in sorted(result.known.items())]
+    for kind, ids in sorted(result.known.items()):
+        lines += [f"    {kind!r}: (", *[f"        {i!r}," for i in ids], "    ),"]
     lines += ["}", "# (kind, engine family, GPU family, known/unseen, dense/moe): 10th/90th percentile of",
               "# log(measured / estimated) in cross-validation, and how many residuals.",
               "BANDS: dict[tuple[str, str, str, str, str], Band] = {"]

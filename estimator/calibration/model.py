@@ -56,21 +56,23 @@ class Param:
     unit: str
     levels: tuple[str, ...]
     why: str
-    # A physical limit the coefficient approaches but cannot cross: 1/efficiency ≥ 1 (nothing streams faster
-    # than the memory). The fitted offsets act on the excess over it: floor + (prior − floor)·exp(Σ offsets).
+    # A physical limit the coefficient approaches but cannot cross; the fitted offsets act on the excess over
+    # it: floor + (prior − floor)·exp(Σ offsets). `datasheet_floor`: the term is in achieved-bandwidth
+    # seconds and nothing streams faster than the datasheet peak, so the floor is achieved / datasheet.
     floor: float = 0.0
+    datasheet_floor: bool = False
 
 
 # Decode: seconds per token = Σ coefficient × term (see estimator.speed.decode_terms).
 DECODE_PARAMS: tuple[Param, ...] = (
     Param("inv_weight_efficiency", 1.25, "achieved-bandwidth seconds per second", (
         "all", "family", "engine", "backend", "memory", "arch", "gpu", "kernel"),
-        "weights stream at a kernel-specific share of the card's achieved bandwidth", floor=1.0),
+        "weights stream at a kernel-specific share of the card's achieved bandwidth", datasheet_floor=True),
     Param("expert_extra", 0.3, "extra seconds per achieved-bandwidth second of routed experts", (
         "all", "family", "backend", "era"),
         "routed experts are read as several small gathered matmuls (mul_mat_id), below one large read"),
     Param("inv_kv_efficiency", 1.5, "achieved-bandwidth seconds per second", ("all", "family", "backend", "fa"),
-          "the attention kernel reads the cache in small per-head tiles (flash attention on or off)", floor=1.0),
+          "the attention kernel reads the cache in small per-head tiles (flash attention on or off)"),
     Param("dequant_ops_per_weight", 2.0, "non-overlapped ALU ops per quantized weight", (
         "all", "family", "backend", "kernel", "dp4a", "power", "arch"),
         "unpacking and scaling each quantized weight is integer/FP work the memory stream does not hide"),
@@ -89,7 +91,7 @@ PREFILL_PARAMS: tuple[Param, ...] = (
     Param("inv_attention_utilisation", 4.0, "peak-FLOPS seconds per second", ("all", "family", "backend", "fa"),
           "attention over the prompt and the cached depth runs below the GEMM rate"),
     Param("inv_pass_efficiency", 1.25, "achieved-bandwidth seconds per second", ("all", "backend"),
-          "each micro-batch streams the weights once", floor=1.0),
+          "each micro-batch streams the weights once"),
     Param("moe_matmul_extra", 1.0, "extra peak-FLOPS seconds per routed-expert second", (
         "all", "family", "backend", "era"),
         "each expert sees only its share of the micro-batch: small GEMMs plus token routing"),

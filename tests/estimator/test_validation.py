@@ -65,8 +65,9 @@ def test_no_fitted_value_runs_to_a_bound() -> None:
                 p = prefill_coefficients(engine, fmt, gpu)
                 for value in (*dataclasses.astuple(d), *dataclasses.astuple(p)):
                     assert math.isfinite(value) and value > 0, (gpu.id, engine, fmt.id)
-                # Weights cannot stream faster than the card's datasheet bandwidth.
-                assert achieved_bandwidth_gbs(gpu) / d.inv_weight_efficiency <= gpu.bandwidth_gbs * 1.0001, gpu.id
+                # Weights never stream faster than the card's datasheet bandwidth (the coefficient's floor).
+                share = achieved_bandwidth_gbs(gpu) / d.inv_weight_efficiency / gpu.bandwidth_gbs
+                assert 0.1 < share <= 1.0, (gpu.id, share)
 
 
 def test_offsets_name_real_parameters_and_levels() -> None:
@@ -84,18 +85,16 @@ def test_predictions_are_computed_not_looked_up() -> None:
 
 
 def test_cross_validation_never_sees_the_left_out_gpu() -> None:
-    """A leave-one-GPU-out residual is the same whatever that GPU's measured values are elsewhere."""
-    logo = {(r.row.kind, r.row.gpu.id, r.row.model.id, r.row.quant.id, r.row.tokens, r.row.depth, r.row.source):
-            r.log_error for r in RESULT.logo}
+    """A leave-one-GPU-out residual is the same whatever that GPU's measured values are."""
     target = next(r for r in EVERY if r.kind == "decode" and r.gpus == 1)
     changed = [dataclasses.replace(r, measured_tps=r.measured_tps * 2) if r.gpu.id == target.gpu.id else r
                for r in EVERY]
     again = fit_all(changed)
-    for r in again.logo:
-        key = (r.row.kind, r.row.gpu.id, r.row.model.id, r.row.quant.id, r.row.tokens, r.row.depth, r.row.source)
-        if r.row.gpu.id == target.gpu.id:
+    assert len(again.logo) == len(RESULT.logo)
+    for before, after in zip(RESULT.logo, again.logo, strict=True):
+        if after.row.gpu.id == target.gpu.id:
             # Twice the measured rate, same estimate: the residual moves by exactly ln 2.
-            assert math.isclose(r.log_error, logo[key] + math.log(2), abs_tol=1e-9)
+            assert math.isclose(after.log_error, before.log_error + math.log(2), abs_tol=1e-9)
 
 
 def test_bands_are_ordered_and_rest_on_enough_residuals() -> None:
