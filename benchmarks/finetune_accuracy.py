@@ -237,7 +237,8 @@ def framework_of(row: dict[str, Any]) -> str:
 
 
 OPTIONAL_KNOBS = (
-    "lora_dropout", "lora_head", "activation_offload", "packing", "gradient_accumulation_steps", "base_fp32"
+    "lora_dropout", "lora_head", "activation_offload", "packing", "gradient_accumulation_steps", "base_fp32",
+    "fused_optimizer",
 )
 
 

@@ -249,6 +249,8 @@ def _register_finetune(sub: Any) -> None:
     p.add_argument("--optimizer", choices=choices(ft.Optimizer))
     p.add_argument("--optimizer-in-backward", action=argparse.BooleanOptionalAction, default=None,
                    dest="optimizer_in_backward")
+    p.add_argument("--fused-optimizer", action=argparse.BooleanOptionalAction, default=None, dest="fused_optimizer",
+                   help="torch AdamW(fused=True): no foreach step temporaries")
     p.add_argument("--regime", choices=choices(ft.Regime),
                    help="bf16: pure bf16 (no fp32 copy); amp_bf16/amp_fp16: fp32 master weights; fp32")
     p.add_argument("--precision", choices=choices(ft.Precision), help="compute dtype (see --regime)")

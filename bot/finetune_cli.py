@@ -24,6 +24,7 @@ KNOBS = (
     "train_embeddings",
     "optimizer",
     "optimizer_in_backward",
+    "fused_optimizer",
     "precision",
     "regime",
     "master_weights_fp32",

@@ -15,7 +15,9 @@ The peak is built from physical terms, each a function below:
 
 Gradients and activations do not peak together: backward frees each layer's activations as it creates
 that layer's gradients, so unless gradients are accumulated over micro-batches (they then persist while the
-next micro-batch's activations build up) the peak holds the larger of the two, not their sum.
+next micro-batch's activations build up) the peak holds the larger of the two, not their sum. The optimizer
+step comes after: all gradients plus the step's own temporaries; that, not the activations, is the peak of
+many full fine-tuning runs, which is why their peak does not grow with the batch.
 
 Frameworks report different quantities: `allocated` (torch.cuda.max_memory_allocated), `reserved`
 (max_memory_reserved: allocated plus the allocator's unused cache) and `nvidia_smi` (reserved plus the CUDA
@@ -90,6 +92,12 @@ ADAMW_BF16_BYTES_PER_PARAM = ADAM_MOMENTS * BYTES_16BIT
 ADAMW_FP32_BYTES_PER_PARAM = ADAM_MOMENTS * BYTES_FP32
 SGD_MOMENTUM_BUFFERS = 1
 ADAFACTOR_STATE_BYTES = BYTES_FP32
+# torch.optim.AdamW's default multi-tensor ("foreach") step computes sqrt(exp_avg_sq) for every parameter at
+# once into new tensors (torch/optim/adamw.py, _multi_tensor_adamw: torch._foreach_sqrt), one moment's worth
+# of temporaries on top of everything the step holds; the fused kernel (fused=True) and bitsandbytes' 8-bit
+# and paged kernels work in place.
+FOREACH_STEP_TEMPORARY_MOMENTS = 1
+FOREACH_OPTIMIZERS: tuple[str, ...] = ("adamw", "adamw_fp32", "adamw_bf16")
 
 # --- activations ------------------------------------------------------------------------------------------
 # Per-token, per-layer tensors saved for backward in a pre-norm decoder with FlashAttention and no dropout,
@@ -153,7 +161,7 @@ QLORA_SAVED_FRACTION = 0.75
 CUDA_CONTEXT_BYTES = 0.5 * GIB
 # Memory the caching allocator reserves but does not hand out, as a share of what is allocated. Fitted by
 # benchmarks/finetune_accuracy.py on the non-holdout "reserved"/"nvidia-smi"/capacity rows.
-FRAGMENTATION_FRACTION = 0.07
+FRAGMENTATION_FRACTION = 0.055
 # Unpacked batches change shape every step, so the allocator cannot reuse the previous step's activation
 # and logits blocks exactly and keeps extra cache beside them (PyTorch's CUDA caching allocator rounds and
 # splits blocks per size class; docs.pytorch.org/docs/stable/notes/cuda.html#memory-management). As a share
@@ -226,6 +234,9 @@ class FinetuneSettings(BaseModel):
     gradient_accumulation: bool = Field(default=False, description="gradients persist across micro-batches")
     gradient_accumulation_steps: int = Field(default=1, ge=1)
     optimizer_in_backward: bool = Field(default=False, description="step fused into backward (torchtune)")
+    fused_optimizer: bool = Field(
+        default=False, description="torch AdamW(fused=True); torch's own default is the foreach step"
+    )
     gpus: int = Field(default=1, ge=1, le=8)
     sharding: Sharding = "none"
     offload: Offload = Field(default="none", description="ZeRO-Offload / FSDP CPU offload of optimizer or params")
@@ -548,6 +559,13 @@ def optimizer_bytes(model: Model, s: FinetuneSettings) -> float:
     return optimizer_state_bytes(model, s) / _shards(s, 1)
 
 
+def optimizer_step_temporary_bytes(model: Model, s: FinetuneSettings) -> float:
+    """What the optimizer step allocates for itself while every gradient and state is held (see above)."""
+    if s.optimizer_used not in FOREACH_OPTIMIZERS or s.fused_optimizer or s.optimizer_in_backward:
+        return 0.0
+    return optimizer_bytes(model, s) * FOREACH_STEP_TEMPORARY_MOMENTS / ADAM_MOMENTS
+
+
 def _mlp_channels(model: Model) -> int:
     if model.moe is None:
         return model.intermediate_size or 0
@@ -667,7 +685,9 @@ def finetune_memory(model: Model, s: FinetuneSettings) -> FinetuneMemory:
     qlora = qlora_buffer_bytes(model, s)
     transient = activations + logits + qlora
     backward = gradients + transient if s.gradient_accumulation else max(gradients, transient)
-    allocated = weights + trainable + optimizer + backward
+    # The step runs after backward: all gradients, the state and the step's own temporaries at once.
+    step = gradients + optimizer_step_temporary_bytes(model, s)
+    allocated = weights + trainable + optimizer + max(backward, step)
     fragmentation = fragmentation_bytes(allocated, activations + logits, s.packing)
     overhead = CUDA_CONTEXT_BYTES
     host_state = 0.0

@@ -36,6 +36,7 @@ _HF_COMMON = {
     "attention": ("sdpa", "https://huggingface.co/docs/transformers/perf_infer_gpu_one (sdpa is the default)"),
     "optimizer": ("adamw", f"{_HF_ARGS} (optim: torch AdamW, moments in the parameters' dtype)"),
     "multi_gpu": ("ddp", f"{_HF_ARGS} (torchrun without fsdp/deepspeed settings runs DistributedDataParallel)"),
+    "fused_optimizer": (True, "https://github.com/foundation-model-stack/fms-hf-tuning/pull/607 (\"The default for hf trainer is adamw_torch_fused\")"),
 }
 
 
@@ -128,6 +129,7 @@ PRESETS: dict[Framework, Preset] = {
                 "loss": ("chunked", f"{_TT}/torchtune/modules/loss/cross_entropy_loss.py (LinearCrossEntropyLoss, 8 chunks)"),
                 "attention": ("flash", f"{_TT}/torchtune/modules/attention.py (scaled_dot_product_attention, flash backend in bf16)"),
                 "optimizer": ("adamw", f"{_TT}/recipes/configs/llama3_1/8B_lora_single_device.yaml (torch.optim.AdamW, fused)"),
+                "fused_optimizer": (True, f"{_TT}/recipes/configs/llama3_1/8B_full.yaml (torch.optim.AdamW fused: True)"),
                 "multi_gpu": ("fsdp", f"{_TT}/recipes/configs/llama3_1/8B_full.yaml (full_finetune_distributed shards with FSDP)"),
             },
             full={
@@ -182,6 +184,7 @@ PRESETS: dict[Framework, Preset] = {
                 "loss": ("chunked", f"{_LIT}/litgpt/finetune/lora.py (chunked_cross_entropy)"),
                 "attention": ("flash", f"{_LIT}/litgpt/model.py (scaled_dot_product_attention)"),
                 "optimizer": ("adamw", f"{_LIT}/litgpt/finetune/lora.py (optimizer: AdamW, moments in bf16 under bf16-true)"),
+                "fused_optimizer": (False, "https://github.com/pytorch/pytorch/pull/95415 (torch.optim.AdamW defaults to foreach, not fused)"),
                 "multi_gpu": ("fsdp", f"{_LIT}/litgpt/finetune/lora.py (ModelParallelStrategy data-parallel sharding on several devices)"),
             },
             lora={

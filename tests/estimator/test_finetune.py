@@ -297,6 +297,18 @@ def test_with_keeps_what_was_set_and_rederives_the_rest() -> None:
     assert full.optimizer_used == "paged_adamw8bit"  # torchtune's full-run default, not LoRA's
 
 
+def test_foreach_adamw_step_holds_one_more_moment() -> None:
+    # One token: the step, not the activations, is the peak.
+    s = FinetuneSettings(method="full", regime="bf16", seq=1, checkpointing=True)
+    foreach = ft.finetune_memory(EXACT, s)
+    fused = ft.finetune_memory(EXACT, s.model_copy(update={"fused_optimizer": True}))
+    # The step holds weights, gradients, both moments and sqrt(exp_avg_sq): 2 + 2 + 4 + 2 bytes per parameter.
+    assert ft.optimizer_step_temporary_bytes(EXACT, s) == pytest.approx(2 * TINY_PARAMS)
+    assert foreach.allocated - fused.allocated == pytest.approx(2 * TINY_PARAMS, rel=1e-6)
+    assert ft.optimizer_step_temporary_bytes(EXACT, s.model_copy(update={"optimizer": "adamw8bit"})) == 0
+    assert ft.optimizer_step_temporary_bytes(EXACT, s.model_copy(update={"optimizer_in_backward": True})) == 0
+
+
 def test_paged_optimizer_state_may_spill_to_the_host() -> None:
     s = FinetuneSettings(method="full", regime="bf16", optimizer="paged_adamw8bit", seq=256)
     m = ft.finetune_memory(qwen3_8b(), s)
