@@ -10,6 +10,7 @@ from pathlib import Path
 
 import aiohttp
 import discord
+import pydantic
 
 from bot.client import RigBot, point_at, prepare_data_dir
 from bot.settings import Settings
@@ -32,10 +33,10 @@ def _api_host(settings: Settings) -> str:
 async def main() -> int:
     try:
         settings = Settings()
-    except ValueError as exc:
-        # pydantic's report names the setting and the reason; one line of it is enough to act on.
-        first = str(exc).splitlines()
-        print(f"rigcheck: invalid setting: {' '.join(line.strip() for line in first[1:3])}", file=sys.stderr)
+    except pydantic.ValidationError as exc:
+        # Names and reasons only: pydantic's own text repeats the value, which may be a password.
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])).upper()}: {e['msg']}" for e in exc.errors())
+        print(f"rigcheck: invalid setting: {problems}", file=sys.stderr)
         return 2
     configure_logging(settings.rigcheck_log_level)
     if settings.discord_token is None:

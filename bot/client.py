@@ -11,6 +11,7 @@ import json
 import logging
 import os
 import shutil
+import socket
 import time
 import uuid
 from collections.abc import Callable
@@ -257,6 +258,11 @@ class RigBot(commands.AutoShardedBot):
         self.web_runner: Any = None
         self.lag_watch: asyncio.Task[None] | None = None
         self.render_pool = RenderPool(self.service, settings.rigcheck_render_workers)
+        # "name#incarnation": the name survives a restart (a StatefulSet pod keeps its name), the
+        # incarnation does not, so a restarted process knows its predecessor's claims are orphaned.
+        self.instance = settings.rigcheck_instance or os.environ.get("POD_NAME") or socket.gethostname()
+        self.claim_owner = f"{self.instance}#{uuid.uuid4().hex[:8]}"
+        self.background: set[asyncio.Task[Any]] = set()
 
     def metrics_outcome(self, interaction: discord.Interaction, outcome: str) -> None:
         if self.metrics is not None and interaction.command is not None:
@@ -264,7 +270,6 @@ class RigBot(commands.AutoShardedBot):
 
     async def setup_hook(self) -> None:
         data_dir = Path(self.settings.rigcheck_data_dir)
-        await asyncio.to_thread(data_dir.mkdir, parents=True, exist_ok=True)
         await self.open_stores(data_dir)
         from bot.hub import HubClient
 
@@ -294,10 +299,19 @@ class RigBot(commands.AutoShardedBot):
         except ImportError:  # the stores are optional only while building; production always has them
             log.warning("stores unavailable; answers are not cached")
             return
+        url = self.settings.database_url
+        if url:
+            # First, before anything is written locally: a wrong URL stops start-up with nothing changed.
+            self.state = await StateStore.open(url)
+        await asyncio.to_thread(data_dir.mkdir, parents=True, exist_ok=True)
+        if not url:
+            self.state = await StateStore.open(data_dir / "state.sqlite3")
+        # The reply cache stays local and disposable in every layout: answers are the same on every process.
         self.cache = await ReplyCache.open(
             data_dir / "cache.sqlite3", max_bytes=self.settings.rigcheck_cache_max_mb * 1024 * 1024
         )
-        self.state = await StateStore.open(data_dir / "state.sqlite3")
+        log.info("state in %s; reply cache in %s", "PostgreSQL" if url else data_dir / "state.sqlite3",
+                 data_dir / "cache.sqlite3")
 
     async def start_web(self) -> None:
         if not self.settings.rigcheck_http_enabled:
@@ -332,9 +346,20 @@ class RigBot(commands.AutoShardedBot):
         await asyncio.to_thread(marker.write_text, digest)
         log.info("synced %d commands", len(payload))
 
+    def spawn(self, coro: Any, name: str) -> asyncio.Task[Any]:
+        """A task the bot keeps hold of (and cancels at close), e.g. a daily run started by the hook."""
+        task = asyncio.create_task(coro, name=name)
+        self.background.add(task)
+        task.add_done_callback(self.background.discard)
+        return task
+
     async def close(self) -> None:
         if self.lag_watch is not None:
             self.lag_watch.cancel()
+        for task in list(self.background):
+            task.cancel()
+        if self.background:
+            await asyncio.gather(*self.background, return_exceptions=True)
         if self.web_runner is not None:
             await self.web_runner.cleanup()
         await super().close()

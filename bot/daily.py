@@ -6,8 +6,13 @@ questions in that server.
 
 Delivery is idempotent and durable: a delivery row is claimed with `begin_delivery` before anything
 is posted and marked sent or failed afterwards. A process killed in between leaves the row pending;
-the next start looks for the post in the channel (each post carries its delivery id in the footer)
+whoever takes it over (the restarted process at once, any other process of the fleet once the claim's
+lease has run out) looks for the post in the channel (each post carries its delivery id in the footer)
 and only posts when it is not there, so a crash neither loses a summary nor posts it twice.
+
+Any process may deliver any subscription: posting goes through Discord's REST API, which does not care
+which shard a guild is on. Several processes triggered together each walk the subscriptions, starting
+at different places, and the database's claims decide who posts each one.
 """
 
 from __future__ import annotations
@@ -15,9 +20,10 @@ from __future__ import annotations
 import asyncio
 import io
 import logging
+import random
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from datetime import time as dtime
@@ -223,6 +229,15 @@ class DailyJob:
         if self.bot.metrics is not None:
             self.bot.metrics.delivery(outcome)
 
+    @property
+    def owner(self) -> str:
+        return str(getattr(self.bot, "claim_owner", "local#0"))
+
+    @property
+    def lease(self) -> timedelta:
+        # Longer than composing plus the whole retry deadline, so a live holder never loses its claim.
+        return timedelta(seconds=max(float(self.bot.settings.rigcheck_daily_lease_s), RETRY_DEADLINE_S * 2))
+
     # -- composing --
 
     async def changes_for(self, day: str) -> CatalogChanges:
@@ -257,23 +272,73 @@ class DailyJob:
 
     # -- running --
 
-    async def run(self, day: str, guild_id: int | None = None, *, dry_run: bool = False,
-                  force: bool = False) -> list[dict[str, Any]]:
-        """Deliver `day`'s summary to every active subscription (of one guild, if given)."""
+    async def run(self, day: str, guild_id: int | None = None, *, dry_run: bool = False, force: bool = False,
+                  progress: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
+                  on_total: Callable[[int], Awaitable[None]] | None = None) -> list[dict[str, Any]]:
+        """Deliver `day`'s summary to every active subscription (of one guild, if given).
+
+        Returns one result per subscription, by subscription id; `progress` hears each as it is known.
+        """
         state = self.bot.state
         subs = await state.list_subscriptions(guild_id)
+        if on_total is not None:
+            await on_total(len(subs))
+        if len(subs) > 1:
+            # Processes triggered together start at different places, so they mostly compose different
+            # summaries instead of all composing the same one and all but one skipping it.
+            start = random.randrange(len(subs))
+            subs = subs[start:] + subs[:start]
         changes = await self.changes_for(day)
         results: list[dict[str, Any]] = []
         for sub in subs:
-            results.append(await self._run_one(sub, day, changes, dry_run=dry_run, force=force))
+            result = await self._run_one(sub, day, changes, dry_run=dry_run, force=force)
+            results.append(result)
+            if progress is not None:
+                await progress(result)
         if not dry_run and any(r["status"] == "sent" for r in results):
             await state.record_catalog_version(self.svc.catalog.version, (g.id for g in self.svc.catalog.gpus),
                                                (m.id for m in self.svc.catalog.models), datetime.now(UTC))
-        return results
+        if not dry_run:
+            await self.sweep()
+        return sorted(results, key=lambda r: int(r["subscription"]))
+
+    async def sweep(self) -> int:
+        """Take over and finish pending deliveries whose holder is gone; returns how many were taken.
+
+        Gone means: the lease ran out, no holder was recorded (a claim from before leases), or the holder
+        is an earlier incarnation of this instance (this process's own predecessor, restarted).
+        """
+        state = self.bot.state
+        now = datetime.now(UTC)
+        name = self.owner.split("#", 1)[0]
+        taken: list[Delivery] = []
+        for delivery in await state.pending_deliveries():
+            holder = delivery.claimed_by
+            if holder == self.owner:
+                continue
+            orphaned = (holder is None or delivery.lease_until is None or delivery.lease_until <= now
+                        or holder.split("#", 1)[0] == name)
+            if not orphaned:
+                continue
+            mine = await state.take_over_delivery(delivery, self.owner, self.lease)
+            if mine is not None:
+                log.info("took over daily delivery %d from %s", delivery.id, holder or "an unrecorded holder")
+                if self.bot.metrics is not None:
+                    self.bot.metrics.takeover()
+                taken.append(mine)
+        if taken:
+            await self.resume(taken)
+        return len(taken)
 
     async def _run_one(self, sub: Subscription, day: str, changes: CatalogChanges, *, dry_run: bool,
                        force: bool) -> dict[str, Any]:
         result = _describe(sub)
+        if not dry_run:
+            # A cheap look first: in a fleet, most subscriptions were already taken by another process.
+            statuses = await self.bot.state.delivery_status(sub.id, day)
+            if "pending" in statuses or ("sent" in statuses and not force):
+                self._count("skipped")
+                return {**result, "status": "skipped", "reason": "already sent (or in progress) for this day"}
         try:
             # Composed before the delivery is claimed, to keep the claimed-but-unsent window short.
             reply = await self.compose_for(guild_id=sub.guild_id, day=day, gpu_ids=sub.gpus, ctx=sub.ctx,
@@ -285,7 +350,7 @@ class DailyJob:
         if dry_run:
             self._count("dry_run")
             return {**result, "status": "would_send", "title": reply.embeds[0].get("title") if reply.embeds else None}
-        delivery = await self.bot.state.begin_delivery(sub.id, day, force=force)
+        delivery = await self.bot.state.begin_delivery(sub.id, day, force=force, owner=self.owner, lease=self.lease)
         if delivery is None:
             self._count("skipped")
             return {**result, "status": "skipped", "reason": "already sent (or in progress) for this day"}

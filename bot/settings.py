@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from urllib.parse import urlsplit
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -33,6 +34,33 @@ class Settings(BaseSettings):
     )
     rigcheck_guild_ready_timeout: float = 2.0
     rigcheck_log_level: str = "INFO"
+    rigcheck_database_url: SecretStr | None = Field(
+        default=None, description="postgresql://… shared by every process; unset: a SQLite file in the data dir",
+    )
+    rigcheck_instance: str | None = Field(
+        default=None, description="this process's name in delivery claims; default POD_NAME, else the host name",
+    )
+    rigcheck_daily_lease_s: float = Field(
+        default=300.0, gt=0, description="how long a delivery claim holds before another process may take it over",
+    )
+    rigcheck_daily_sweep_s: float = Field(
+        default=60.0, gt=0, description="how often to look for claims whose holder died",
+    )
+
+    @field_validator("rigcheck_database_url")
+    @classmethod
+    def _postgres_url(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is None or not value.get_secret_value().strip():
+            return None
+        parts = urlsplit(value.get_secret_value().strip())
+        if parts.scheme not in ("postgresql", "postgres"):
+            # The message must not echo the value: it may hold a password.
+            raise ValueError("must be a postgresql://user:password@host:port/database URL")
+        return SecretStr(value.get_secret_value().strip())
+
+    @property
+    def database_url(self) -> str | None:
+        return self.rigcheck_database_url.get_secret_value() if self.rigcheck_database_url else None
 
     @property
     def shard_ids(self) -> list[int] | None:

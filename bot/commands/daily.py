@@ -17,7 +17,6 @@ from bot.render.embeds import locale_key
 
 if TYPE_CHECKING:
     from bot.client import RigBot
-    from bot.store.records import Delivery
 
 log = logging.getLogger(__name__)
 
@@ -54,11 +53,8 @@ class DailyCog(
         await self.job.open()
         if self.bot.state is None:
             return
-        # Read now, before the HTTP hook can start new deliveries: only a previous process's
-        # unfinished ones may be resumed, never one this process is still sending.
-        pending = await self.bot.state.pending_deliveries()
-        if pending:
-            self._resume = asyncio.create_task(self._resume_when_ready(pending))
+        # Claims this process holds are never swept, so sweeping while the hook delivers is safe.
+        self._resume = asyncio.create_task(self._sweep_forever())
 
     async def cog_unload(self) -> None:
         if self._resume is not None:
@@ -67,10 +63,17 @@ class DailyCog(
                 await self._resume
         await self.job.close()
 
-    async def _resume_when_ready(self, pending: list[Delivery]) -> None:
+    async def _sweep_forever(self) -> None:
+        """Finish deliveries a dead process left: at start (a restart's own), then every so often (others')."""
         await self.bot.wait_until_ready()
-        log.info("resuming %d unfinished daily deliveries", len(pending))
-        await self.job.resume(pending)
+        while True:
+            try:
+                taken = await self.job.sweep()
+                if taken:
+                    log.info("resumed %d unfinished daily deliveries", taken)
+            except Exception:
+                log.exception("sweeping unfinished daily deliveries failed; trying again later")
+            await asyncio.sleep(self.bot.settings.rigcheck_daily_sweep_s)
 
     def _unavailable(self) -> bool:
         return self.bot.state is None

@@ -25,7 +25,7 @@ class StateCorruptError(StateStoreError):
 class SchemaTooNewError(StateStoreError):
     """The file was written by a newer rigcheck; opening it here could lose data."""
 
-    def __init__(self, path: Path, found: int, supported: int) -> None:
+    def __init__(self, path: Path | str, found: int, supported: int) -> None:
         self.path = path
         self.found = found
         self.supported = supported

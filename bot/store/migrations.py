@@ -1,8 +1,12 @@
-"""The state database schema, as the ordered steps that build it.
+"""The state database schema, as the ordered steps that build it, for SQLite and PostgreSQL alike.
 
-Step N (1-based) takes a database from user_version N-1 to N. Steps are append-only: once released,
+Step N (1-based) takes a database from schema version N-1 to N. Steps are append-only: once released,
 a step is never edited, because databases in the field have already run it. A step may add or
 reshape, but it must carry existing rows across — never drop data.
+
+Steps are written in the SQL both databases accept, with SQLite's type names; `bot.store.db.for_postgres`
+maps INTEGER to BIGINT (snowflakes need 64 bits) and INTEGER PRIMARY KEY to an identity column. A new
+table is one more step here and its name in TABLES (the order export and import copy tables in).
 """
 
 from __future__ import annotations
@@ -104,6 +108,45 @@ MIGRATIONS: tuple[Migration, ...] = (
         """,
         "CREATE INDEX catalog_snapshots_recorded_at ON catalog_snapshots (recorded_at)",
     ),
+
+    # 3: a fleet of processes sharing one database. A delivery claim names its owner and carries a
+    #    lease, so a claim left by a process that died is taken over once it expires; daily runs are
+    #    recorded so any process can report on a run another one is carrying out.
+    (
+        "ALTER TABLE deliveries ADD COLUMN claimed_by TEXT",
+        "ALTER TABLE deliveries ADD COLUMN lease_until TEXT",
+        "CREATE INDEX deliveries_pending ON deliveries (status, lease_until)",
+        """
+        CREATE TABLE daily_runs (
+            id TEXT PRIMARY KEY,
+            day TEXT NOT NULL,
+            guild_id INTEGER,
+            dry_run INTEGER NOT NULL,
+            forced INTEGER NOT NULL,
+            status TEXT NOT NULL CHECK (status IN ('running', 'done', 'failed')),
+            started_by TEXT NOT NULL,
+            total INTEGER,
+            -- JSON: {"sent": 3, "skipped": 1, ...} while running, and every result at the end.
+            counts TEXT NOT NULL,
+            results TEXT,
+            error TEXT,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL
+        )
+        """,
+        "CREATE INDEX daily_runs_created_at ON daily_runs (created_at)",
+    ),
 )
 
 LATEST_VERSION = len(MIGRATIONS)
+
+# Every table the steps create, parents before children (deliveries refer to subscriptions).
+TABLES: tuple[str, ...] = (
+    "settings",
+    "subscriptions",
+    "deliveries",
+    "seen_signatures",
+    "query_log",
+    "catalog_snapshots",
+    "daily_runs",
+)

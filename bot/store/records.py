@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, PositiveInt, SecretStr
 
@@ -61,6 +61,30 @@ class Delivery(_Record):
     forced: bool
     message_id: int | None
     reason: str | None
+    created_at: datetime
+    updated_at: datetime
+    # Who holds the attempt ("instance#incarnation") and until when; past it, another process may take over.
+    claimed_by: str | None = None
+    lease_until: datetime | None = None
+
+
+RunStatus = Literal["running", "done", "failed"]
+
+
+class DailyRun(_Record):
+    """One trigger of the daily summaries, as any process of the fleet can report it."""
+
+    id: str
+    day: str
+    guild_id: int | None
+    dry_run: bool
+    forced: bool
+    status: RunStatus
+    started_by: str
+    total: int | None
+    counts: dict[str, int]
+    results: list[dict[str, Any]] | None
+    error: str | None
     created_at: datetime
     updated_at: datetime
 

@@ -1,7 +1,14 @@
-"""The durable state database: settings, subscriptions, deliveries, query log, catalog snapshots.
+"""The durable state: settings, subscriptions, deliveries, daily runs, query log, catalog snapshots.
 
-Unlike the reply cache, nothing here is given up to recover from a problem: a damaged file, a file
-from a newer build, or a missing data directory stops start-up with an error that says what to do.
+One interface over two databases (`bot.store.db`): a SQLite file for one process, or PostgreSQL
+(RIGCHECK_DATABASE_URL) shared by a fleet, so a guild's settings do not depend on which process its
+shard runs in. Unlike the reply cache, nothing here is given up to recover from a problem: a damaged
+file, a database from a newer build, a missing data directory or an unreachable server stops start-up
+with an error that says what to do.
+
+Adding a record: a schema step in `bot.store.migrations` (both backends run it), its table in
+TABLES there, and methods here that go through `self._reading()` / `self._writing()` with `?`
+placeholders in the SQL the two databases share.
 """
 
 from __future__ import annotations
@@ -13,29 +20,21 @@ import hashlib
 import json
 import logging
 import re
-import sqlite3
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mapping, Sequence
 from datetime import date, datetime, timedelta
 from pathlib import Path
 from types import TracebackType
 from typing import Any, ParamSpec, TypeVar
 
-import aiosqlite
 from pydantic import SecretStr
 
-from bot.store._sqlite import (
-    STATE_APPLICATION_ID,
-    Opening,
-    from_db_time,
-    integrity_problems,
-    is_corruption,
-    to_db_time,
-    utc_now,
-)
-from bot.store.errors import SchemaTooNewError, StateCorruptError, StateStoreError
-from bot.store.migrations import LATEST_VERSION, MIGRATIONS
+from bot.store._sqlite import Opening, from_db_time, to_db_time, utc_now
+from bot.store.db import MARKER_SUFFIX, Connection, Database, Row, open_database
+from bot.store.errors import StateStoreError
+from bot.store.migrations import LATEST_VERSION, MIGRATIONS, TABLES
 from bot.store.records import (
     CatalogSnapshot,
+    DailyRun,
     Delivery,
     GuildSettings,
     PairCount,
@@ -65,26 +64,38 @@ def _shielded(method: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, Corout
 
 
 class StateStore:
-    """The bot's long-lived records in one SQLite file, migrated forward at open.
+    """The bot's long-lived records, migrated forward at open.
 
-    Open with ``await StateStore.open(path)`` or ``async with StateStore.open(path)``. All calls
-    share one connection and run one at a time; each write is its own transaction.
+    Open with ``await StateStore.open(target)`` or ``async with StateStore.open(target)``, where the
+    target is a SQLite file's path or a ``postgresql://`` URL. Each write is its own transaction.
     """
 
-    def __init__(self, path: Path, *, clock: Callable[[], datetime]) -> None:
-        self.path = path
+    def __init__(self, target: Path | str, *, clock: Callable[[], datetime]) -> None:
+        self.target = target
         self._clock = clock
-        self._db: aiosqlite.Connection | None = None
-        self._lock = asyncio.Lock()
+        self._db: Database | None = None
+
+    @property
+    def path(self) -> Path:
+        """The SQLite file (for messages and tests); a PostgreSQL store has none."""
+        if isinstance(self.target, Path):
+            return self.target
+        raise AttributeError("a PostgreSQL state store has no file")
+
+    @property
+    def dialect(self) -> str:
+        return self._database().dialect
 
     @classmethod
-    def open(cls, path: Path | str, *, clock: Callable[[], datetime] = utc_now) -> Opening[StateStore]:
-        """Open the database at `path`, creating or migrating it; the directory must already exist.
+    def open(cls, target: Path | str, *, clock: Callable[[], datetime] = utc_now) -> Opening[StateStore]:
+        """Open the database at `target`, creating or migrating it; a SQLite file's directory must exist.
 
-        Raises StateCorruptError, SchemaTooNewError or StateStoreError instead of touching a file
+        Raises StateCorruptError, SchemaTooNewError or StateStoreError instead of touching a database
         it cannot safely use.
         """
-        store = cls(Path(path), clock=clock)
+        from bot.store.db import is_database_url
+
+        store = cls(target if is_database_url(target) else Path(target), clock=clock)
 
         async def start() -> StateStore:
             await store._start()
@@ -102,15 +113,13 @@ class StateStore:
 
     async def close(self) -> None:
         """Wait for the call in progress, then close. Safe to call twice."""
-        async with self._lock:
-            if self._db is not None:
-                await self._db.close()
-                self._db = None
+        if self._db is not None:
+            await self._db.close()
 
     async def ping(self) -> str | None:
         """None when the database answers a read; else why not. Writes nothing (a probe may call it often)."""
         async with self._reading() as db:
-            await _one(db, "SELECT COUNT(*) FROM settings WHERE scope = 'guild' AND subject_id = 0")
+            await db.one("SELECT COUNT(*) FROM settings WHERE scope = 'guild' AND subject_id = 0")
         return None
 
     # --- settings -------------------------------------------------------------------------------
@@ -135,13 +144,13 @@ class StateStore:
 
     async def _get_settings(self, scope: str, subject_id: int, model: type[SettingsT]) -> SettingsT:
         async with self._reading() as db:
-            row = await _one(db, "SELECT data FROM settings WHERE scope = ? AND subject_id = ?", (scope, subject_id))
+            row = await db.one("SELECT data FROM settings WHERE scope = ? AND subject_id = ?", (scope, subject_id))
         return model() if row is None else model.model_validate_json(row["data"])
 
     @_shielded
     async def _set_settings(self, scope: str, subject_id: int, settings: GuildSettings | UserSettings) -> None:
         async with self._writing() as db:
-            await db.execute(
+            await db.run(
                 """
                 INSERT INTO settings (scope, subject_id, data, updated_at) VALUES (?, ?, ?, ?)
                 ON CONFLICT (scope, subject_id) DO UPDATE SET data = excluded.data, updated_at = excluded.updated_at
@@ -152,8 +161,7 @@ class StateStore:
     @_shielded
     async def _clear_settings(self, scope: str, subject_id: int) -> bool:
         async with self._writing() as db:
-            cursor = await db.execute("DELETE FROM settings WHERE scope = ? AND subject_id = ?", (scope, subject_id))
-            return cursor.rowcount > 0
+            return await db.run("DELETE FROM settings WHERE scope = ? AND subject_id = ?", (scope, subject_id)) > 0
 
     # --- subscriptions --------------------------------------------------------------------------
 
@@ -175,8 +183,7 @@ class StateStore:
         url = webhook_url.get_secret_value() if isinstance(webhook_url, SecretStr) else webhook_url
         now = self._now()
         async with self._writing() as db:
-            row = await _one(
-                db,
+            row = await db.one(
                 """
                 INSERT INTO subscriptions
                     (guild_id, channel_id, webhook_url, gpus, ctx, locale, active, created_at, updated_at)
@@ -198,82 +205,122 @@ class StateStore:
         Rows are kept (marked "unsubscribed") so delivery history stays intact. Returns how many
         active subscriptions were removed.
         """
+        sql = ("UPDATE subscriptions SET active = 0, disabled_reason = ?, updated_at = ? "
+               "WHERE guild_id = ? AND active = 1")
+        params: list[object] = [UNSUBSCRIBED, self._now(), guild_id]
+        if channel_id is not None:
+            sql += " AND channel_id = ?"
+            params.append(channel_id)
         async with self._writing() as db:
-            cursor = await db.execute(
-                """
-                UPDATE subscriptions SET active = 0, disabled_reason = ?, updated_at = ?
-                WHERE guild_id = ? AND active = 1 AND (? IS NULL OR channel_id = ?)
-                """,
-                (UNSUBSCRIBED, self._now(), guild_id, channel_id, channel_id),
-            )
-            return cursor.rowcount
+            return await db.run(sql, params)
 
     @_shielded
     async def disable_subscription(self, subscription_id: int, reason: str) -> bool:
         """Stop delivering to a subscription (say, its channel is gone); re-subscribing re-enables it."""
         async with self._writing() as db:
-            cursor = await db.execute(
+            changed = await db.run(
                 "UPDATE subscriptions SET active = 0, disabled_reason = ?, updated_at = ? WHERE id = ? AND active = 1",
                 (reason, self._now(), subscription_id),
             )
-            return cursor.rowcount > 0
+        return changed > 0
 
     async def get_subscription(self, subscription_id: int) -> Subscription | None:
         async with self._reading() as db:
-            row = await _one(db, "SELECT * FROM subscriptions WHERE id = ?", (subscription_id,))
+            row = await db.one("SELECT * FROM subscriptions WHERE id = ?", (subscription_id,))
         return None if row is None else _subscription(row)
 
     async def list_subscriptions(self, guild_id: int | None = None, active_only: bool = True) -> list[Subscription]:
+        where, params = ["1 = 1"], []
+        if guild_id is not None:
+            where.append("guild_id = ?")
+            params.append(guild_id)
+        if active_only:
+            where.append("active = 1")
         async with self._reading() as db:
-            rows = await _all(
-                db,
-                """
-                SELECT * FROM subscriptions
-                WHERE (:guild IS NULL OR guild_id = :guild) AND (NOT :active_only OR active = 1)
-                ORDER BY id
-                """,
-                {"guild": guild_id, "active_only": active_only},
-            )
+            rows = await db.all(f"SELECT * FROM subscriptions WHERE {' AND '.join(where)} ORDER BY id", params)  # noqa: S608 - fixed fragments
         return [_subscription(row) for row in rows]
 
     # --- deliveries -----------------------------------------------------------------------------
 
+    async def delivery_status(self, subscription_id: int, day: str) -> set[str]:
+        """The statuses of the day's attempts so far: a cheap look before composing a summary."""
+        _check_day(day)
+        async with self._reading() as db:
+            rows = await db.all(
+                "SELECT status FROM deliveries WHERE subscription_id = ? AND day = ?", (subscription_id, day)
+            )
+        return {row["status"] for row in rows}
+
     @_shielded
-    async def begin_delivery(self, subscription_id: int, day: str, *, force: bool = False) -> Delivery | None:
-        """Claim the right to post `day`'s summary, recording a pending delivery.
+    async def begin_delivery(
+        self,
+        subscription_id: int,
+        day: str,
+        *,
+        force: bool = False,
+        owner: str | None = None,
+        lease: timedelta | None = None,
+    ) -> Delivery | None:
+        """Claim the right to post `day`'s summary, recording a pending delivery held by `owner`.
 
         Returns None when another attempt is pending, or when one was already sent and `force` is
-        False. A pending delivery left by a crash blocks new attempts until it is resumed (see
-        `pending_deliveries`) or marked failed, since it may in fact have been posted.
+        False. A pending delivery blocks new attempts until it is marked sent or failed; once its
+        lease has run out, `take_over_delivery` lets another process finish it (it may in fact have
+        been posted, so the taker looks for the post first).
         """
         _check_day(day)
-        now = self._now()
+        now = self._clock()
+        lease_until = None if lease is None else to_db_time(now + lease)
         async with self._writing() as db:
-            if await _one(db, "SELECT 1 FROM subscriptions WHERE id = ?", (subscription_id,)) is None:
+            if await db.one("SELECT 1 FROM subscriptions WHERE id = ?", (subscription_id,)) is None:
                 raise LookupError(f"no subscription {subscription_id}")
             statuses = {
                 row["status"]
-                for row in await _all(
-                    db, "SELECT status FROM deliveries WHERE subscription_id = ? AND day = ?", (subscription_id, day)
+                for row in await db.all(
+                    "SELECT status FROM deliveries WHERE subscription_id = ? AND day = ?", (subscription_id, day)
                 )
             }
             if "pending" in statuses or ("sent" in statuses and not force):
                 return None
-            try:
-                row = await _one(
-                    db,
-                    """
-                    INSERT INTO deliveries (subscription_id, day, status, forced, created_at, updated_at)
-                    VALUES (?, ?, 'pending', ?, ?, ?)
-                    RETURNING *
-                    """,
-                    (subscription_id, day, force, now, now),
-                )
-            except sqlite3.IntegrityError:
-                # The unique indexes are the last word if another process got there first.
-                return None
-        assert row is not None
-        return _delivery(row)
+            # The unique indexes are the last word if another process got there first.
+            row = await db.one(
+                """
+                INSERT INTO deliveries
+                    (subscription_id, day, status, forced, created_at, updated_at, claimed_by, lease_until)
+                VALUES (?, ?, 'pending', ?, ?, ?, ?, ?)
+                ON CONFLICT DO NOTHING
+                RETURNING *
+                """,
+                (subscription_id, day, force, to_db_time(now), to_db_time(now), owner, lease_until),
+            )
+        return None if row is None else _delivery(row)
+
+    @_shielded
+    async def take_over_delivery(self, delivery: Delivery, owner: str, lease: timedelta) -> Delivery | None:
+        """Become the holder of a pending delivery, if nobody changed it since `delivery` was read.
+
+        A compare-and-set on the holder and lease, so of several processes sweeping at once exactly
+        one wins; the others get None.
+        """
+        now = self._clock()
+        async with self._writing() as db:
+            row = await db.one(
+                """
+                UPDATE deliveries SET claimed_by = ?, lease_until = ?, updated_at = ?
+                WHERE id = ? AND status = 'pending'
+                    AND claimed_by IS NOT DISTINCT FROM ? AND lease_until IS NOT DISTINCT FROM ?
+                RETURNING *
+                """,
+                (
+                    owner,
+                    to_db_time(now + lease),
+                    to_db_time(now),
+                    delivery.id,
+                    delivery.claimed_by,
+                    None if delivery.lease_until is None else to_db_time(delivery.lease_until),
+                ),
+            )
+        return None if row is None else _delivery(row)
 
     @_shielded
     async def mark_sent(self, delivery_id: int, message_id: int | None) -> bool:
@@ -287,26 +334,81 @@ class StateStore:
 
     async def _finish_delivery(self, delivery_id: int, status: str, message_id: int | None, reason: str | None) -> bool:
         async with self._writing() as db:
-            cursor = await db.execute(
+            changed = await db.run(
                 """
                 UPDATE deliveries SET status = ?, message_id = ?, reason = ?, updated_at = ?
                 WHERE id = ? AND status = 'pending'
                 """,
                 (status, message_id, reason, self._now(), delivery_id),
             )
-            return cursor.rowcount > 0
+        return changed > 0
 
     async def pending_deliveries(self) -> list[Delivery]:
         """Deliveries begun but never marked sent or failed, oldest first: what a restart must resume."""
         async with self._reading() as db:
-            rows = await _all(db, "SELECT * FROM deliveries WHERE status = 'pending' ORDER BY id")
+            rows = await db.all("SELECT * FROM deliveries WHERE status = 'pending' ORDER BY id")
         return [_delivery(row) for row in rows]
 
     async def deliveries_for(self, day: str) -> list[Delivery]:
         _check_day(day)
         async with self._reading() as db:
-            rows = await _all(db, "SELECT * FROM deliveries WHERE day = ? ORDER BY id", (day,))
+            rows = await db.all("SELECT * FROM deliveries WHERE day = ? ORDER BY id", (day,))
         return [_delivery(row) for row in rows]
+
+    # --- daily runs -----------------------------------------------------------------------------
+
+    @_shielded
+    async def create_run(
+        self, run_id: str, day: str, guild_id: int | None, *, dry_run: bool, force: bool, started_by: str
+    ) -> DailyRun:
+        _check_day(day)
+        now = self._now()
+        async with self._writing() as db:
+            row = await db.one(
+                """
+                INSERT INTO daily_runs
+                    (id, day, guild_id, dry_run, forced, status, started_by, counts, created_at, updated_at)
+                VALUES (?, ?, ?, ?, ?, 'running', ?, '{}', ?, ?)
+                RETURNING *
+                """,
+                (run_id, day, guild_id, dry_run, force, started_by, now, now),
+            )
+        assert row is not None
+        return _run(row)
+
+    @_shielded
+    async def update_run(
+        self,
+        run_id: str,
+        *,
+        counts: Mapping[str, int],
+        total: int | None = None,
+        status: str = "running",
+        results: Sequence[Mapping[str, Any]] | None = None,
+        error: str | None = None,
+    ) -> None:
+        async with self._writing() as db:
+            await db.run(
+                """
+                UPDATE daily_runs SET counts = ?, total = COALESCE(?, total), status = ?,
+                    results = COALESCE(?, results), error = COALESCE(?, error), updated_at = ?
+                WHERE id = ?
+                """,
+                (
+                    json.dumps(dict(counts), sort_keys=True),
+                    total,
+                    status,
+                    None if results is None else json.dumps(list(results), default=str),
+                    error,
+                    self._now(),
+                    run_id,
+                ),
+            )
+
+    async def get_run(self, run_id: str) -> DailyRun | None:
+        async with self._reading() as db:
+            row = await db.one("SELECT * FROM daily_runs WHERE id = ?", (run_id,))
+        return None if row is None else _run(row)
 
     # --- webhook replay protection --------------------------------------------------------------
 
@@ -321,11 +423,12 @@ class StateStore:
         """
         digest = hashlib.sha256(signature.encode()).hexdigest()
         async with self._writing() as db:
-            await db.execute("DELETE FROM seen_signatures WHERE seen_at < ?", (to_db_time(seen_at - keep_for),))
-            cursor = await db.execute(
-                "INSERT OR IGNORE INTO seen_signatures (digest, seen_at) VALUES (?, ?)", (digest, to_db_time(seen_at))
+            await db.run("DELETE FROM seen_signatures WHERE seen_at < ?", (to_db_time(seen_at - keep_for),))
+            added = await db.run(
+                "INSERT INTO seen_signatures (digest, seen_at) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                (digest, to_db_time(seen_at)),
             )
-            return cursor.rowcount == 1
+        return added == 1
 
     # --- query log ------------------------------------------------------------------------------
 
@@ -343,78 +446,60 @@ class StateStore:
     ) -> None:
         """Append one answered command; `args["gpu"]` and `args["model"]` (if strings) feed the top pairs."""
         gpu, model = args.get("gpu"), args.get("model")
-        await self._execute_write(
-            """
-            INSERT INTO query_log
-                (at, command, args, gpu, model, guild_id, user_id, latency_ms, cache_hit, outcome)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """,
-            (
-                to_db_time(at),
-                command,
-                json.dumps(dict(args), sort_keys=True, default=str),
-                gpu if isinstance(gpu, str) else None,
-                model if isinstance(model, str) else None,
-                guild_id,
-                user_id,
-                latency_ms,
-                cache_hit,
-                outcome,
-            ),
-        )
+        async with self._writing() as db:
+            await db.run(
+                """
+                INSERT INTO query_log
+                    (at, command, args, gpu, model, guild_id, user_id, latency_ms, cache_hit, outcome)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+                (
+                    to_db_time(at),
+                    command,
+                    json.dumps(dict(args), sort_keys=True, default=str),
+                    gpu if isinstance(gpu, str) else None,
+                    model if isinstance(model, str) else None,
+                    guild_id,
+                    user_id,
+                    float(latency_ms),
+                    cache_hit,
+                    outcome,
+                ),
+            )
 
     @_shielded
     async def prune_query_log(self, before: datetime) -> int:
         """Delete entries logged before `before`; returns how many."""
-        return await self._execute_write("DELETE FROM query_log WHERE at < ?", (to_db_time(before),))
+        async with self._writing() as db:
+            return await db.run("DELETE FROM query_log WHERE at < ?", (to_db_time(before),))
 
     async def query_stats(self, guild_id: int | None, since: datetime, until: datetime, *, top: int = 10) -> QueryStats:
         """Usage in [since, until) for one guild, or for every guild and DM when `guild_id` is None."""
-        window = {"guild": guild_id, "since": to_db_time(since), "until": to_db_time(until), "top": top}
+        where = "at >= ? AND at < ?"
+        params: list[object] = [to_db_time(since), to_db_time(until)]
+        if guild_id is not None:
+            where += " AND guild_id = ?"
+            params.append(guild_id)
+        # S608: only these fixed fragments are interpolated; every value is a parameter.
         async with self._reading() as db:
-            totals = await _one(
-                db,
-                """
-                SELECT COUNT(*), COALESCE(SUM(cache_hit), 0) FROM query_log
-                WHERE (:guild IS NULL OR guild_id = :guild) AND at >= :since AND at < :until
-                """,
-                window,
-            )
-            commands = await _all(
-                db,
-                """
-                SELECT command, COUNT(*) FROM query_log
-                WHERE (:guild IS NULL OR guild_id = :guild) AND at >= :since AND at < :until
-                GROUP BY command
-                """,
-                window,
-            )
-            outcomes = await _all(
-                db,
-                """
-                SELECT outcome, COUNT(*) FROM query_log
-                WHERE (:guild IS NULL OR guild_id = :guild) AND at >= :since AND at < :until
-                GROUP BY outcome
-                """,
-                window,
-            )
-            pairs = await _all(
-                db,
-                """
+            totals = await db.one(f"SELECT COUNT(*), COALESCE(SUM(cache_hit), 0) FROM query_log WHERE {where}", params)  # noqa: S608
+            commands = await db.all(f"SELECT command, COUNT(*) FROM query_log WHERE {where} GROUP BY command", params)  # noqa: S608
+            outcomes = await db.all(f"SELECT outcome, COUNT(*) FROM query_log WHERE {where} GROUP BY outcome", params)  # noqa: S608
+            pairs = await db.all(
+                f"""
                 SELECT gpu, model, COUNT(*) AS n FROM query_log
-                WHERE (:guild IS NULL OR guild_id = :guild) AND at >= :since AND at < :until
-                    AND gpu IS NOT NULL AND model IS NOT NULL
-                GROUP BY gpu, model ORDER BY n DESC, gpu, model LIMIT :top
-                """,
-                window,
+                WHERE {where} AND gpu IS NOT NULL AND model IS NOT NULL
+                GROUP BY gpu, model ORDER BY n DESC, gpu, model LIMIT ?
+                """,  # noqa: S608
+                [*params, top],
             )
         assert totals is not None
         return QueryStats(
-            count=totals[0],
-            cache_hits=totals[1],
-            by_command={row[0]: row[1] for row in commands},
-            by_outcome={row[0]: row[1] for row in outcomes},
-            top_pairs=tuple(PairCount(gpu=row[0], model=row[1], count=row[2]) for row in pairs),
+            count=int(totals[0]),
+            cache_hits=int(totals[1]),
+            by_command={row[0]: int(row[1]) for row in commands},
+            by_outcome={row[0]: int(row[1]) for row in outcomes},
+            top_pairs=tuple(PairCount(gpu=row[0], model=row[1], count=int(row[2])) for row in pairs),
         )
 
     # --- catalog snapshots ----------------------------------------------------------------------
@@ -426,15 +511,14 @@ class StateStore:
         """Remember what a catalog version contained; a restart on the same catalog records nothing new."""
         gpus, models = json.dumps(sorted(set(gpu_ids))), json.dumps(sorted(set(model_ids)))
         async with self._writing() as db:
-            latest = await _one(db, "SELECT * FROM catalog_snapshots ORDER BY recorded_at DESC, id DESC LIMIT 1")
+            latest = await db.one("SELECT * FROM catalog_snapshots ORDER BY recorded_at DESC, id DESC LIMIT 1")
             if latest is not None and (latest["version"], latest["gpu_ids"], latest["model_ids"]) == (
                 version,
                 gpus,
                 models,
             ):
                 return _snapshot(latest)
-            row = await _one(
-                db,
+            row = await db.one(
                 """
                 INSERT INTO catalog_snapshots (version, gpu_ids, model_ids, recorded_at) VALUES (?, ?, ?, ?)
                 RETURNING *
@@ -447,198 +531,94 @@ class StateStore:
     async def last_catalog_snapshot(self, before: datetime | None = None) -> CatalogSnapshot | None:
         """The newest snapshot, or the newest recorded strictly before `before`."""
         async with self._reading() as db:
-            row = await _one(
-                db,
-                """
-                SELECT * FROM catalog_snapshots WHERE (:before IS NULL OR recorded_at < :before)
-                ORDER BY recorded_at DESC, id DESC LIMIT 1
-                """,
-                {"before": None if before is None else to_db_time(before)},
-            )
+            if before is None:
+                row = await db.one("SELECT * FROM catalog_snapshots ORDER BY recorded_at DESC, id DESC LIMIT 1")
+            else:
+                row = await db.one(
+                    "SELECT * FROM catalog_snapshots WHERE recorded_at < ? ORDER BY recorded_at DESC, id DESC LIMIT 1",
+                    (to_db_time(before),),
+                )
         return None if row is None else _snapshot(row)
+
+    # --- moving a state between databases -------------------------------------------------------
+
+    async def export_tables(self) -> dict[str, Any]:
+        """Every row of every table, as JSON-ready data that `import_tables` reads back."""
+        tables: dict[str, Any] = {}
+        async with self._reading() as db:
+            for table in TABLES:
+                rows = await db.all(f"SELECT * FROM {table} ORDER BY 1")  # noqa: S608 - a fixed table name
+                columns = list(rows[0].keys()) if rows else []
+                tables[table] = {"columns": columns, "rows": [list(row) for row in rows]}
+        return {"format": EXPORT_FORMAT, "schema": LATEST_VERSION, "tables": tables}
+
+    @_shielded
+    async def import_tables(self, data: Mapping[str, Any]) -> dict[str, int]:
+        """Load an export into this (empty) store in one transaction; returns rows per table."""
+        if data.get("format") != EXPORT_FORMAT:
+            raise StateStoreError("not a rigcheck state export (no 'format: rigcheck-state')")
+        if data.get("schema") != LATEST_VERSION:
+            raise StateStoreError(f"the export has schema {data.get('schema')}, this build {LATEST_VERSION}: "
+                                  "export and import with the same rigcheck version")
+        counts: dict[str, int] = {}
+        async with self._writing() as db:
+            for table in TABLES:
+                if await db.one(f"SELECT 1 FROM {table} LIMIT 1") is not None:  # noqa: S608 - a fixed table name
+                    raise StateStoreError(f"the target already has rows in {table}; import only into an empty state")
+            for table in TABLES:
+                block = data["tables"].get(table) or {"columns": [], "rows": []}
+                columns = [str(c) for c in block["columns"]]
+                if not all(re.fullmatch(r"[a-z_]+", c) for c in columns):
+                    raise StateStoreError(f"unexpected column names in {table}: {columns}")
+                marks = ", ".join("?" for _ in columns)
+                for values in block["rows"]:
+                    await db.run(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", values)  # noqa: S608
+                counts[table] = len(block["rows"])
+                if self.dialect == "postgres" and "id" in columns and table != "daily_runs":
+                    # Rows kept their ids; the identity must continue after them.
+                    reset = (f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "  # noqa: S608 - fixed name
+                             f"COALESCE((SELECT MAX(id) FROM {table}), 1), (SELECT COUNT(*) > 0 FROM {table}))")
+                    await db.run(reset)
+        return counts
 
     # --- plumbing -------------------------------------------------------------------------------
 
     def _now(self) -> str:
         return to_db_time(self._clock())
 
-    @contextlib.asynccontextmanager
-    async def _reading(self) -> AsyncIterator[aiosqlite.Connection]:
-        async with self._lock:
-            yield self._connection()
-
-    @contextlib.asynccontextmanager
-    async def _writing(self) -> AsyncIterator[aiosqlite.Connection]:
-        async with self._lock:
-            db = self._connection()
-            # IMMEDIATE takes the write lock up front, so a check-then-insert cannot race another process.
-            await db.execute("BEGIN IMMEDIATE")
-            try:
-                yield db
-            except BaseException:
-                await _rollback(db)
-                raise
-            await db.execute("COMMIT")
-
-    async def _execute_write(self, sql: str, params: Sequence[object]) -> int:
-        async with self._writing() as db:
-            cursor = await db.execute(sql, params)
-            return cursor.rowcount
-
-    def _connection(self) -> aiosqlite.Connection:
+    def _database(self) -> Database:
         if self._db is None:
-            raise StateStoreError(f"state database {self.path} is closed")
+            raise StateStoreError(f"state database {self._describe()} is closed")
         return self._db
 
+    def _describe(self) -> str:
+        from bot.store.db import redacted
+
+        return redacted(self.target) if isinstance(self.target, str) else str(self.target)
+
+    @contextlib.asynccontextmanager
+    async def _reading(self) -> AsyncIterator[Connection]:
+        async with self._database().reading() as db:
+            yield db
+
+    @contextlib.asynccontextmanager
+    async def _writing(self) -> AsyncIterator[Connection]:
+        async with self._database().writing() as db:
+            yield db
+
     async def _start(self) -> None:
-        if not self.path.parent.is_dir():
-            # Creating it could hide an unmounted volume behind a fresh, empty database.
-            raise StateStoreError(
-                f"directory {self.path.parent} for the state database does not exist; create or mount it first"
-            )
-        self._refuse_lost_state()
+        db = await open_database(self.target)
         try:
-            db = await aiosqlite.connect(self.path, isolation_level=None)
-        except sqlite3.Error as exc:
-            raise StateStoreError(f"state database {self.path} cannot be opened ({exc}); "
-                                  "check the data directory's permissions and free space") from exc
-        try:
-            db.row_factory = sqlite3.Row
-            await db.execute("PRAGMA busy_timeout = 5000")
-            # Checked before anything below can write to the file.
-            await self._check_sound(db)
-            await db.execute("PRAGMA foreign_keys = ON")
-            await db.execute("PRAGMA journal_mode = WAL")
-            # A lost "sent" mark after a power cut would mean posting a summary twice.
-            await db.execute("PRAGMA synchronous = FULL")
-            await self._migrate(db)
-            await asyncio.to_thread(self._write_marker)
-        except sqlite3.OperationalError as exc:
-            await db.close()
-            if not _environment_problem(exc):
-                raise
-            raise StateStoreError(f"state database {self.path} cannot be used ({exc}); "
-                                  "check the data directory's permissions and free space") from exc
+            # Looked up here, not bound at import, so a test can add a step.
+            await db.migrate(MIGRATIONS, LATEST_VERSION)
         except BaseException:
             await db.close()
             raise
         self._db = db
 
-    @property
-    def marker_path(self) -> Path:
-        return self.path.with_name(self.path.name + MARKER_SUFFIX)
 
-    def _refuse_lost_state(self) -> None:
-        """A missing or zero-byte file where a state database has existed is a lost volume or a truncated
-        file, not a fresh start: adopting it would silently drop every subscription."""
-        if not self.marker_path.exists():
-            return
-        if self.path.exists() and self.path.stat().st_size > 0:
-            return
-        state = "empty (0 bytes)" if self.path.exists() else "missing"
-        raise StateStoreError(
-            f"state database {self.path} is {state}, but a state database was created there "
-            f"({self.marker_path.read_text().strip() or 'earlier'}). Refusing to start with an empty one: restore "
-            f"the file (or a {self.path.name}.v*.bak backup), or delete {self.marker_path.name} to start afresh"
-        )
-
-    def _write_marker(self) -> None:
-        if not self.marker_path.exists():
-            self.marker_path.write_text(f"created {self._clock().isoformat()}\n")
-
-    async def _check_sound(self, db: aiosqlite.Connection) -> None:
-        try:
-            problems = await integrity_problems(db)
-        except sqlite3.DatabaseError as exc:
-            if is_corruption(exc):
-                raise StateCorruptError(self.path, str(exc)) from exc
-            raise
-        if problems:
-            raise StateCorruptError(self.path, "; ".join(problems[:3]))
-
-    async def _migrate(self, db: aiosqlite.Connection) -> None:
-        found = await _pragma_int(db, "user_version")
-        await self._check_ours(db, found)
-        if found > LATEST_VERSION:
-            raise SchemaTooNewError(self.path, found, LATEST_VERSION)
-        if found == LATEST_VERSION:
-            return
-        if found > 0:
-            await self._backup(db, found)
-        await db.execute("BEGIN IMMEDIATE")
-        try:
-            # Another process may have migrated while this one waited for the lock.
-            current = await _pragma_int(db, "user_version")
-            if current > LATEST_VERSION:
-                raise SchemaTooNewError(self.path, current, LATEST_VERSION)
-            for steps in MIGRATIONS[current:]:
-                for statement in steps:
-                    await db.execute(statement)
-            await db.execute(f"PRAGMA application_id = {STATE_APPLICATION_ID}")
-            await db.execute(f"PRAGMA user_version = {LATEST_VERSION}")
-            await db.execute("COMMIT")
-        except BaseException:
-            await _rollback(db)
-            raise
-        log.info("state database %s migrated from schema %d to %d", self.path, current, LATEST_VERSION)
-
-    async def _check_ours(self, db: aiosqlite.Connection, version: int) -> None:
-        """Refuse a file some other program (or the reply cache) wrote, rather than migrate into it."""
-        application_id = await _pragma_int(db, "application_id")
-        if application_id == STATE_APPLICATION_ID:
-            return
-        tables = await _one(db, "SELECT COUNT(*) FROM sqlite_master")
-        if application_id == 0 and version == 0 and tables is not None and tables[0] == 0:
-            return
-        raise StateStoreError(
-            f"{self.path} is not a rigcheck state database (application id {application_id:#x}); "
-            "check the configured path"
-        )
-
-    async def _backup(self, db: aiosqlite.Connection, version: int) -> None:
-        target = self.path.with_name(f"{self.path.name}.v{version}.bak")
-        attempt = 1
-        while target.exists():
-            attempt += 1
-            target = self.path.with_name(f"{self.path.name}.v{version}-{attempt}.bak")
-        await db.execute("VACUUM INTO ?", (str(target),))
-        log.info("state database %s backed up to %s before migrating", self.path, target)
-
-
-_Params = Sequence[object] | Mapping[str, object]
-# Written beside the database once it exists, so that a later empty or missing file is noticed.
-MARKER_SUFFIX = ".created"
-
-
-async def _one(db: aiosqlite.Connection, sql: str, params: _Params = ()) -> sqlite3.Row | None:
-    async with db.execute(sql, params) as cursor:
-        return await cursor.fetchone()
-
-
-async def _all(db: aiosqlite.Connection, sql: str, params: _Params = ()) -> list[sqlite3.Row]:
-    return list(await db.execute_fetchall(sql, params))
-
-
-async def _pragma_int(db: aiosqlite.Connection, name: str) -> int:
-    row = await _one(db, f"PRAGMA {name}")
-    assert row is not None
-    return int(row[0])
-
-
-async def _rollback(db: aiosqlite.Connection) -> None:
-    # SQLite may already have rolled back by itself (for example after SQLITE_FULL).
-    with contextlib.suppress(sqlite3.Error):
-        await db.execute("ROLLBACK")
-
-
-_ENVIRONMENT_CODES = frozenset({sqlite3.SQLITE_PERM, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_IOERR,
-                                sqlite3.SQLITE_FULL, sqlite3.SQLITE_CANTOPEN})
-
-
-def _environment_problem(exc: sqlite3.Error) -> bool:
-    """The disk or its permissions, as opposed to the database or the code."""
-    code = getattr(exc, "sqlite_errorcode", None)
-    return isinstance(code, int) and (code & 0xFF) in _ENVIRONMENT_CODES
+EXPORT_FORMAT = "rigcheck-state"
+__all__ = ["MARKER_SUFFIX", "UNSUBSCRIBED", "StateStore"]
 
 
 def _check_day(day: str) -> None:
@@ -648,7 +628,7 @@ def _check_day(day: str) -> None:
     date.fromisoformat(day)
 
 
-def _subscription(row: sqlite3.Row) -> Subscription:
+def _subscription(row: Row) -> Subscription:
     return Subscription(
         id=row["id"],
         guild_id=row["guild_id"],
@@ -664,7 +644,8 @@ def _subscription(row: sqlite3.Row) -> Subscription:
     )
 
 
-def _delivery(row: sqlite3.Row) -> Delivery:
+def _delivery(row: Row) -> Delivery:
+    lease = row["lease_until"]
     return Delivery(
         id=row["id"],
         subscription_id=row["subscription_id"],
@@ -675,10 +656,30 @@ def _delivery(row: sqlite3.Row) -> Delivery:
         reason=row["reason"],
         created_at=from_db_time(row["created_at"]),
         updated_at=from_db_time(row["updated_at"]),
+        claimed_by=row["claimed_by"],
+        lease_until=None if lease is None else from_db_time(lease),
     )
 
 
-def _snapshot(row: sqlite3.Row) -> CatalogSnapshot:
+def _run(row: Row) -> DailyRun:
+    return DailyRun(
+        id=row["id"],
+        day=row["day"],
+        guild_id=row["guild_id"],
+        dry_run=bool(row["dry_run"]),
+        forced=bool(row["forced"]),
+        status=row["status"],
+        started_by=row["started_by"],
+        total=row["total"],
+        counts=json.loads(row["counts"]),
+        results=None if row["results"] is None else json.loads(row["results"]),
+        error=row["error"],
+        created_at=from_db_time(row["created_at"]),
+        updated_at=from_db_time(row["updated_at"]),
+    )
+
+
+def _snapshot(row: Row) -> CatalogSnapshot:
     return CatalogSnapshot(
         id=row["id"],
         version=row["version"],

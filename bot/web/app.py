@@ -142,9 +142,75 @@ async def hooks_daily(request: web.Request) -> web.Response:
         await asyncio.wait_for(bot.wait_until_ready(), READY_WAIT_S)
     except TimeoutError:
         return json_error(503, "not connected to Discord yet; try again shortly")
-    deliveries = await job.run(trigger.date, trigger.guild, dry_run=trigger.dry_run, force=trigger.force)
-    return web.json_response({"ok": True, "date": trigger.date, "dry_run": trigger.dry_run, "force": trigger.force,
-                              "deliveries": deliveries})
+    # Answered at once; the run goes on in the background and its progress is at GET /runs/{id}, from
+    # any process that shares the database. A trigger with thousands of subscriptions cannot time out.
+    run_id = uuid.uuid4().hex
+    await bot.state.create_run(run_id, trigger.date, trigger.guild, dry_run=trigger.dry_run, force=trigger.force,
+                               started_by=bot.claim_owner)
+    bot.spawn(carry_out(bot, job, run_id, trigger), name=f"daily-run-{run_id[:8]}")
+    return web.json_response({"ok": True, "run": run_id, "status": "running", "status_url": f"/runs/{run_id}",
+                              "date": trigger.date, "dry_run": trigger.dry_run, "force": trigger.force},
+                             status=202)
+
+
+async def carry_out(bot: Any, job: Any, run_id: str, trigger: TriggerRequest) -> None:
+    """Run the daily job for one trigger, writing its progress into the run's record as it goes."""
+    counts: dict[str, int] = {}
+    status = "failed"
+    if bot.metrics is not None:
+        bot.metrics.run_started()
+
+    async def on_total(total: int) -> None:
+        await bot.state.update_run(run_id, counts=counts, total=total)
+
+    async def on_result(result: dict[str, Any]) -> None:
+        counts[result["status"]] = counts.get(result["status"], 0) + 1
+        await bot.state.update_run(run_id, counts=counts)
+
+    try:
+        results = await job.run(trigger.date, trigger.guild, dry_run=trigger.dry_run, force=trigger.force,
+                                progress=on_result, on_total=on_total)
+        await bot.state.update_run(run_id, counts=counts, status="done", results=results)
+        status = "done"
+    except asyncio.CancelledError:
+        await bot.state.update_run(run_id, counts=counts, status="failed",
+                                   error="interrupted: the process was shut down (unfinished claims are taken over)")
+        raise
+    except Exception as exc:
+        error_id = uuid.uuid4().hex[:8]
+        log.exception("daily run %s failed [%s]", run_id, error_id)
+        await bot.state.update_run(run_id, counts=counts, status="failed",
+                                   error=f"{type(exc).__name__} (log id {error_id})")
+    finally:
+        if bot.metrics is not None:
+            bot.metrics.run_finished(status)
+
+
+def run_view(run: Any) -> dict[str, Any]:
+    return {"ok": True, "run": run.id, "status": run.status, "date": run.day,
+            "guild": None if run.guild_id is None else str(run.guild_id), "dry_run": run.dry_run,
+            "force": run.forced, "total": run.total, "counts": run.counts, "deliveries": run.results or [],
+            "error": run.error, "started_by": run.started_by, "created_at": run.created_at.isoformat(),
+            "updated_at": run.updated_at.isoformat()}
+
+
+async def get_run(request: web.Request) -> web.Response:
+    """A run's progress; signed like the hook, over the request path (there is no body)."""
+    bot = request.app[BOT]
+    secret = bot.settings.rigcheck_webhook_secret
+    if secret is None or not secret.get_secret_value():
+        return json_error(503, "daily hook disabled: RIGCHECK_WEBHOOK_SECRET is not set")
+    try:
+        signing.verify(secret.get_secret_value(), request.headers.get(signing.TIMESTAMP_HEADER),
+                       request.headers.get(signing.SIGNATURE_HEADER), request.path.encode(), time.time())
+    except signing.SignatureError as exc:
+        return json_error(401, str(exc))
+    if bot.state is None:
+        return json_error(503, "state database unavailable")
+    run = await bot.state.get_run(request.match_info["run_id"])
+    if run is None:
+        return json_error(404, "no such run")
+    return web.json_response(run_view(run))
 
 
 async def _probe(name: str, check: Callable[[], Awaitable[str | None]]) -> tuple[str, str | None]:
@@ -246,6 +312,7 @@ def make_app(bot: Any) -> web.Application:
     app[BOT] = bot
     app[BOUND] = {}
     app.router.add_post("/hooks/daily", hooks_daily)
+    app.router.add_get(r"/runs/{run_id:[0-9a-f]{32}}", get_run)
     app.router.add_get("/livez", livez)
     app.router.add_get("/readyz", readyz)
     # The older name, kept for existing monitors: the same read-only check as /readyz.

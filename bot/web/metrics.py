@@ -65,6 +65,9 @@ class Metrics:
         self.deliveries: dict[str, int] = defaultdict(int)
         self.loop_lag_hist = _Histogram(LOOP_LAG_BUCKETS_S)
         self.loop_lag_max_s = 0.0
+        self.runs: dict[str, int] = defaultdict(int)
+        self.runs_in_progress = 0
+        self.takeovers = 0
 
     def loop_lag(self, seconds: float) -> None:
         self.loop_lag_hist.observe(max(seconds, 0.0))
@@ -82,6 +85,16 @@ class Metrics:
 
     def delivery(self, outcome: str) -> None:
         self.deliveries[outcome] += 1
+
+    def run_started(self) -> None:
+        self.runs_in_progress += 1
+
+    def run_finished(self, status: str) -> None:
+        self.runs_in_progress -= 1
+        self.runs[status] += 1
+
+    def takeover(self) -> None:
+        self.takeovers += 1
 
     def render(self) -> str:
         out: list[str] = []
@@ -120,4 +133,11 @@ class Metrics:
                [f"rigcheck_event_loop_lag_max_seconds {_number(self.loop_lag_max_s)}"])
         family("rigcheck_deliveries_total", "counter", "Daily summary deliveries, by outcome.",
                (f"rigcheck_deliveries_total{_labels({'outcome': o})} {n}" for o, n in sorted(self.deliveries.items())))
+        family("rigcheck_daily_runs_total", "counter", "Daily runs this process carried out, by final status.",
+               (f"rigcheck_daily_runs_total{_labels({'status': s})} {n}" for s, n in sorted(self.runs.items())))
+        family("rigcheck_daily_runs_in_progress", "gauge", "Daily runs this process is carrying out now.",
+               [f"rigcheck_daily_runs_in_progress {self.runs_in_progress}"])
+        family("rigcheck_delivery_takeovers_total", "counter",
+               "Pending deliveries this process took over from a holder that died or whose lease ran out.",
+               [f"rigcheck_delivery_takeovers_total {self.takeovers}"])
         return "\n".join(out) + "\n"

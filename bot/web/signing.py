@@ -3,6 +3,8 @@
 A request carries `X-Rigcheck-Timestamp: <unix seconds>` and
 `X-Rigcheck-Signature: sha256=<hex HMAC-SHA256(secret, "<timestamp>." + raw body)>`. Signing the
 timestamp with the body means a captured request cannot be replayed later with a fresh timestamp.
+A GET (a run's progress at /runs/{id}) has no body; it is signed over its path instead, so a signature
+for one run does not read another.
 """
 
 from __future__ import annotations

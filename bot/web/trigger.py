@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from bot.web.signing import signed_headers
 
@@ -17,7 +18,12 @@ EPILOG = """\
 The secret file holds the same value as the bot's RIGCHECK_WEBHOOK_SECRET (surrounding whitespace is
 ignored); keep it readable only by the user that runs the trigger (chmod 600).
 
-Exit status: 0 when the bot answered 2xx (its JSON answer is printed), 1 otherwise.
+The bot answers at once with a run id (HTTP 202) and delivers in the background; this command then
+follows the run at GET /runs/<id> (signed the same way) until it is done, and prints its final JSON
+(--no-wait prints the 202 answer instead). With several bot processes sharing a PostgreSQL database,
+trigger any one of them once: any process may deliver any subscription, each exactly once.
+
+Exit status: 0 when the run finished (its JSON answer is printed), 1 otherwise.
 
 crontab (every day at 09:00 local time; --url defaults to http://127.0.0.1:8080/hooks/daily):
   0 9 * * *  /opt/rigcheck/venv/bin/rigcheck trigger-daily --secret-file /etc/rigcheck/webhook-secret
@@ -53,6 +59,8 @@ sends each subscription one summary per date unless --force is given.
 
 _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 TIMEOUT_S = 120.0
+WAIT_S = 1800.0
+POLL_S = 1.0
 
 
 class TriggerError(Exception):
@@ -111,9 +119,39 @@ async def send(url: str, secret: str, body: dict[str, Any], *, timeout: float = 
         raise TriggerError(f"no answer from {url} within {timeout:.0f}s") from None
 
 
+async def follow(url: str, secret: str, run_id: str, *, wait_s: float = WAIT_S,
+                 poll_s: float = POLL_S) -> dict[str, Any]:
+    """Poll a run at <base>/runs/<id> until it is no longer running; returns its last answer."""
+    import aiohttp
+
+    parts = urlsplit(url)
+    path = f"/runs/{run_id}"
+    target = urlunsplit((parts.scheme, parts.netloc, path, "", ""))
+    deadline = time.monotonic() + wait_s
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=TIMEOUT_S)) as session:
+        while True:
+            headers = signed_headers(secret, path.encode(), time.time())
+            try:
+                async with session.get(target, headers=headers) as response:
+                    answer = await response.json(content_type=None)
+                    if response.status != 200:
+                        raise TriggerError(f"GET {path} answered HTTP {response.status}: {answer.get('error')}")
+            except (aiohttp.ClientError, OSError, json.JSONDecodeError) as exc:
+                raise TriggerError(f"could not follow run {run_id} at {target}: {exc}") from None
+            if answer.get("status") != "running":
+                return dict(answer)
+            if time.monotonic() > deadline:
+                raise TriggerError(f"run {run_id} still running after {wait_s:.0f}s; see {target}")
+            await asyncio.sleep(poll_s)
+
+
 def cmd_trigger_daily(_svc: Any, args: argparse.Namespace) -> int:
     try:
-        status, answer = asyncio.run(send(args.url, read_secret(args.secret_file), payload_of(args)))
+        secret = read_secret(args.secret_file)
+        status, answer = asyncio.run(send(args.url, secret, payload_of(args)))
+        if status == 202 and isinstance(answer, dict) and answer.get("run") and not args.no_wait:
+            answer = asyncio.run(follow(args.url, secret, str(answer["run"]), wait_s=args.wait))
+            status = 200 if answer.get("status") == "done" else 500
     except TriggerError as exc:
         print(f"rigcheck: {exc}", file=sys.stderr)
         return 1
@@ -137,4 +175,6 @@ def register(sub: Any) -> None:
     p.add_argument("--guild", type=_snowflake, metavar="ID", help="only this server's subscriptions")
     p.add_argument("--dry-run", action="store_true", help="compose the summaries but post nothing")
     p.add_argument("--force", action="store_true", help="post again even if today's summary was sent")
+    p.add_argument("--no-wait", action="store_true", help="print the run id at once instead of following the run")
+    p.add_argument("--wait", type=float, default=WAIT_S, metavar="SECONDS", help="how long to follow the run")
     p.set_defaults(func=cmd_trigger_daily)

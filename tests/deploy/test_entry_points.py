@@ -95,4 +95,4 @@ def test_token_without_a_reachable_discord_is_one_line(tmp_path: Path) -> None:
     lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1, done.stderr
     assert lines[0].startswith("rigcheck: cannot reach Discord at http://127.0.0.1:") and "network" in lines[0]
-    assert not (tmp_path / "data").exists(), "nothing is written before Discord has been reached"
+    assert not (tmp_path / "data" / "state.sqlite3").exists(), "no state is created before Discord is reached"

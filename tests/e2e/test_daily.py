@@ -84,8 +84,26 @@ class Hook:
             return resp.status, json.loads(text)
 
     async def trigger(self, **payload: Any) -> tuple[int, Any]:
+        """Post the hook (answered 202 with a run id), then follow the run to its end."""
         body = json.dumps(payload).encode()
-        return await self.raw(body, signed_headers(SECRET, body, time.time()))
+        status, answer = await self.raw(body, signed_headers(SECRET, body, time.time()))
+        if status == 202:
+            answer = await self.follow(answer)
+        return status, answer
+
+    async def follow(self, started: Any, timeout: float = 60.0) -> Any:
+        path = started["status_url"]
+        deadline = time.monotonic() + timeout
+        while True:
+            async with aiohttp.ClientSession() as http, http.get(
+                    self.base + path, headers=signed_headers(SECRET, path.encode(), time.time())) as resp:
+                run = json.loads(await resp.text())
+            assert resp.status == 200, run
+            if run["status"] != "running":
+                assert run["status"] == "done", run
+                return run
+            assert time.monotonic() < deadline, f"run still running: {run}"
+            await asyncio.sleep(0.1)
 
     async def get(self, path: str) -> tuple[int, str]:
         async with aiohttp.ClientSession() as http, http.get(self.base + path) as resp:
@@ -147,7 +165,7 @@ async def test_trigger_posts_once_per_subscription_and_force_posts_again(running
     guild = str(GUILDS["main"].id)
 
     status, answer = await hook.trigger(date=day, guild=guild)
-    assert status == 200, answer
+    assert status == 202, answer
     assert sorted(d["status"] for d in answer["deliveries"]) == ["sent", "sent"]
     first_a = await sb.wait_for_message(a)
     await sb.wait_for_message(b)
@@ -159,14 +177,14 @@ async def test_trigger_posts_once_per_subscription_and_force_posts_again(running
     assert first_a.author["id"] == str(sb.world.bot_user.id)
 
     status, again = await hook.trigger(date=day, guild=guild)
-    assert status == 200 and [d["status"] for d in again["deliveries"]] == ["skipped", "skipped"]
+    assert status == 202 and [d["status"] for d in again["deliveries"]] == ["skipped", "skipped"]
     status, dry = await hook.trigger(date=day, guild=guild, dry_run=True)
-    assert status == 200 and [d["status"] for d in dry["deliveries"]] == ["would_send", "would_send"]
+    assert status == 202 and [d["status"] for d in dry["deliveries"]] == ["would_send", "would_send"]
     await asyncio.sleep(0.3)
     assert len(posts(sb, a)) == 1 and len(posts(sb, b)) == 1
 
     status, forced = await hook.trigger(date=day, guild=guild, force=True)
-    assert status == 200 and [d["status"] for d in forced["deliveries"]] == ["sent", "sent"]
+    assert status == 202 and [d["status"] for d in forced["deliveries"]] == ["sent", "sent"]
     assert_summary(await sb.wait_for_message(a), day)
     assert len(posts(sb, a)) == 2 and len(posts(sb, b)) == 2
 
@@ -179,7 +197,7 @@ async def test_summary_in_the_servers_language(running: Any) -> None:
     chat = channel_id("zh", "chat")
     await subscribe(sb, "zh", "channel:chat gpus:4090")
     status, answer = await hook.trigger(guild=str(GUILDS["zh"].id))
-    assert status == 200 and answer["deliveries"][0]["status"] == "sent"
+    assert status == 202 and answer["deliveries"][0]["status"] == "sent"
     message = await sb.wait_for_message(chat)
     assert message.embeds[0]["title"].startswith("每日摘要")
 
@@ -193,7 +211,7 @@ async def test_webhook_url_subscription_is_delivered_by_webhook_execute(running:
     assert bad.ephemeral and "webhook" in json.dumps(bad.embeds).lower()
     await subscribe(sb, "hook", f"webhook_url:{sb.url}/api/webhooks/{webhook_id}/{token} gpus:t4")
     status, answer = await hook.trigger(guild=str(GUILDS["hook"].id))
-    assert status == 200, answer
+    assert status == 202, answer
     (delivery,) = answer["deliveries"]
     assert delivery["status"] == "sent" and delivery["via"] == "webhook"
     assert token not in json.dumps(answer)
@@ -220,7 +238,7 @@ async def test_signature_failures_post_nothing(running: Any) -> None:
     status, answer = await hook.raw(body + b" ", good)
     assert status == 401
     status, answer = await hook.raw(body, good)
-    assert status == 200 and answer["deliveries"] == []
+    assert status == 202 and (await hook.follow(answer))["deliveries"] == []
     status, answer = await hook.raw(body, good)
     assert status == 409 and "already used" in answer["error"]
     assert len(sb.state.messages) == before
@@ -260,7 +278,7 @@ async def test_member_without_manage_server_cannot_subscribe(running: Any) -> No
         reply = await sb.invoke(command, guild=guild, member_permissions=None)  # type: ignore[arg-type]
         assert reply.ephemeral and reply.embeds[0]["title"] == "Not allowed", command
     status, answer = await running[2].trigger(guild=str(guild), dry_run=True)
-    assert status == 200 and all(d["channel"] != str(channel_id("main", "general")) for d in answer["deliveries"])
+    assert status == 202 and all(d["channel"] != str(channel_id("main", "general")) for d in answer["deliveries"])
 
 
 async def test_unknown_gpu_gets_suggestions(running: Any) -> None:
@@ -285,7 +303,7 @@ async def test_server_errors_are_retried_into_one_post(running: Any) -> None:
     sb.faults.inject(f"/channels/{flaky}/messages", status=500, times=1, method="POST")
     sb.faults.inject(f"/channels/{flaky}/messages", status=503, times=1, method="POST")
     status, answer = await hook.trigger(guild=str(GUILDS["flaky"].id))
-    assert status == 200 and answer["deliveries"][0]["status"] == "sent", answer
+    assert status == 202 and answer["deliveries"][0]["status"] == "sent", answer
     attempts = [r for r in sb.requests if r.method == "POST" and r.route == f"/channels/{flaky}/messages"]
     assert [r.status for r in attempts] == [500, 503, 200]
     assert len(posts(sb, flaky)) == 1
@@ -297,7 +315,7 @@ async def test_rate_limit_waits_then_posts(running: Any) -> None:
     await subscribe(sb, "limited", "channel:limited gpus:t4")
     sb.faults.inject(f"/channels/{limited}/messages", status=429, retry_after=0.5, method="POST")
     status, answer = await hook.trigger(guild=str(GUILDS["limited"].id))
-    assert status == 200 and answer["deliveries"][0]["status"] == "sent", answer
+    assert status == 202 and answer["deliveries"][0]["status"] == "sent", answer
     attempts = [r for r in sb.requests if r.method == "POST" and r.route == f"/channels/{limited}/messages"]
     assert [r.status for r in attempts] == [429, 200]
     assert attempts[1].received_at - attempts[0].received_at >= 0.45
@@ -312,11 +330,11 @@ async def test_deleted_channel_disables_the_subscription(running: Any) -> None:
     sb.state.world = sb.world.model_copy(update={"guilds": tuple(
         g.model_copy(update={"channels": ()}) if g.id == guild.id else g for g in sb.world.guilds)})
     status, answer = await hook.trigger(guild=str(guild.id))
-    assert status == 200, answer
+    assert status == 202, answer
     (delivery,) = answer["deliveries"]
     assert delivery["status"] == "disabled" and "404" in delivery["reason"]
     status, later = await hook.trigger(guild=str(guild.id), force=True)
-    assert status == 200 and later["deliveries"] == []
+    assert status == 202 and later["deliveries"] == []
     _, metrics = await hook.get("/metrics")
     assert 'rigcheck_deliveries_total{outcome="disabled"} 1' in metrics
 
@@ -358,7 +376,7 @@ async def test_killed_mid_delivery_posts_exactly_once_after_restart(tmp_path: Pa
         message = await sb.wait_for_message(crash, timeout=15)
         assert_summary(message, today())
         status, answer = await hook.trigger(guild=guild)
-        assert status == 200 and answer["deliveries"][0]["status"] == "skipped"
+        assert status == 202 and answer["deliveries"][0]["status"] == "skipped"
         await asyncio.sleep(0.3)
         assert len(posts(sb, crash)) == 1
         await kill(sb, process)
@@ -373,7 +391,7 @@ async def test_restart_finds_a_post_made_just_before_the_kill(tmp_path: Path) ->
         hook = Hook(tmp_path)
         await subscribe(sb, "crash", "channel:crash gpus:t4")
         status, answer = await hook.trigger(guild=guild)
-        assert status == 200 and answer["deliveries"][0]["status"] == "sent", (answer, process.output_tail())
+        assert status == 202 and answer["deliveries"][0]["status"] == "sent", (answer, process.output_tail())
         await sb.wait_for_message(crash)
         await kill(sb, process)
         # Roll the record back to "pending", as if the kill landed between the post and mark_sent.

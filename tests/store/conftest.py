@@ -22,9 +22,17 @@ def utc_clock() -> UtcClock:
     return UtcClock()
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def state_target(request: pytest.FixtureRequest, tmp_path: Path) -> Path | str:
+    """Where a state store lives: a SQLite file, or a fresh database on the test PostgreSQL server."""
+    if request.param == "sqlite":
+        return tmp_path / "state.db"
+    return str(request.getfixturevalue("pg_server").create_database())
+
+
 @pytest.fixture
-async def state(tmp_path: Path, utc_clock: UtcClock) -> AsyncIterator[StateStore]:
-    async with StateStore.open(tmp_path / "state.db", clock=utc_clock) as store:
+async def state(state_target: Path | str, utc_clock: UtcClock) -> AsyncIterator[StateStore]:
+    async with StateStore.open(state_target, clock=utc_clock) as store:
         yield store
 
 

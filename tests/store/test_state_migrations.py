@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -40,6 +41,18 @@ CREATE INDEX deliveries_day ON deliveries (day);
 CREATE TABLE seen_signatures (digest TEXT PRIMARY KEY, seen_at TEXT NOT NULL);
 CREATE INDEX seen_signatures_seen_at ON seen_signatures (seen_at);
 """
+# Schema 2 as released: schema 1 plus the query log and catalog snapshots.
+SCHEMA_V2 = SCHEMA_V1 + """
+CREATE TABLE query_log (
+    id INTEGER PRIMARY KEY, at TEXT NOT NULL, command TEXT NOT NULL, args TEXT NOT NULL, gpu TEXT, model TEXT,
+    guild_id INTEGER, user_id INTEGER, latency_ms REAL NOT NULL, cache_hit INTEGER NOT NULL, outcome TEXT NOT NULL);
+CREATE INDEX query_log_guild_at ON query_log (guild_id, at);
+CREATE INDEX query_log_at ON query_log (at);
+CREATE TABLE catalog_snapshots (
+    id INTEGER PRIMARY KEY, version TEXT NOT NULL, gpu_ids TEXT NOT NULL, model_ids TEXT NOT NULL,
+    recorded_at TEXT NOT NULL);
+CREATE INDEX catalog_snapshots_recorded_at ON catalog_snapshots (recorded_at);
+"""
 STAMP = "2026-04-01T00:00:00.000000Z"
 
 
@@ -52,9 +65,9 @@ def pragma(path: Path, name: str) -> int:
         return int(db.execute(f"PRAGMA {name}").fetchone()[0])
 
 
-def build_v1(path: Path) -> None:
+def build_v1(path: Path, schema: str = SCHEMA_V1, version: int = 1) -> None:
     db = sqlite3.connect(path)
-    db.executescript(SCHEMA_V1)
+    db.executescript(schema)
     db.execute('INSERT INTO settings VALUES (\'guild\', 7, \'{"engine": "vllm", "ctx": 8192}\', ?)', (STAMP,))
     db.execute(
         "INSERT INTO subscriptions (guild_id, channel_id, gpus, ctx, locale, created_at, updated_at)"
@@ -66,14 +79,36 @@ def build_v1(path: Path) -> None:
         " VALUES (1, '2026-04-01', 'sent', ?, ?)",
         (STAMP, STAMP),
     )
+    if version >= 2:
+        db.execute(
+            "INSERT INTO query_log (at, command, args, gpu, model, guild_id, user_id, latency_ms, cache_hit, outcome)"
+            " VALUES (?, 'fit', '{}', 't4', 'qwen3-8b', 7, 1, 12.5, 0, 'ok')",
+            (STAMP,),
+        )
     db.execute(f"PRAGMA application_id = {STATE_APPLICATION_ID}")
-    db.execute("PRAGMA user_version = 1")
+    db.execute(f"PRAGMA user_version = {version}")
     db.commit()
     db.close()
 
 
 def test_the_frozen_fixture_is_the_step_before_the_latest() -> None:
-    assert LATEST_VERSION == 2, "add a hand-written fixture for the previous schema and upgrade test from it"
+    assert LATEST_VERSION == 3, "add a hand-written fixture for the previous schema and upgrade test from it"
+
+
+async def test_upgrades_from_schema_2_keeping_pending_deliveries_unclaimed(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    build_v1(path, SCHEMA_V2, version=2)
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE deliveries SET status = 'pending'")
+    db.close()
+    async with StateStore.open(path) as store:
+        [pending] = await store.pending_deliveries()
+        # A claim from before leases existed has no holder and no lease: any process may take it over.
+        assert (pending.claimed_by, pending.lease_until) == (None, None)
+        stats = await store.query_stats(7, datetime(2026, 3, 31, tzinfo=UTC), datetime(2026, 4, 2, tzinfo=UTC))
+        assert stats.count == 1 and stats.top_pairs[0].gpu == "t4"
+    assert pragma(path, "user_version") == LATEST_VERSION
+    assert pragma(tmp_path / "state.db.v2.bak", "user_version") == 2
 
 
 async def test_creates_a_missing_file_at_the_latest_version(tmp_path: Path) -> None:

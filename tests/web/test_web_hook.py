@@ -25,15 +25,52 @@ async def post(client: Client, body: bytes, headers: dict[str, str] | None = Non
     return response.status, await response.json()
 
 
-async def test_signed_call_runs_the_job(client: Client, bot: FakeBot) -> None:
+async def get_run(client: Client, run_id: str, *, secret: str = SECRET) -> tuple[int, Any]:
+    path = f"/runs/{run_id}"
+    response = await client.get(path, headers=signed_headers(secret, path.encode(), time.time()))
+    return response.status, await response.json()
+
+
+async def test_signed_call_starts_a_run_and_answers_202(client: Client, bot: FakeBot) -> None:
     status, answer = await post(client, b'{"date": "2025-06-15", "guild": "123", "dry_run": true}')
-    assert status == 200 and answer["ok"] and answer["deliveries"][0]["status"] == "would_send"
+    assert status == 202 and answer["ok"] and answer["status"] == "running"
+    assert answer["status_url"] == f"/runs/{answer['run']}"
+    await bot.settle()
     assert bot.cog.job.calls == [{"day": "2025-06-15", "guild": 123, "dry_run": True, "force": False}]
+    status, run = await get_run(client, answer["run"])
+    assert status == 200 and run["status"] == "done" and run["deliveries"][0]["status"] == "would_send"
+    assert (run["date"], run["guild"], run["dry_run"], run["total"], run["counts"]) == (
+        "2025-06-15", "123", True, 1, {"would_send": 1})
+
+
+async def test_run_progress_needs_a_signature_over_its_own_path(client: Client, bot: FakeBot) -> None:
+    _, answer = await post(client, b"{}")
+    await bot.settle()
+    assert (await get_run(client, answer["run"], secret="wrong"))[0] == 401
+    other = f"/runs/{'0' * 32}"
+    response = await client.get(f"/runs/{answer['run']}", headers=signed_headers(SECRET, other.encode(), time.time()))
+    assert response.status == 401
+    assert (await client.get(f"/runs/{answer['run']}")).status == 401
+    assert (await get_run(client, "0" * 32))[0] == 404
+
+
+async def test_a_failing_run_is_reported_failed(client: Client, bot: FakeBot) -> None:
+    async def boom(*_: Any, **__: Any) -> Any:
+        raise RuntimeError("secret internals")
+
+    bot.cog.job.run = boom  # type: ignore[method-assign]
+    status, answer = await post(client, b"{}")
+    assert status == 202
+    await bot.settle()
+    _, run = await get_run(client, answer["run"])
+    assert run["status"] == "failed" and "RuntimeError" in run["error"] and "secret internals" not in run["error"]
+    assert 'rigcheck_daily_runs_total{status="failed"} 1' in bot.metrics.render()
 
 
 async def test_empty_body_means_today_for_every_server(client: Client, bot: FakeBot) -> None:
     status, answer = await post(client, b"")
-    assert status == 200 and answer["date"] == time.strftime("%Y-%m-%d", time.gmtime())
+    assert status == 202 and answer["date"] == time.strftime("%Y-%m-%d", time.gmtime())
+    await bot.settle()
     assert bot.cog.job.calls[0]["guild"] is None
 
 
@@ -48,7 +85,8 @@ async def test_missing_wrong_and_stale_signatures_are_401(client: Client, bot: F
 async def test_replayed_signature_is_409(client: Client, bot: FakeBot) -> None:
     body = b'{"dry_run": true}'
     headers = signed_headers(SECRET, body, time.time())
-    assert (await post(client, body, headers))[0] == 200
+    assert (await post(client, body, headers))[0] == 202
+    await bot.settle()
     status, answer = await post(client, body, headers)
     assert status == 409 and "already used" in answer["error"]
     assert len(bot.cog.job.calls) == 1
@@ -73,7 +111,8 @@ async def test_body_over_64_kb_is_413_by_length_or_by_stream(client: Client, bot
     response = await client.post("/hooks/daily", data=chunks(), headers=signed_headers(SECRET, big, time.time()))
     assert response.status == 413 and "64 kB" in (await response.json())["error"]
     just_fits = b" " * (MAX_BODY_BYTES - 2) + b"{}"
-    assert (await post(client, just_fits))[0] == 200
+    assert (await post(client, just_fits))[0] == 202
+    await bot.settle()
     assert len(bot.cog.job.calls) == 1
 
 
@@ -136,7 +175,7 @@ async def test_unknown_route_and_crash_are_json_without_traceback(client: Client
     async def boom(*_: Any, **__: Any) -> Any:
         raise RuntimeError("secret internals")
 
-    bot.cog.job.run = boom  # type: ignore[method-assign]
+    bot.state.create_run = boom  # type: ignore[method-assign]
     status, answer = await post(client, b"{}")
     assert status == 500 and answer["error"] == "internal error" and answer["error_id"]
     assert "secret internals" not in json.dumps(answer) and "Traceback" not in json.dumps(answer)
@@ -166,7 +205,8 @@ async def test_a_signed_body_arriving_in_several_reads_is_verified_over_all_of_i
             await asyncio.sleep(0.005)
 
     response = await client.post("/hooks/daily", data=slow_chunks(), headers=signed_headers(SECRET, body, time.time()))
-    assert response.status == 200, await response.text()
+    assert response.status == 202, await response.text()
+    await bot.settle()
     assert bot.cog.job.calls[0]["day"] == "2025-06-15"
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 from typing import Any
@@ -18,10 +19,16 @@ class FakeJob:
     def __init__(self) -> None:
         self.calls: list[dict[str, Any]] = []
 
-    async def run(self, day: str, guild_id: int | None = None, *, dry_run: bool = False,
-                  force: bool = False) -> list[dict[str, Any]]:
+    async def run(self, day: str, guild_id: int | None = None, *, dry_run: bool = False, force: bool = False,
+                  progress: Any = None, on_total: Any = None) -> list[dict[str, Any]]:
         self.calls.append({"day": day, "guild": guild_id, "dry_run": dry_run, "force": force})
-        return [{"subscription": 1, "status": "would_send" if dry_run else "sent"}]
+        results = [{"subscription": 1, "status": "would_send" if dry_run else "sent"}]
+        if on_total is not None:
+            await on_total(len(results))
+        for result in results:
+            if progress is not None:
+                await progress(result)
+        return results
 
 
 class FakeCog:
@@ -40,6 +47,17 @@ class FakeBot:
         self.ready = True
         self.closed = False
         self.cog = FakeCog()
+        self.claim_owner = "test#0"
+        self.background: set[asyncio.Task[Any]] = set()
+
+    def spawn(self, coro: Any, name: str) -> asyncio.Task[Any]:
+        task = asyncio.create_task(coro, name=name)
+        self.background.add(task)
+        return task
+
+    async def settle(self) -> None:
+        """Wait for every run the hook started."""
+        await asyncio.gather(*self.background)
 
     def is_ready(self) -> bool:
         return self.ready
