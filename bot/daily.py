@@ -235,8 +235,8 @@ class DailyJob:
 
     @property
     def lease(self) -> timedelta:
-        # Longer than composing plus the whole retry deadline, so a live holder never loses its claim.
-        return timedelta(seconds=max(float(self.bot.settings.rigcheck_daily_lease_s), RETRY_DEADLINE_S * 2))
+        # Keep it well above composing plus RETRY_DEADLINE_S, so a live holder never loses its claim.
+        return timedelta(seconds=float(self.bot.settings.rigcheck_daily_lease_s))
 
     # -- composing --
 

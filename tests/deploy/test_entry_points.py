@@ -96,3 +96,37 @@ def test_token_without_a_reachable_discord_is_one_line(tmp_path: Path) -> None:
     assert len(lines) == 1, done.stderr
     assert lines[0].startswith("rigcheck: cannot reach Discord at http://127.0.0.1:") and "network" in lines[0]
     assert not (tmp_path / "data" / "state.sqlite3").exists(), "no state is created before Discord is reached"
+
+
+def test_a_database_url_that_is_not_postgres_is_one_line(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "bot"], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                          check=False, env=_env(tmp_path, DISCORD_TOKEN="x",
+                                                RIGCHECK_DATABASE_URL="mysql://root:hunter2@db/rigcheck"))
+    assert done.returncode == 2
+    lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "RIGCHECK_DATABASE_URL" in lines[0] and "postgresql://" in lines[0], done.stderr
+    assert "hunter2" not in done.stderr
+    assert not (tmp_path / "data").exists()
+
+
+async def test_an_unreachable_database_is_one_line_and_writes_no_state(tmp_path: Path) -> None:
+    from bot.sandbox import Sandbox
+    from bot.sandbox.harness import BotStartError
+
+    url = f"postgresql://rigcheck:hunter2@/rigcheck?host={tmp_path}/no-server-here"
+    async with Sandbox() as sb:
+        try:
+            process = await sb.start_bot([sys.executable, "-m", "bot"], ready_timeout=60, env={
+                "RIGCHECK_DATA_DIR": str(tmp_path / "data"), "RIGCHECK_DATABASE_URL": url,
+                "RIGCHECK_HTTP_ENABLED": "false", "RIGCHECK_LOG_LEVEL": "WARNING"})
+        except BotStartError as exc:
+            output = str(exc)
+        else:
+            await sb.stop_bot(process)
+            raise AssertionError("the bot started without its database")
+    lines = [ln for ln in output.split("--- its output ---", 1)[1].splitlines() if ln.strip()]
+    assert "exited with status 2" in output
+    assert len(lines) == 1 and lines[0].startswith("rigcheck: cannot use the PostgreSQL database"), output
+    assert "hunter2" not in output and "Traceback" not in output
+    data = tmp_path / "data"
+    assert not (data / "state.sqlite3").exists() and not (data / "cache.sqlite3").exists()
