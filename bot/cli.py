@@ -201,7 +201,7 @@ def finetune_capability(svc: Service, gpu: Any, gpus: int = 1) -> dict[str, Any]
     from estimator.memory import usable_vram_bytes
 
     best = finetune.largest_trainable(
-        svc.catalog.models, finetune.FinetuneSettings(method="qlora", gpus=gpus), usable_vram_bytes(gpu)
+        svc.catalog.models, finetune.settings_on(gpu, method="qlora", gpus=gpus), usable_vram_bytes(gpu)
     )
     return {method: jsonout.model_brief(m) if m else None for method, m in best.items()}
 

@@ -368,7 +368,7 @@ def gpu_reply(
     usable = usable_vram_bytes(gpu)
     precision = training_precision(gpu)
     best = finetune.largest_trainable(
-        svc.catalog.models, finetune.FinetuneSettings(method="qlora", precision=precision), usable
+        svc.catalog.models, finetune.settings_on(gpu, method="qlora"), usable
     )
     ft = [{"method": t(locale, f"method.{m}"), "model": best[m]} for m in ("qlora", "lora", "full")]
     embed = render_embed(
