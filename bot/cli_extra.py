@@ -259,7 +259,8 @@ def _register_finetune(sub: Any) -> None:
     p.add_argument("--activation-offload", action=argparse.BooleanOptionalAction, default=None,
                    dest="activation_offload")
     p.add_argument("--attention", choices=choices(ft.Attention))
-    p.add_argument("--loss", choices=choices(ft.Loss), help="fp32_upcast (Hugging Face), chunked, fused")
+    p.add_argument("--loss", choices=choices(ft.Loss),
+                   help="fp32_upcast (Hugging Face >= 4.46), fp32_upcast_forward (older), chunked, fused")
     p.add_argument("--packing", action=argparse.BooleanOptionalAction, default=None)
     p.add_argument("--grad-accum", type=int, dest="gradient_accumulation_steps", help="gradient accumulation steps")
     p.add_argument("--json", action="store_true")

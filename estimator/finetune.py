@@ -53,7 +53,7 @@ Precision = Literal["bf16", "fp16", "fp32"]
 Regime = Literal["bf16", "amp_bf16", "amp_fp16", "fp32"]
 Sharding = Literal["none", "ddp", "zero1", "zero2", "zero3", "fsdp"]
 Offload = Literal["none", "optimizer", "params"]
-Loss = Literal["fp32_upcast", "chunked", "fused"]
+Loss = Literal["fp32_upcast", "fp32_upcast_forward", "chunked", "fused"]
 Checkpointing = Literal["none", "block", "selective"]
 Attention = Literal["flash", "sdpa", "eager"]
 
@@ -131,17 +131,25 @@ OFFLOAD_RESIDENT_LAYERS = 1
 ACTIVATION_FACTOR = 1.08
 
 # --- logits and loss --------------------------------------------------------------------------------------
-# Bytes per (token x vocabulary entry) alive at the start of backward.
-# fp32_upcast (Hugging Face transformers' causal-LM loss): bf16 logits 2 (returned in the output, so kept)
-#   + fp32 copy from logits.float() 4 + log-softmax output saved by cross_entropy 4 + its gradient 4
-#   + the gradient w.r.t. the fp32 logits 4 = 18.
+# Bytes per (token x vocabulary entry) alive at the loss's peak in backward.
+# fp32_upcast (Hugging Face transformers >= 4.46: the loss function upcasts, the model returns 16-bit logits;
+#   transformers PR #33902): bf16 logits returned 2 + the log-softmax output cross_entropy saves 4 + its
+#   gradient 4 + the gradient w.r.t. the fp32 logits 4 = 14 (the fp32 copy itself is freed after forward:
+#   log-softmax's backward needs only its output).
+# fp32_upcast_forward (transformers <= 4.45 and recipes that upcast in the model's forward): fp32 logits
+#   returned 4 + log-softmax output 4 + its gradient 4 + the fp32 logits' gradient 4 + the bf16 gradient 2 = 18.
 # chunked (torchtune CEWithChunkedOutputLoss / LinearCrossEntropyLoss, LitGPT chunked_cross_entropy, TRL
 #   chunked_nll): bf16 logits 2 + the bf16 log-softmax each chunk saves 2; one chunk's fp32 work is small.
 # fused (Liger / Unsloth fused linear cross-entropy, Cut Cross-Entropy): the logits are never materialised;
 #   the kernel works on chunks sized so a chunk of logits is about tokens x hidden elements
 #   (linkedin/Liger-Kernel fused_linear_cross_entropy.py), in fp32 with its gradient: 8 bytes per
 #   token x hidden element.
-LOGITS_BYTES_PER_ELEMENT: dict[Loss, float] = {"fp32_upcast": 18.0, "chunked": 4.0, "fused": 0.0}
+LOGITS_BYTES_PER_ELEMENT: dict[Loss, float] = {
+    "fp32_upcast": 14.0,
+    "fp32_upcast_forward": 18.0,
+    "chunked": 4.0,
+    "fused": 0.0,
+}
 FUSED_LOSS_BYTES_PER_HIDDEN = 2 * BYTES_FP32
 
 # --- QLoRA --------------------------------------------------------------------------------------------------
@@ -161,7 +169,7 @@ QLORA_SAVED_FRACTION = 0.75
 CUDA_CONTEXT_BYTES = 0.5 * GIB
 # Memory the caching allocator reserves but does not hand out, as a share of what is allocated. Fitted by
 # benchmarks/finetune_accuracy.py on the non-holdout "reserved"/"nvidia-smi"/capacity rows.
-FRAGMENTATION_FRACTION = 0.055
+FRAGMENTATION_FRACTION = 0.075
 # Unpacked batches change shape every step, so the allocator cannot reuse the previous step's activation
 # and logits blocks exactly and keeps extra cache beside them (PyTorch's CUDA caching allocator rounds and
 # splits blocks per size class; docs.pytorch.org/docs/stable/notes/cuda.html#memory-management). As a share
@@ -650,7 +658,7 @@ def logits_bytes(model: Model, s: FinetuneSettings) -> float:
     never hold the logits, only a chunk about tokens x hidden in size."""
     tokens = s.batch * s.seq
     if s.precision == "fp32":
-        return tokens * model.vocab_size * LOGITS_BYTES_PER_ELEMENT["fp32_upcast"]
+        return tokens * model.vocab_size * LOGITS_BYTES_PER_ELEMENT["fp32_upcast_forward"]
     if s.loss == "fused":
         return tokens * model.hidden_size * FUSED_LOSS_BYTES_PER_HIDDEN
     return tokens * model.vocab_size * LOGITS_BYTES_PER_ELEMENT[s.loss]
