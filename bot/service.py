@@ -160,10 +160,13 @@ class Service:
             formats = ", ".join(q.name for q in self.catalog.quants if engine in q.engines)
             raise BadValue(f"unknown quantization {text[:30]!r}; use a level ({levels}) or a format ({formats})")
         if engine not in fmt.engines:
-            raise BadValue(
-                f"{fmt.name} is not a {engine} format; try "
-                + ", ".join(q.name for q in self.catalog.quants if engine in q.engines)
-            )
+            own = ", ".join(q.name for q in self.catalog.quants if engine in q.engines)
+            runs_on = [e for e in ENGINES if e in fmt.engines]
+            if runs_on:
+                raise BadValue.of("quant.other_engine", quant=fmt.name, engines=engine_names(fmt.engines),
+                                  engine=engine, suggestion=runs_on[0], formats=own)
+            raise BadValue.of("quant.no_engine", quant=fmt.name, engines=engine_names(fmt.engines), engine=engine,
+                              formats=own)
         return fmt
 
     def formats(self, engine: Engine, quant: str | None) -> list[QuantFormat]:
@@ -258,6 +261,15 @@ class Service:
             fmt = self.catalog.quant(DEFAULT_FORMAT[engine][level])
             out.append(largest_that_fits(self.catalog.models, fmt, level, gpu, gpus=gpus, ctx=ctx, engine=engine))
         return out
+
+
+# How people name the engines a format runs on (SGLang and TensorRT-LLM load vLLM's formats).
+ENGINE_NAMES = {"llama.cpp": "llama.cpp (Ollama, LM Studio)", "vllm": "vLLM/SGLang", "mlx": "MLX",
+                "exllamav2": "ExLlamaV2"}
+
+
+def engine_names(engines: tuple[str, ...]) -> str:
+    return "/".join(ENGINE_NAMES.get(e, e) for e in engines)
 
 
 def constants_digest() -> str:

@@ -242,7 +242,7 @@ class Model(_Frozen):
             return ContextFit(ctx=ctx, status="scaled", native_context=self.max_context, limit=limit, extension=ext)
         return ContextFit(ctx=ctx, status="too_long", native_context=self.max_context, limit=limit)
 
-    def scaling_flags(self, engine: Engine) -> str:
+    def scaling_flags(self, engine: str) -> str:
         """llama.cpp options that turn on the documented scaling ('' when there is none or for other engines:
         vLLM takes it as `--hf-overrides` with the model's full `rope_parameters`, rope_theta included,
         which the catalog does not store)."""
