@@ -25,6 +25,8 @@ K8S = DEPLOY / "kubernetes"
 SYSTEMD = DEPLOY / "systemd"
 SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSW|API_?KEY|PRIVATE|CREDENTIAL", re.IGNORECASE)
 SHARDING_KEYS = {"POD_NAME", "RIGCHECK_PODS", "RIGCHECK_SHARDS_PER_POD"}
+# Read by the compose file's postgres service, not by the bot.
+COMPOSE_KEYS = {"POSTGRES_PASSWORD"}
 TRIGGER_URL = "http://127.0.0.1:8080/hooks/daily"
 
 
@@ -85,7 +87,7 @@ def test_env_example_lists_every_setting() -> None:
     keys = {key for _, key, _ in env_example_lines()}
     settings = {name.upper() for name in Settings.model_fields}
     assert settings | SHARDING_KEYS <= keys, sorted(settings | SHARDING_KEYS - keys)
-    assert keys <= settings | SHARDING_KEYS, sorted(keys - settings - SHARDING_KEYS)
+    assert keys <= settings | SHARDING_KEYS | COMPOSE_KEYS, sorted(keys - settings - SHARDING_KEYS - COMPOSE_KEYS)
 
 
 def test_env_example_has_an_empty_token_and_no_secret_values() -> None:
@@ -177,15 +179,35 @@ def test_systemd_analyze_accepts_the_units() -> None:
 
 # --- Kubernetes ------------------------------------------------------------------------------------------
 
+BOT_NAMES = ("rigcheck", "rigcheck-daily")
+K8S_VERSION = "1.32.0"
+
+
+def _key(doc: dict[str, Any]) -> str:
+    name = (doc.get("metadata") or {}).get("name")
+    return doc["kind"] if name is None or name in BOT_NAMES else f"{doc['kind']}/{name}"
+
+
 @pytest.fixture(scope="module")
 def manifests() -> dict[str, dict[str, Any]]:
-    by_kind: dict[str, dict[str, Any]] = {}
+    """The bot's own objects by kind ("StatefulSet"), the others by kind and name ("Service/rigcheck-http")."""
+    found: dict[str, dict[str, Any]] = {}
     for path in sorted(K8S.glob("*.yaml")):
         for doc in load_all(path):
             assert doc.get("kind"), f"{path.name}: a document without kind"
-            assert doc["kind"] not in by_kind, f"a second {doc['kind']}"
-            by_kind[doc["kind"]] = doc
-    return by_kind
+            assert _key(doc) not in found, f"a second {_key(doc)}"
+            found[_key(doc)] = doc
+    return found
+
+
+@pytest.fixture(scope="module")
+def built() -> list[dict[str, Any]]:
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip("kubectl is not installed")
+    done = subprocess.run([kubectl, "kustomize", str(K8S)], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    return [d for d in yaml.safe_load_all(done.stdout) if d]
 
 
 def containers(pod_spec: dict[str, Any]) -> list[dict[str, Any]]:
@@ -193,50 +215,75 @@ def containers(pod_spec: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def test_manifest_kinds_and_kustomization(manifests: dict[str, dict[str, Any]]) -> None:
-    assert set(manifests) == {"Kustomization", "ConfigMap", "Service", "StatefulSet", "CronJob"}
+    assert set(manifests) == {"Kustomization", "ConfigMap", "Service", "Service/rigcheck-http", "StatefulSet",
+                              "PodDisruptionBudget", "CronJob", "Service/rigcheck-postgres",
+                              "StatefulSet/rigcheck-postgres"}
     listed = set(manifests["Kustomization"]["resources"])
     assert listed == {p.name for p in K8S.glob("*.yaml")} - {"kustomization.yaml"}
 
 
-def test_headless_service_matches_the_statefulset(manifests: dict[str, dict[str, Any]]) -> None:
+def test_services_match_the_statefulset(manifests: dict[str, dict[str, Any]]) -> None:
     service, sts = manifests["Service"], manifests["StatefulSet"]
     assert service["spec"]["clusterIP"] == "None"
+    # Stable names even while a pod is not ready, for reaching its metrics and probes.
+    assert service["spec"]["publishNotReadyAddresses"] is True
     assert sts["spec"]["serviceName"] == service["metadata"]["name"]
     labels = sts["spec"]["template"]["metadata"]["labels"]
-    assert service["spec"]["selector"].items() <= labels.items()
+    for svc in (service, manifests["Service/rigcheck-http"]):
+        assert svc["spec"]["selector"].items() <= labels.items()
+        assert [p["port"] for p in svc["spec"]["ports"]] == [8080]
+    # The trigger's Service balances over ready pods only.
+    assert "clusterIP" not in manifests["Service/rigcheck-http"]["spec"]
     assert sts["spec"]["selector"]["matchLabels"].items() <= labels.items()
-    assert [p["port"] for p in service["spec"]["ports"]] == [8080]
 
 
 def test_statefulset_volume_probes_and_identity(manifests: dict[str, dict[str, Any]]) -> None:
     spec = manifests["StatefulSet"]["spec"]
-    claims = spec["volumeClaimTemplates"]
-    assert len(claims) == 1 and claims[0]["spec"]["accessModes"] == ["ReadWriteOnce"]
+    # The state is in PostgreSQL; a pod keeps only disposable caches and needs no volume of its own.
+    assert "volumeClaimTemplates" not in spec
     (bot,) = spec["template"]["spec"]["containers"]
+    volumes = {v["name"]: v for v in spec["template"]["spec"]["volumes"]}
     mounts = {m["mountPath"]: m["name"] for m in bot["volumeMounts"]}
-    assert mounts["/data"] == claims[0]["metadata"]["name"]
+    assert "emptyDir" in volumes[mounts["/data"]]
     env = {e["name"]: e for e in bot["env"]}
     assert env["POD_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
     assert env["RIGCHECK_DATA_DIR"]["value"] == "/data"
     assert env["RIGCHECK_HTTP_HOST"]["value"] == "0.0.0.0"
+    assert env["RIGCHECK_DATABASE_URL"]["valueFrom"]["secretKeyRef"] == {"name": "rigcheck", "key": "database-url"}
+    workers = env["RIGCHECK_RENDER_WORKERS"]["valueFrom"]["resourceFieldRef"]
+    assert workers == {"containerName": bot["name"], "resource": "limits.cpu", "divisor": "1"}
+    assert "cpu" in bot["resources"]["limits"] and bot["resources"]["requests"]["memory"]
     ports = {p["name"]: p["containerPort"] for p in bot["ports"]}
     assert ports["http"] == 8080
     # Liveness never depends on Discord or the databases; readiness does.
     for probe, path in (("startupProbe", "/livez"), ("livenessProbe", "/livez"), ("readinessProbe", "/readyz")):
         get = bot[probe]["httpGet"]
         assert get["path"] == path and get["port"] in ("http", 8080)
-    assert "command" not in bot, "`command` would replace the image's init entrypoint"
-    command = bot["args"]
-    assert command[:3] == ["python", "-m", "bot.sharding"] and command[-3:] == ["python", "-m", "bot"]
+    # Neither command nor args: the image's init entrypoint stays PID 1 and runs the bot.
+    assert "command" not in bot and "args" not in bot
     pod_security = spec["template"]["spec"]["securityContext"]
     assert pod_security["runAsNonRoot"] is True and pod_security["runAsUser"] != 0
     assert bot["securityContext"]["allowPrivilegeEscalation"] is False
 
 
-def test_every_shard_has_exactly_one_pod(manifests: dict[str, dict[str, Any]]) -> None:
-    sts, config = manifests["StatefulSet"], manifests["ConfigMap"]["data"]
+def test_disruption_budget_covers_the_bot_pods(manifests: dict[str, dict[str, Any]]) -> None:
+    pdb = manifests["PodDisruptionBudget"]["spec"]
+    labels = manifests["StatefulSet"]["spec"]["template"]["metadata"]["labels"]
+    assert pdb["selector"]["matchLabels"].items() <= labels.items()
+    assert pdb.get("maxUnavailable") == 1 or pdb.get("minAvailable")
+
+
+def test_replicas_have_one_source(manifests: dict[str, dict[str, Any]], built: list[dict[str, Any]]) -> None:
+    (count,) = [r["count"] for r in manifests["Kustomization"]["replicas"] if r["name"] == "rigcheck"]
+    sts = next(d for d in built if d["kind"] == "StatefulSet" and d["metadata"]["name"] == "rigcheck")
+    config = next(d for d in built if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "rigcheck")
+    assert sts["spec"]["replicas"] == count and config["data"]["RIGCHECK_PODS"] == str(count)
+
+
+def test_every_shard_has_exactly_one_pod(built: list[dict[str, Any]]) -> None:
+    sts = next(d for d in built if d["kind"] == "StatefulSet" and d["metadata"]["name"] == "rigcheck")
+    config = next(d for d in built if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "rigcheck")["data"]
     replicas = sts["spec"]["replicas"]
-    assert int(config["RIGCHECK_PODS"]) == replicas
     name = sts["metadata"]["name"]
     owned: list[int] = []
     count = None
@@ -250,32 +297,34 @@ def test_every_shard_has_exactly_one_pod(manifests: dict[str, dict[str, Any]]) -
 
 
 def test_secrets_only_by_reference(manifests: dict[str, dict[str, Any]]) -> None:
-    assert "Secret" not in manifests
+    assert not [k for k in manifests if k.startswith("Secret")]
     assert not [k for k in manifests["ConfigMap"]["data"] if SECRET_NAME.search(k)]
     pods = [manifests["StatefulSet"]["spec"]["template"]["spec"],
+            manifests["StatefulSet/rigcheck-postgres"]["spec"]["template"]["spec"],
             manifests["CronJob"]["spec"]["jobTemplate"]["spec"]["template"]["spec"]]
     refs = set()
     for pod in pods:
         for container in containers(pod):
             for env in container.get("env") or []:
-                if SECRET_NAME.search(env["name"]):
+                if SECRET_NAME.search(env["name"]) or env["name"] == "RIGCHECK_DATABASE_URL":
                     assert "value" not in env, f"{env['name']} is inline"
                     refs.add(env["valueFrom"]["secretKeyRef"]["key"])
-    assert refs == {"discord-token", "webhook-secret"}
+    assert refs == {"discord-token", "webhook-secret", "database-url", "postgres-password"}
 
 
-def test_cronjob_triggers_every_pod(manifests: dict[str, dict[str, Any]]) -> None:
-    cron, sts, service = manifests["CronJob"], manifests["StatefulSet"], manifests["Service"]
+def test_cronjob_triggers_once_through_any_ready_pod(manifests: dict[str, dict[str, Any]]) -> None:
+    cron, service = manifests["CronJob"], manifests["Service/rigcheck-http"]
     fields = cron["spec"]["schedule"].split()
     assert len(fields) == 5 and all(re.fullmatch(r"[\d*/,-]+", f) for f in fields)
     assert cron["spec"]["concurrencyPolicy"] == "Forbid"
     pod = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]
     (trigger,) = pod["containers"]
     script = trigger["command"][-1]
-    host = f"{sts['metadata']['name']}-$i.{service['metadata']['name']}"
-    assert f"http://{host}:8080/hooks/daily" in script
+    assert f"http://{service['metadata']['name']}:8080/hooks/daily" in script
     assert "rigcheck trigger-daily --url" in script and "--secret-file /etc/rigcheck/webhook-secret" in script
-    assert {"configMapRef": {"name": manifests["ConfigMap"]["metadata"]["name"]}} in trigger["envFrom"]
+    # It follows the run for less time than the Job may live.
+    wait = int(re.search(r"--wait (\d+)", script).group(1))  # type: ignore[union-attr]
+    assert wait < cron["spec"]["jobTemplate"]["spec"]["activeDeadlineSeconds"]
     mount = next(m for m in trigger["volumeMounts"] if m["mountPath"] == "/etc/rigcheck")
     volume = next(v for v in pod["volumes"] if v["name"] == mount["name"])
     assert volume["secret"]["items"] == [{"key": "webhook-secret", "path": "webhook-secret"}]
@@ -287,7 +336,7 @@ def _stub(bin_dir: Path, name: str, body: str) -> None:
     path.chmod(path.stat().st_mode | stat.S_IXUSR)
 
 
-def _run_cron_script(manifests: dict[str, dict[str, Any]], tmp_path: Path, fail_host: str) -> tuple[int, list[str]]:
+def _run_cron_script(manifests: dict[str, dict[str, Any]], tmp_path: Path, failures: int) -> tuple[int, list[str]]:
     sh = shutil.which("sh")
     if sh is None:
         pytest.skip("no POSIX shell")
@@ -295,36 +344,51 @@ def _run_cron_script(manifests: dict[str, dict[str, Any]], tmp_path: Path, fail_
     calls = tmp_path / "calls"
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    _stub(bin_dir, "rigcheck", f'echo "$*" >> "{calls}"\ncase "$3" in *{fail_host}*) exit 1;; esac\n')
+    _stub(bin_dir, "rigcheck", f'echo "$*" >> "{calls}"\n[ "$(wc -l < "{calls}")" -gt {failures} ]\n')
     _stub(bin_dir, "sleep", "exit 0\n")
-    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}", "RIGCHECK_PODS": "3"}
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
     done = subprocess.run([sh, "-c", trigger["command"][-1]], env=env, capture_output=True, text=True,
                           timeout=60, check=False)
     return done.returncode, calls.read_text().splitlines()
 
 
-def test_cronjob_script_calls_each_pod_once(manifests: dict[str, dict[str, Any]], tmp_path: Path) -> None:
-    status, calls = _run_cron_script(manifests, tmp_path, fail_host="nobody")
-    assert status == 0
-    assert [c.split()[2] for c in calls] == [f"http://rigcheck-{k}.rigcheck:8080/hooks/daily" for k in range(3)]
-    assert all(c.split()[:2] == ["trigger-daily", "--url"] for c in calls)
+def test_cronjob_script_calls_once_when_it_works(manifests: dict[str, dict[str, Any]], tmp_path: Path) -> None:
+    status, calls = _run_cron_script(manifests, tmp_path, failures=0)
+    assert status == 0 and len(calls) == 1
+    assert calls[0].split()[:3] == ["trigger-daily", "--url", "http://rigcheck-http:8080/hooks/daily"]
 
 
-def test_cronjob_script_retries_and_reports_a_failed_pod(manifests: dict[str, dict[str, Any]],
-                                                         tmp_path: Path) -> None:
-    status, calls = _run_cron_script(manifests, tmp_path, fail_host="rigcheck-1.")
-    assert status != 0
-    hosts = [c.split()[2].split("//")[1].split(":")[0] for c in calls]
-    # The failing pod is retried, and the pods after it are still triggered.
-    assert hosts.count("rigcheck-1.rigcheck") == 3 and hosts.count("rigcheck-0.rigcheck") == 1
-    assert hosts[-1] == "rigcheck-2.rigcheck"
+def test_cronjob_script_retries_then_fails(manifests: dict[str, dict[str, Any]], tmp_path: Path) -> None:
+    (tmp_path / "once").mkdir()
+    status, calls = _run_cron_script(manifests, tmp_path / "once", failures=1)
+    assert status == 0 and len(calls) == 2
+    (tmp_path / "never").mkdir()
+    status, calls = _run_cron_script(manifests, tmp_path / "never", failures=99)
+    assert status != 0 and len(calls) == 3
 
 
-def test_kustomize_builds() -> None:
-    kubectl = shutil.which("kubectl")
-    if kubectl is None:
-        pytest.skip("kubectl is not installed")
-    done = subprocess.run([kubectl, "kustomize", str(K8S)], capture_output=True, text=True, timeout=120, check=False)
-    assert done.returncode == 0, done.stderr
-    kinds = sorted(d["kind"] for d in yaml.safe_load_all(done.stdout) if d)
-    assert kinds == ["ConfigMap", "CronJob", "Service", "StatefulSet"]
+def test_kustomize_builds_objects_valid_for_kubernetes(built: list[dict[str, Any]]) -> None:
+    kinds = sorted(d["kind"] for d in built)
+    assert kinds == ["ConfigMap", "CronJob", "PodDisruptionBudget", "Service", "Service", "Service", "StatefulSet",
+                     "StatefulSet"]
+    validator = pytest.importorskip("kubernetes_validate")
+    for doc in built:
+        # strict: an unknown or misspelt field is an error, not silently dropped by the API server.
+        validator.validate(doc, K8S_VERSION, strict=True)
+    # The validator does catch a mistake of the kind it is here for.
+    broken = {**built[0], "spec": {"replica": 2}}
+    with pytest.raises(validator.ValidationError):
+        validator.validate(broken, K8S_VERSION, strict=True)
+
+
+def test_compose_postgres_profile_is_wired_like_the_bot() -> None:
+    compose = yaml.safe_load((DEPLOY / "docker-compose.yml").read_text())
+    postgres, bot = compose["services"]["postgres"], compose["services"]["bot"]
+    assert postgres["profiles"] == ["postgres"] and "ports" not in postgres
+    assert postgres["env_file"] == bot["env_file"]
+    assert bot["depends_on"]["postgres"] == {"condition": "service_healthy", "required": False}
+    assert "pg_isready" in postgres["healthcheck"]["test"]
+    volume = postgres["volumes"][0].split(":")[0]
+    assert volume in compose["volumes"]
+    example = (DEPLOY / ".env.example").read_text()
+    assert "# RIGCHECK_DATABASE_URL=postgresql://rigcheck:PASSWORD@postgres:5432/rigcheck" in example
