@@ -106,9 +106,15 @@ def storage_failure(exc: BaseException) -> bool:
     """A database or disk failure at run time (full disk, read-only volume), not a bug in a command."""
     import sqlite3
 
+    import asyncpg
+
     from bot.store.errors import StateStoreError
 
-    return isinstance(exc, sqlite3.OperationalError | StateStoreError) or (
+    # A PostgreSQL state that is unreachable or restarting is the same kind of trouble for the person asking.
+    postgres = isinstance(exc, asyncpg.PostgresConnectionError | asyncpg.InterfaceError
+                          | asyncpg.CannotConnectNowError | asyncpg.ReadOnlySQLTransactionError
+                          | asyncpg.DiskFullError | ConnectionError)
+    return postgres or isinstance(exc, sqlite3.OperationalError | StateStoreError) or (
         isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EROFS, errno.EDQUOT, errno.EIO))
 
 

@@ -2,12 +2,31 @@
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+CGROUP_CPU_MAX = Path("/sys/fs/cgroup/cpu.max")
+
+
+def available_cpus(cpu_max: Path = CGROUP_CPU_MAX) -> int:
+    """CPUs this process may use: its affinity and, in a container, its cgroup's CPU quota (a pod's
+    limit), not the node's count, which os.cpu_count() reports."""
+    try:
+        count = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        count = os.cpu_count() or 1
+    try:
+        quota, period = cpu_max.read_text().split()[:2]
+        if quota != "max":
+            count = min(count, max(1, math.ceil(int(quota) / int(period))))
+    except (OSError, ValueError):
+        pass
+    return max(count, 1)
 
 
 class Settings(BaseSettings):
@@ -29,7 +48,7 @@ class Settings(BaseSettings):
     rigcheck_hf_token: SecretStr | None = None
     rigcheck_hf_timeout_s: float = Field(default=10.0, gt=0, description="whole-request deadline for a hub fetch")
     rigcheck_render_workers: int = Field(
-        default_factory=lambda: min(2, os.cpu_count() or 1), ge=0, le=32,
+        default_factory=lambda: min(2, available_cpus()), ge=0, le=32,
         description="processes that draw charts (0: threads in the bot process)",
     )
     rigcheck_guild_ready_timeout: float = 2.0
