@@ -49,7 +49,8 @@ def cmd_ask(_svc: Any, args: argparse.Namespace) -> int:
     from bot.sandbox.ask import ask
 
     _sandbox_env()
-    results = asyncio.run(ask(list(args.commands), bot_argv=_bot_argv(), locale=args.locale, save_dir=args.save))
+    results = asyncio.run(ask(list(args.commands), bot_argv=_bot_argv(), locale=args.locale, save_dir=args.save,
+                              admin=args.admin))
     for result in results:
         if args.json:
             sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
@@ -70,6 +71,7 @@ def _register_ask(sub: Any) -> None:
     p = sub.add_parser("ask", help="run slash commands against the bot in the local sandbox and print the replies")
     p.add_argument("commands", nargs="+", help='e.g. "/fit gpu:T4 model:qwen3-8b"')
     p.add_argument("--locale", default="en-US", help="Discord locale, e.g. zh-CN")
+    p.add_argument("--admin", action="store_true", help="ask as a server manager (for /daily, /settings server)")
     p.add_argument("--json", action="store_true", help="one JSON object per command")
     p.add_argument("--save", metavar="DIR", help="write attached charts here")
     p.set_defaults(func=cmd_ask)
@@ -102,6 +104,8 @@ def _stdin_lines(loop: asyncio.AbstractEventLoop) -> asyncio.Queue[str | None]:
 
 async def _prompt(session: Any, args: argparse.Namespace) -> None:
     """Answer commands typed at the terminal until end of input."""
+    from bot.sandbox.playground import member_permissions
+
     out_dir = Path(args.save)
     lines = _stdin_lines(asyncio.get_running_loop())
     while (line := await lines.get()) is not None:
@@ -110,7 +114,9 @@ async def _prompt(session: Any, args: argparse.Namespace) -> None:
             continue
         if not command.startswith("/"):
             command = "/" + command
-        reply = await session.sandbox.driver.invoke(command, locale=args.locale)
+        reply = await session.sandbox.driver.invoke(
+            command, locale=args.locale, member_permissions=member_permissions(args.admin)
+        )
         if reply.rejected_by_client:
             print(f"(Discord would not send this: {reply.reason})")
         if reply.content:
@@ -135,7 +141,7 @@ async def _run_sandbox(args: argparse.Namespace) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stopping.set)
     try:
-        session = await serve_playground(_bot_argv(), host="127.0.0.1", port=args.port)
+        session = await serve_playground(_bot_argv(), host="127.0.0.1", port=args.port, admin=args.admin)
         try:
             print(
                 f"rigcheck is running against the local Discord sandbox (no DISCORD_TOKEN set).\n"
@@ -189,6 +195,8 @@ def _register_run(sub: Any) -> None:
     p.add_argument("--locale", default="en-US")
     p.add_argument("--save", default="rigcheck-charts", help="where the terminal prompt saves charts")
     p.add_argument("--prompt", action="store_true", help="read commands from stdin even when it is not a terminal")
+    p.add_argument("--admin", action="store_true",
+                   help="act as a server manager in the sandbox (try /daily preview, /settings server)")
     p.set_defaults(func=cmd_run)
 
 

@@ -109,8 +109,7 @@ def short_model_name(model: Model, width: int) -> str:
 
 
 _GPU_VENDOR_WORDS = {"nvidia", "geforce", "amd", "intel", "apple", "tesla"}
-_MEMORY_PAREN = re.compile(r"\((\d+(?:\.\d+)?)\s*GB(?: unified memory)?\)", re.IGNORECASE)
-_GB_WORD = re.compile(r"^\d+(\.\d+)?GB$", re.IGNORECASE)
+_MEMORY_PAREN = re.compile(r"\([^()]*?(\d+(?:\.\d+)?)\s*GB(?: unified memory)?\)", re.IGNORECASE)
 _CORES_PAREN = re.compile(r"\((\d+)-core GPU[^)]*\)", re.IGNORECASE)
 
 
@@ -127,9 +126,10 @@ def short_gpu_name(gpu: GPU, width: int = 24) -> str:
         and not (w.lower() == "radeon" and i + 1 < len(split) and split[i + 1].lower() in ("rx", "instinct", "pro"))
     ] or split
     while display_width(" ".join(words)) > width and len(words) > 1:
-        # The memory size tells two boards apart, so it stays; the word before it goes instead.
-        drop = -2 if _GB_WORD.match(words[-1]) and len(words) > 2 else -1
-        del words[drop]
+        # Model numbers and memory sizes (R9700, 3090, 144GB) tell boards apart, so a plain word goes
+        # first, the last one; only then the last word.
+        plain = [i for i, w in enumerate(words) if not any(c.isdigit() for c in w)]
+        del words[plain[-1] if plain and len(plain) < len(words) else -1]
     return " ".join(words)
 
 

@@ -43,8 +43,12 @@ async def ask(
     save_dir: str | Path | None = None,
     env: Mapping[str, str] | None = None,
     reply_timeout_s: float = 30.0,
+    admin: bool = False,
 ) -> list[dict[str, Any]]:
-    """Starts a sandbox and the bot process, runs each command in turn, and returns one dict per command."""
+    """Starts a sandbox and the bot process, runs each command in turn, and returns one dict per command.
+    `admin`: the commands come from a member with the Manage Server permission."""
+    from bot.sandbox.playground import member_permissions
+
     results: list[dict[str, Any]] = []
     target = Path(save_dir) if save_dir is not None else None
     async with Sandbox(reply_timeout_s=reply_timeout_s, playground=False) as sandbox:
@@ -52,7 +56,9 @@ async def ask(
         try:
             for index, command in enumerate(commands):
                 try:
-                    reply: Reply | None = await sandbox.driver.invoke(command, locale=locale)
+                    reply: Reply | None = await sandbox.driver.invoke(
+                        command, locale=locale, member_permissions=member_permissions(admin)
+                    )
                 except ReplyTimeout:
                     reply = None
                 results.append(reply_summary(command, reply))
@@ -104,10 +110,15 @@ async def serve_playground(
     *,
     env: Mapping[str, str] | None = None,
     reply_timeout_s: float = 30.0,
+    admin: bool = False,
 ) -> PlaygroundSession:
-    """Starts the sandbox (with its playground page) and the bot; call `close()` when done."""
+    """Starts the sandbox (with its playground page) and the bot; call `close()` when done. With `admin`
+    the page starts acting as a server manager (a tick box on the page turns it off)."""
+    from bot.sandbox.playground import ADMIN
+
     ensure_loopback(host)
     sandbox = Sandbox(host=host, port=port, reply_timeout_s=reply_timeout_s)
+    sandbox.server.app[ADMIN] = admin
     await sandbox.__aenter__()
     try:
         process = await sandbox.start_bot(list(bot_argv), env=env)

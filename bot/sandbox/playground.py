@@ -16,9 +16,13 @@ from bot.sandbox.driver import Driver, ReplyTimeout
 from bot.sandbox.http_util import STATE, json_response
 from bot.sandbox.models import Reply
 from bot.sandbox.state import SandboxState
+from bot.sandbox.world import DEFAULT_MEMBER_PERMISSIONS
 
 STATIC_DIR = Path(__file__).with_name("static")
 DRIVER = web.AppKey("sandbox_playground_driver", Driver)
+# Whether the page starts with "act as a server manager" ticked (`rigcheck run --admin`).
+ADMIN = web.AppKey("sandbox_playground_admin", bool)
+MANAGE_GUILD = 1 << 5
 LOCALES = ["en-US", "en-GB", "zh-CN", "zh-TW", "de", "fr", "es-ES", "ja", "ko", "pt-BR", "ru"]
 SUGGESTIONS_MAX = 25
 _ATTACHMENT_URL = re.compile(r"/attachments/(\d+)/")
@@ -27,6 +31,7 @@ _MARKER = re.compile(r"(?:^|(?<=\s))([^\s:]+):")
 
 def setup(app: web.Application) -> None:
     app[DRIVER] = Driver(app[STATE], default_timeout=30.0)
+    app[ADMIN] = False
     app.router.add_get("/", index)
     app.router.add_static("/static/", STATIC_DIR, follow_symlinks=False)
     app.router.add_get("/playground/meta", meta)
@@ -61,6 +66,12 @@ async def _body(request: web.Request) -> dict[str, Any]:
     return body
 
 
+def member_permissions(admin: bool) -> int:
+    """The tester's permissions: a member's defaults, plus Manage Server when acting as a manager, so
+    `/daily preview` and `/settings server` can be tried without Discord."""
+    return DEFAULT_MEMBER_PERMISSIONS | MANAGE_GUILD if admin else DEFAULT_MEMBER_PERMISSIONS
+
+
 def _guild(state: SandboxState, body: dict[str, Any]) -> int | None:
     raw = body.get("guild")
     return int(raw) if raw else state.world.default_guild.id
@@ -75,6 +86,7 @@ async def meta(request: web.Request) -> web.Response:
             "locales": LOCALES,
             "guilds": [{"id": str(g.id), "name": g.name, "locale": g.preferred_locale} for g in state.world.guilds],
             "connected": state.hub.all_ready(),
+            "admin": request.app[ADMIN],
         }
     )
 
@@ -84,7 +96,8 @@ async def invoke(request: web.Request) -> web.Response:
     driver = request.app[DRIVER]
     try:
         reply = await driver.invoke(
-            str(body.get("command", "")), locale=str(body.get("locale") or "en-US"), guild=_guild(driver.state, body)
+            str(body.get("command", "")), locale=str(body.get("locale") or "en-US"), guild=_guild(driver.state, body),
+            member_permissions=member_permissions(bool(body.get("admin"))),
         )
     except ReplyTimeout as timeout:
         return json_response({"timed_out": True, "reason": str(timeout)})
@@ -96,7 +109,8 @@ async def click(request: web.Request) -> web.Response:
     driver = request.app[DRIVER]
     origin = Reply(interaction_id=int(body["interaction_id"]), message_id=int(body["message_id"]))
     try:
-        reply = await driver.click(origin, str(body["custom_id"]), locale=str(body.get("locale") or "en-US"))
+        reply = await driver.click(origin, str(body["custom_id"]), locale=str(body.get("locale") or "en-US"),
+                                   member_permissions=member_permissions(bool(body.get("admin"))))
     except ReplyTimeout as timeout:
         return json_response({"timed_out": True, "reason": str(timeout)})
     return json_response(reply_json(reply))

@@ -272,3 +272,16 @@ async def test_a_context_past_every_window_is_one_clear_refusal(sb: Sandbox) -> 
     reply = await sb.invoke("/fit gpu:T4 model:llama-3.1-8b ctx:1M")
     assert reply.ephemeral
     assert "past Llama 3.1 8B's longest documented context (128k)" in reply.embeds[0]["description"]
+
+
+# --- a server manager in the sandbox --------------------------------------------------------------
+
+async def test_ask_as_a_server_manager(tmp_path) -> None:
+    from bot.sandbox.ask import ask
+
+    argv = [sys.executable, "-m", "bot"]
+    env = {"RIGCHECK_DATA_DIR": str(tmp_path), "RIGCHECK_HTTP_ENABLED": "false", "RIGCHECK_GUILD_READY_TIMEOUT": "0.2"}
+    member = await ask(["/settings server ctx:32k"], bot_argv=argv, env=env)
+    manager = await ask(["/settings server ctx:32k"], bot_argv=argv, env=env, admin=True)
+    assert member[0]["ephemeral"] and "Saved" not in str(member[0])
+    assert manager[0]["content"] == "Saved (this server): context 32k"

@@ -14,9 +14,18 @@
     return node;
   }
 
-  // Minimal, escape-first markdown: **bold**, *italics*, `code`, [text](url) shown as text.
+  // Minimal, escape-first markdown: ```code blocks```, **bold**, *italics*, `code`, [text](url) shown as text.
   function markdown(text) {
     const escaped = String(text).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
+    const blocks = [];
+    const held = escaped.replace(/```(?:[a-z]*\n)?([\s\S]*?)```\n?/g, (_, body) => {
+      blocks.push(body.replace(/\n$/, ""));
+      return `\u0000${blocks.length - 1}\u0000`;
+    });
+    return inline(held).replace(/\u0000(\d+)\u0000/g, (_, i) => `<pre class="codeblock">${blocks[Number(i)]}</pre>`);
+  }
+
+  function inline(escaped) {
     return escaped
       .replace(/`([^`]+)`/g, "<code>$1</code>")
       .replace(/\*\*([^*]+)\*\*/g, "<strong>$1</strong>")
@@ -186,7 +195,7 @@
   }
 
   function context() {
-    return { locale: localeSelect.value, guild: guildSelect.value };
+    return { locale: localeSelect.value, guild: guildSelect.value, admin: $("admin").checked };
   }
 
   async function send(command) {
@@ -218,7 +227,7 @@
 
   async function click(origin, customId) {
     const reply = await post("/playground/click", {
-      interaction_id: origin.interaction_id, message_id: origin.message_id, custom_id: customId, locale: localeSelect.value,
+      interaction_id: origin.interaction_id, message_id: origin.message_id, custom_id: customId, locale: localeSelect.value, admin: $("admin").checked,
     });
     if (reply.rejected_by_client) { clientError.textContent = reply.reason; clientError.hidden = false; return; }
     const existing = reply.message_id && rendered.get(reply.message_id);
@@ -308,6 +317,7 @@
     for (const l of meta.locales) {
       const option = el("option", "", l); option.value = l; localeSelect.appendChild(option);
     }
+    $("admin").checked = Boolean(meta.admin);
     const status = $("status");
     status.textContent = meta.connected ? meta.bot.username + " online" : "bot not connected";
     status.classList.toggle("ok", meta.connected);
