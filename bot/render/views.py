@@ -103,7 +103,7 @@ def context_note(q: Query, locale: str) -> str | None:
     if fit_.status != "scaled" or fit_.extension is None:
         return None
     ext = fit_.extension
-    flags = q.model.scaling_flags(q.engine)
+    flags = q.model.scaling_flags("llama.cpp") if q.engine == "llama.cpp" else ""
     return t(locale, "ctx.scaled", ctx=format_tokens(q.ctx), model=q.model.name,
              native=format_tokens(fit_.native_context),
              method=ROPE_NAMES.get(ext.method, ext.method), factor=f"{ext.factor:g}",
