@@ -1,13 +1,14 @@
 """The image's dependency lock: every package `pip install .[image]` brings in, pinned to one version.
 
-    python deploy/lock.py           # resolve from the index and rewrite deploy/requirements.lock
-    python deploy/lock.py --check   # exit 1 unless the lock still resolves to exactly itself
+    python deploy/lock.py             # add what pyproject.toml now needs, keeping every existing pin
+    python deploy/lock.py --upgrade   # resolve everything afresh (newest versions) and rewrite the lock
+    python deploy/lock.py --check     # exit 1 unless the lock still resolves to exactly itself
 
 The Dockerfile installs the lock with `--no-deps`, then the project, then runs `pip check`, so an image
 built today and one built next month contain the same versions. "Current" means: resolving the project
 with the lock as constraints succeeds and yields exactly the locked set, so nothing pyproject.toml asks
 for is missing, no pin contradicts a requirement, and nothing stale is left over. It does not mean
-"newest": upgrading is running this script without --check and reviewing the diff.
+"newest": upgrading is running this script with --upgrade and reviewing the diff.
 
 Run it with the Python the image uses (the Dockerfile's PYTHON_VERSION), since markers depend on it.
 """
@@ -71,9 +72,12 @@ def render(pins: dict[str, str]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="verify the lock instead of rewriting it")
+    parser.add_argument("--upgrade", action="store_true", help="ignore the current pins")
     args = parser.parse_args(argv)
     if not args.check:
-        LOCK.write_text(render(resolve()))
+        # The current pins as constraints: a new dependency is added without moving anything else.
+        keep = LOCK if LOCK.exists() and not args.upgrade else None
+        LOCK.write_text(render(resolve(constraints=keep)))
         print(f"lock: wrote {LOCK.relative_to(ROOT)}")
         return 0
     locked = read_lock()
