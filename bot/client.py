@@ -266,7 +266,11 @@ class RigBot(commands.AutoShardedBot):
         self.render_pool = RenderPool(self.service, settings.rigcheck_render_workers)
         # "name#incarnation": the name survives a restart (a StatefulSet pod keeps its name), the
         # incarnation does not, so a restarted process knows its predecessor's claims are orphaned.
-        self.instance = settings.rigcheck_instance or os.environ.get("POD_NAME") or socket.gethostname()
+        # Without a pod name, the host plus this process's shards: every shard runs in exactly one process,
+        # so two processes on one host (a unit per shard block) never take each other for a predecessor.
+        shards = "all" if shard_ids is None else ",".join(map(str, shard_ids))
+        self.instance = (settings.rigcheck_instance or os.environ.get("POD_NAME")
+                         or f"{socket.gethostname()}/shards-{shards}")
         self.claim_owner = f"{self.instance}#{uuid.uuid4().hex[:8]}"
         self.background: set[asyncio.Task[Any]] = set()
 

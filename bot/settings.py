@@ -57,7 +57,7 @@ class Settings(BaseSettings):
         default=None, description="postgresql://… shared by every process; unset: a SQLite file in the data dir",
     )
     rigcheck_instance: str | None = Field(
-        default=None, description="this process's name in delivery claims; default POD_NAME, else the host name",
+        default=None, description="this process's name in delivery claims; default POD_NAME, else host and shards",
     )
     rigcheck_daily_lease_s: float = Field(
         default=300.0, gt=0, description="how long a delivery claim holds before another process may take it over",
