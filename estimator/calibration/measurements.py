@@ -111,12 +111,15 @@ def _gpu(resolver: Resolver, catalog: Catalog, name: str) -> GPU | None:
         return None
 
 
+_QUANT_SUFFIX = re.compile(r"-(awq|gptq|fp8|int4|int8|awq-int4|gptq-int4)(-int4)?$", re.IGNORECASE)
 _BUILD_SUFFIX = re.compile(r"(-mlx)?(-(4|6|8)bit|-bf16|-fp16)?(-mlx)?$", re.IGNORECASE)
 
 
 def _model(resolver: Resolver, catalog: Catalog, name: str) -> Model | None:
     # "mlx-community/Llama-3.3-70B-Instruct-4bit" is a build of meta-llama/Llama-3.3-70B-Instruct.
     name = _BUILD_SUFFIX.sub("", name.strip().split("/")[-1] if "mlx-community/" in name else name.strip())
+    # "Qwen2.5-7B-Instruct-AWQ" is a quantized build of Qwen2.5-7B-Instruct; the row's quant says which.
+    name = _QUANT_SUFFIX.sub("", name)
     key = re.sub(r"\s*\(.*\)$", "", name.lower())
     if key in MODEL_NAMES:
         try:
@@ -208,7 +211,7 @@ def llamacpp_rows(catalog: Catalog, pattern: str = "llamacpp*.toml") -> tuple[li
 SERVER_QUANTS: dict[str, str] = {
     "bf16": "bf16", "fp16": "bf16", "float16": "bf16", "bfloat16": "bf16", "fp8": "fp8", "awq-int4": "awq-int4",
     "awq": "awq-int4", "gptq-int4": "gptq-int4", "gptq": "gptq-int4", "mlx-4bit": "mlx-4bit", "4bit": "mlx-4bit",
-    "mlx-8bit": "mlx-8bit", "8bit": "mlx-8bit",
+    "mlx-8bit": "mlx-8bit", "8bit": "mlx-8bit", "nvfp4": "nvfp4", "mxfp4": "mxfp4",
 }
 SERVER_ENGINES: dict[str, Engine] = {
     "vllm": "vllm", "sglang": "sglang", "mlx": "mlx", "mlx-lm": "mlx", "exllamav2": "exllamav2", "exl2": "exllamav2",
