@@ -148,6 +148,7 @@ def row(run: Run, *, gpu_name: str, gpu_id: str, measure: str, value_gib: float,
         "targets": ",".join(LORA_TARGETS[run.targets]) if run.method != "full" else "",
         "lora_dropout": 0.0,
         "optimizer": "adamw",
+        "fused_optimizer": True,  # the script steps torch.optim.AdamW(fused=True)
         "precision": "bf16",
         "master_weights_fp32": not pure,
         "checkpointing": run.checkpointing != "none",

@@ -243,7 +243,9 @@ class FinetuneSettings(BaseModel):
     gradient_accumulation_steps: int = Field(default=1, ge=1)
     optimizer_in_backward: bool = Field(default=False, description="step fused into backward (torchtune)")
     fused_optimizer: bool = Field(
-        default=False, description="torch AdamW(fused=True); torch's own default is the foreach step"
+        default=True,
+        description="torch AdamW(fused=True), the Hugging Face Trainer's default (adamw_torch_fused); False: "
+        "torch's own default, the foreach step",
     )
     gpus: int = Field(default=1, ge=1, le=8)
     sharding: Sharding = "none"

@@ -302,7 +302,8 @@ def test_with_keeps_what_was_set_and_rederives_the_rest() -> None:
 
 def test_foreach_adamw_step_holds_one_more_moment() -> None:
     # One token: the step, not the activations, is the peak.
-    s = FinetuneSettings(method="full", regime="bf16", seq=1, checkpointing=True)
+    s = FinetuneSettings(method="full", regime="bf16", seq=1, checkpointing=True, fused_optimizer=False)
+    assert FinetuneSettings(method="full").fused_optimizer  # the Hugging Face Trainer's default
     foreach = ft.finetune_memory(EXACT, s)
     fused = ft.finetune_memory(EXACT, s.model_copy(update={"fused_optimizer": True}))
     # The step holds weights, gradients, both moments and sqrt(exp_avg_sq): 2 + 2 + 4 + 2 bytes per parameter.
