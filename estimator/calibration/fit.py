@@ -54,10 +54,13 @@ from estimator.engines import compute_class, family, floor_of, forget_fits, memo
 CONSTANTS_PATH = Path(__file__).with_name("constants.py")
 
 # Ridge strength of each level's offsets, in weighted pseudo-rows: the deeper (more specific) the level,
-# the more rows it takes to move it away from its parents.
-RIDGE: dict[str, float] = {"all": 1.0, "family": 2.0, "engine": 3.0, "backend": 2.0, "memory": 3.0, "arch": 3.0,
-                           "gpu": 4.0, "kernel": 2.0, "compute": 2.0, "dp4a": 2.0, "power": 3.0, "fa": 2.0,
-                           "era": 2.0}
+# the more rows it takes to move it away from its parents. The overall scale (×0.05 of one pseudo-row per
+# level step) was chosen among ×0.02 … ×2 by leave-one-GPU-out error; the rule that a group needs
+# MIN_GROUP_ROWS rows from MIN_GROUP_SOURCES sources does most of the pooling.
+RIDGE_SCALE = 0.05
+RIDGE: dict[str, float] = {level: RIDGE_SCALE * strength for level, strength in {
+    "all": 1.0, "family": 2.0, "engine": 3.0, "backend": 2.0, "memory": 3.0, "arch": 3.0, "gpu": 4.0, "kernel": 2.0,
+    "compute": 2.0, "dp4a": 2.0, "power": 3.0, "fa": 2.0, "era": 2.0}.items()}
 # A row counts toward a group's size only where the group's term is at least this share of its time.
 MATERIAL_SHARE = 0.03
 # Row weight halves every this many years of build age (relative to the newest row), down to the floor.
