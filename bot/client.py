@@ -30,6 +30,7 @@ from bot.params import BadValue
 from bot.render.embeds import locale_key
 from bot.render.pool import RenderPool
 from bot.render.reply import Reply, ReplyFile
+from bot.render.text import t
 from bot.render.views import error_reply
 from bot.service import Service
 from bot.settings import Settings
@@ -166,52 +167,28 @@ class RigTree(app_commands.CommandTree["RigBot"]):
         if isinstance(original, app_commands.TransformerError) and isinstance(original.__cause__, BadValue):
             original = original.__cause__  # the transformer's own sentence, not "Failed to convert …"
         locale = interaction_locale(interaction)
-        zh = locale_key(locale) == "zh-CN"
         bot: RigBot = interaction.client  # type: ignore[assignment]
         bot.metrics_outcome(interaction, "error")
         if isinstance(original, NotFound):
-            kind = {"gpu": "显卡" if zh else "GPU", "model": "模型" if zh else "model"}[original.kind]
-            title = (
-                (f"找不到{kind}" if not original.ambiguous else f"{kind}名称不明确")
-                if zh
-                else (f"Unknown {kind}" if not original.ambiguous else f"Which {kind}?")
-            )
-            message = (
-                (f"`{original.query[:80]}` " + ("对应多个条目。" if original.ambiguous else "不在目录中。"))
-                if zh
-                else (
-                    f"`{original.query[:80]}` "
-                    + ("matches several entries." if original.ambiguous else "is not in the catalog.")
-                )
-            )
-            reply = error_reply(title, message, locale, [s.label for s in original.suggestions[:8]])
+            kind = t(locale, f"err.kind.{original.kind}")
+            which = "ambiguous" if original.ambiguous else "unknown"
+            reply = error_reply(t(locale, f"err.{which}.title", kind=kind),
+                                t(locale, f"err.{which}", query=original.query[:80]), locale,
+                                [s.label for s in original.suggestions[:8]])
         elif isinstance(original, BadValue | app_commands.TransformerError | ValueError) and not isinstance(
             original, app_commands.CommandInvokeError
         ):
             text = original.text(locale) if isinstance(original, BadValue) else people_text(original)
-            reply = error_reply("参数无效" if zh else "That option does not work", text[:1500], locale)
+            reply = error_reply(t(locale, "err.option.title"), text[:1500], locale)
         elif isinstance(original, app_commands.CommandOnCooldown):
-            reply = error_reply(
-                "请稍候" if zh else "Slow down",
-                (f"{original.retry_after:.0f} 秒后再试" if zh else f"Try again in {original.retry_after:.0f} s."),
-                locale,
-            )
+            reply = error_reply(t(locale, "err.cooldown.title"),
+                                t(locale, "err.cooldown", seconds=f"{original.retry_after:.0f}"), locale)
         elif storage_failure(original):
             log.warning("storage failed during /%s: %s", interaction.command and interaction.command.qualified_name,
                         original)
-            reply = error_reply(
-                "暂时无法保存" if zh else "Could not save that right now",
-                "服务器存储出了问题（磁盘已满或只读），未做任何更改。请稍后再试。" if zh
-                else "The bot's storage is failing (its disk is full or read-only); nothing was changed. "
-                     "Try again later.",
-                locale,
-            )
+            reply = error_reply(t(locale, "err.storage.title"), t(locale, "err.storage"), locale)
         elif isinstance(original, app_commands.CheckFailure):
-            reply = error_reply(
-                "没有权限" if zh else "Not allowed",
-                "此命令需要“管理服务器”权限。" if zh else "This needs the Manage Server permission.",
-                locale,
-            )
+            reply = error_reply(t(locale, "err.denied.title"), t(locale, "err.denied"), locale)
         else:
             error_id = uuid.uuid4().hex[:8]
             log.error(
@@ -220,12 +197,8 @@ class RigTree(app_commands.CommandTree["RigBot"]):
                 interaction.command and interaction.command.qualified_name,
                 exc_info=original,
             )
-            reply = error_reply(
-                "出错了" if zh else "Something went wrong",
-                "这是我们的问题，不是你的。" if zh else "That one is on us, not you.",
-                locale,
-                error_id=error_id,
-            )
+            reply = error_reply(t(locale, "err.internal.title"), t(locale, "err.internal"), locale,
+                                error_id=error_id)
         try:
             await send_private(interaction, reply)
         except discord.HTTPException:

@@ -47,13 +47,13 @@ def parse_tokens(text: str | int, *, name: str = "ctx", allow_zero: bool = False
     else:
         match = _TOKENS.match(str(text))
         if not match:
-            raise BadValue(f"{name} must be a token count like 8192, 32k or 1M (got {str(text)[:40]!r})")
+            raise BadValue.of("bad.tokens_form", name=name, got=repr(str(text)[:40]))
         number, unit = float(match.group(1)), match.group(2).lower()
         value = round(number * {"": 1, "k": 1024, "m": 1024 * 1024}[unit])
     if value < 0 or (value == 0 and not allow_zero):
-        raise BadValue(f"{name} must be a positive number of tokens")
+        raise BadValue.of("bad.tokens_positive", name=name)
     if value > CTX_MAX_TOKENS:
-        raise BadValue(f"{name} is too large: at most {CTX_MAX_TOKENS // 1024 // 1024}M tokens")
+        raise BadValue.of("bad.tokens_large", name=name, most=CTX_MAX_TOKENS // 1024 // 1024)
     return value
 
 

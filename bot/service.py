@@ -81,7 +81,7 @@ class Service:
         key = text.strip()
         if key.lower().startswith("hf:") and key not in self.extra_models:
             if self.hub is None:
-                raise BadValue("Hugging Face lookups are not enabled on this bot")
+                raise BadValue.of("bad.hf_off")
             try:
                 self.extra_models[key] = await self.hub.get_or_fetch(key)
             except HubError as exc:
@@ -133,7 +133,7 @@ class Service:
         value = text.strip().lower().replace("llamacpp", "llama.cpp").replace("ollama", "llama.cpp")
         value = value.replace("lm studio", "llama.cpp").replace("lmstudio", "llama.cpp")
         if value not in ENGINES:
-            raise BadValue(f"engine must be one of {', '.join(ENGINES)} (Ollama and LM Studio run llama.cpp)")
+            raise BadValue.of("bad.engine", engines=", ".join(ENGINES))
         return value  # type: ignore[return-value]
 
     @staticmethod
@@ -141,13 +141,13 @@ class Service:
         value = text.strip().lower().replace("fp16", "f16").replace("q8", "q8_0").replace("q8_0_0", "q8_0")
         value = value.replace("q4", "q4_0").replace("q4_0_0", "q4_0")
         if value not in KV_DTYPES:
-            raise BadValue(f"kv must be one of {', '.join(KV_DTYPES)}")
+            raise BadValue.of("bad.kv", kinds=", ".join(KV_DTYPES))
         return value  # type: ignore[return-value]
 
     @staticmethod
     def gpus(count: int) -> int:
         if not 1 <= int(count) <= MAX_GPUS:
-            raise BadValue(f"gpus must be between 1 and {MAX_GPUS}")
+            raise BadValue.of("bad.gpus", most=MAX_GPUS)
         return int(count)
 
     def quant(self, text: str, engine: Engine) -> QuantFormat:
@@ -158,7 +158,7 @@ class Service:
         if fmt is None:
             levels = ", ".join(DEFAULT_FORMAT[engine])
             formats = ", ".join(q.name for q in self.catalog.quants if engine in q.engines)
-            raise BadValue(f"unknown quantization {text[:30]!r}; use a level ({levels}) or a format ({formats})")
+            raise BadValue.of("bad.quant", got=repr(text[:30]), levels=levels, formats=formats)
         if engine not in fmt.engines:
             own = ", ".join(q.name for q in self.catalog.quants if engine in q.engines)
             runs_on = [e for e in ENGINES if e in fmt.engines]
@@ -198,9 +198,8 @@ class Service:
         model, tagged = self.model(req.model)
         engine = self.engine(req.engine)
         if not supports(engine, gpu):
-            raise BadValue(
-                f"{engine} does not run on {gpu.name}; use llama.cpp" + (" or mlx" if gpu.vendor == "apple" else "")
-            )
+            raise BadValue.of("bad.engine_gpu_apple" if gpu.vendor == "apple" else "bad.engine_gpu", engine=engine,
+                              gpu=gpu.name)
         formats = self.formats(engine, req.quant) if req.quant or tagged is None else [tagged]
         ctx = parse_tokens(req.ctx)
         self.check_context(model, ctx)
@@ -239,7 +238,7 @@ class Service:
         gpu = choice.gpu
         engine = self.engine(req.engine)
         if req.sort not in ("quality", "speed", "size"):
-            raise BadValue("sort must be quality, speed or size")
+            raise BadValue.of("bad.sort")
         sort: Sort = req.sort  # type: ignore[assignment]
         rows = rank(
             self.catalog.models,

@@ -87,9 +87,9 @@ class NumberRange(app_commands.Transformer):
     async def transform(self, interaction: discord.Interaction, value: float) -> float:
         if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
                 or (self.integer and not float(value).is_integer()):
-            raise BadValue(f"{self.name} must be a {'whole ' if self.integer else ''}number")
+            raise BadValue.of("bad.whole_number" if self.integer else "bad.number", name=self.name)
         if not self.low <= value <= self.high:
-            raise BadValue(f"{self.name} must be between {self.low:g} and {self.high:g} (got {value:g})")
+            raise BadValue.of("bad.range", name=self.name, low=f"{self.low:g}", high=f"{self.high:g}", got=f"{value:g}")
         return int(value) if self.integer else float(value)
 
 
@@ -97,7 +97,7 @@ def one_of(name: str, value: str, allowed: list[app_commands.Choice[str]] | tupl
     """A choice option's value checked on receipt, for the same reason as NumberRange."""
     values = [c.value if isinstance(c, app_commands.Choice) else c for c in allowed]
     if value not in values:
-        raise BadValue(f"{name} must be one of {', '.join(values)}")
+        raise BadValue.of("bad.one_of", name=name, values=", ".join(values))
     return value
 
 

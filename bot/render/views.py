@@ -44,8 +44,6 @@ def _verdict_of(result: FitResult) -> str:
 def advice(svc: Service, result: FitResult, locale: str) -> list[str]:
     """When nothing fits (or it is tight), what would: a smaller format, a quantized KV cache, less
     context, one more GPU — each checked with the estimator, never assumed."""
-    loc = locale_key(locale)
-    zh = loc == "zh-CN"
     if _verdict_of(result) == "fits":
         return []
     q = result.query
@@ -58,31 +56,25 @@ def advice(svc: Service, result: FitResult, locale: str) -> list[str]:
         if fmt.bits_per_weight >= min(o.quant.bits_per_weight for o in result.options):
             continue
         if memory(q.model_copy(update={"quant": fmt})).verdict == "fits":
-            tips.append(f"使用更小的量化 {fmt.name}" if zh else f"a smaller format: {fmt.name}")
+            tips.append(t(locale, "advice.smaller", fmt=fmt.name))
             break
     smallest = min(result.options, key=lambda o: o.quant.bits_per_weight)
     if q.kv in ("f16", "bf16"):
         kv_q = q.model_copy(update={"quant": smallest.quant, "kv": "q8_0"})
         if memory(kv_q).verdict == "fits":
-            tips.append("KV 缓存改用 q8_0" if zh else "KV cache at q8_0 (`kv:q8_0`)")
+            tips.append(t(locale, "advice.kv"))
     if smallest.max_ctx >= 1024:
         ctx = format_tokens(smallest.max_ctx)
-        tips.append(f"上下文缩短到 {ctx}" if zh else f"at most {ctx} of context with {smallest.quant.name}")
+        tips.append(t(locale, "advice.ctx", ctx=ctx, fmt=smallest.quant.name))
     if q.gpus < 8 and not q.gpu.unified_memory:
         for count in range(q.gpus + 1, 9):
             more = q.model_copy(update={"quant": smallest.quant, "gpus": count})
             if memory(more).verdict != "does_not_fit":
-                tips.append(
-                    f"{count} 块 {q.gpu.name}（`gpus:{count}`）" if zh else f"{count}× {q.gpu.name} (`gpus:{count}`)"
-                )
+                tips.append(t(locale, "advice.gpus", count=count, gpu=q.gpu.name))
                 break
     if not tips:
         need = smallest.memory.total_bytes / GIB
-        tips.append(
-            f"需要约 {need:.0f} GiB 显存的显卡"
-            if zh
-            else f"a GPU with at least {need:.0f} GiB for {smallest.quant.name}"
-        )
+        tips.append(t(locale, "advice.need", gib=f"{need:.0f}", fmt=smallest.quant.name))
     return tips
 
 
@@ -119,15 +111,7 @@ def offload_text(q: Query, locale: str) -> str | None:
     plan = offload_plan(q)
     if plan is None:
         return None
-    if locale_key(locale) == "zh-CN":
-        return (
-            f"{plan.gpu_layers}/{plan.total_layers} 层放在 GPU 上，其余在内存中："
-            f"约 {plan.decode_tps:.1f} tok/s（llama.cpp `-ngl`）"
-        )
-    return (
-        f"fits with {plan.gpu_layers} of {plan.total_layers} layers on the GPU, the rest in system RAM: "
-        f"~{plan.decode_tps:.1f} tok/s (llama.cpp `-ngl {plan.gpu_layers}`)"
-    )
+    return t(locale, "offload", on=plan.gpu_layers, total=plan.total_layers, tps=f"{plan.decode_tps:.1f}")
 
 
 def fit_reply(svc: Service, req: FitRequest, locale: str, theme: charts.Theme = "dark") -> Reply:
@@ -320,10 +304,6 @@ def gpu_label(gpu: GPU, count: int) -> str:
     return setup_label(gpu, count)
 
 
-LEVEL_LABELS = {
-    "en": {"int4": "4-bit", "int8": "8-bit", "fp16": "16-bit"},
-    "zh-CN": {"int4": "4位量化", "int8": "8位精度", "fp16": "16位全精度"},
-}
 
 
 def recommendation_text(svc: Service, gpu: GPU, locale: str) -> str:
@@ -331,23 +311,20 @@ def recommendation_text(svc: Service, gpu: GPU, locale: str) -> str:
 
     refs = tuple(m for m in svc.catalog.models if m.id in ("llama-3.1-8b", "llama-3.3-70b"))
     rec = recommend(gpu, svc.catalog.models, svc.quant("int4", "llama.cpp"), svc.quant("int8", "llama.cpp"), refs)
-    zh = locale_key(locale) == "zh-CN"
     hp, lc = rec.comfortable_high_precision.model, rec.long_context_q4.model
     lines = []
     if hp:
-        lines.append(f"适合在 Q8 精度下运行 {hp.name}" if zh else f"Comfortable: {hp.name} at Q8 (8k context)")
+        lines.append(t(locale, "rec.comfortable", model=hp.name))
     if lc:
-        lines.append(f"Q4 精度下搭配 32k 上下文可运行 {lc.name}" if zh else f"Long context: {lc.name} at Q4 with 32k")
-    speeds = ", ".join(
-        f"{r.model.name} Q4 ≈ {r.decode_tps:.0f} tok/s"
-        + ("" if r.fits else (" (若能装下)" if zh else " (if it fitted)"))
+        lines.append(t(locale, "rec.long", model=lc.name))
+    speeds = t(locale, "list_sep").join(
+        t(locale, "rec.speed", model=r.model.name, tps=f"{r.decode_tps:.0f}")
+        + ("" if r.fits else t(locale, "rec.if_fitted"))
         for r in rec.reference_speeds
     )
     if speeds:
-        lines.append(
-            f"单批次推理受显存带宽限制：{speeds}" if zh else f"Single-stream decode is bandwidth-bound: {speeds}"
-        )
-    return "\n".join(lines) or ("目录中没有可运行的模型" if zh else "Nothing in the catalog fits.")
+        lines.append(t(locale, "rec.bandwidth", speeds=speeds))
+    return "\n".join(lines) or t(locale, "rec.nothing")
 
 
 def gpu_reply(
@@ -359,11 +336,10 @@ def gpu_reply(
     from estimator.memory import usable_vram_bytes
 
     gpu = svc.gpu(gpu_text)
-    loc = locale_key(locale)
     capability = []
     for c in svc.capability(gpu, ctx=ctx):
         ref = largest_class_that_fits(svc.catalog.models, c.quant, gpu, ctx=ctx)
-        capability.append({"label": LEVEL_LABELS[loc][c.level], "quant": c.quant, "model": c.model,
+        capability.append({"label": t(locale, f"level.{c.level}"), "quant": c.quant, "model": c.model,
                            "klass": ref[0] if ref else None, "reference": ref[1] if ref else None})
     usable = usable_vram_bytes(gpu)
     precision = training_precision(gpu)

@@ -285,3 +285,34 @@ async def test_ask_as_a_server_manager(tmp_path) -> None:
     manager = await ask(["/settings server ctx:32k"], bot_argv=argv, env=env, admin=True)
     assert member[0]["ephemeral"] and "Saved" not in str(member[0])
     assert manager[0]["content"] == "Saved (this server): context 32k"
+
+
+# --- zh-CN at the same level as English -------------------------------------------------------------
+
+async def test_chinese_errors_offload_and_footers(sb: Sandbox) -> None:
+    import re
+
+    zh = "zh-CN"
+    unknown = await sb.invoke("/fit gpu:T4 model:qwen3-8bb", locale=zh)
+    assert unknown.ephemeral and unknown.embeds[0]["title"] == "找不到模型"
+    tokens = await sb.invoke("/fit gpu:T4 model:qwen3-8b ctx:lots", locale=zh)
+    assert tokens.embeds[0]["title"] == "参数无效" and "须为 token 数" in tokens.embeds[0]["description"]
+    quant = await sb.invoke("/fit gpu:T4 model:qwen3-8b quant:q9_z", locale=zh)
+    assert "未知的量化" in quant.embeds[0]["description"]
+    engine = await sb.invoke("/fit gpu:T4 model:qwen3-8b engine:mlx", locale=zh)
+    assert "不能在 NVIDIA T4 上运行" in engine.embeds[0]["description"]
+    big = await sb.invoke("/fit gpu:T4 model:llama-3.3-70b quant:Q4_K_M", locale=zh)
+    fields = {f["name"]: f["value"] for f in big.embeds[0]["fields"]}
+    offload = next((v for k, v in fields.items() if "卸载" in k or "-ngl" in v), "")
+    assert re.search(r"`-ngl \d+`", offload), fields  # the layer count survives the translation
+    card = await sb.invoke("/gpu gpu:t4", locale=zh)
+    rec = next(f["value"] for f in card.embeds[0]["fields"] if f["name"] == "负载与选型建议")
+    assert "、" in rec and "(" not in rec
+    cjk = re.compile(r"[\u4e00-\u9fff]")
+    for command in ("/fit gpu:T4 model:qwen3-8b", "/rank gpu:T4", "/gpu gpu:T4",
+                    "/compare gpu:T4 gpu2:A30 model:qwen3-8b", "/finetune gpu:T4 model:qwen3-8b",
+                    "/whatgpu model:qwen3-8b", "/models", "/gpus"):
+        reply = await sb.invoke(command, locale=zh, user=5601)
+        footer = reply.embeds[0].get("footer", {}).get("text", "")
+        assert cjk.search(footer) or command == "/gpu gpu:T4", (command, footer)  # /gpu's footer is the datasheet
+        assert cjk.search(reply.embeds[0]["title"]) or cjk.search(reply.embeds[0].get("description", "")), command
