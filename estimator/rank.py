@@ -49,6 +49,20 @@ def percentiles(values: dict[str, float]) -> dict[str, float]:
 
 
 def quality_percentiles(models: tuple[Model, ...]) -> dict[str, float]:
+    """One quality figure per model, higher is better. Models the current arena snapshot rated
+    (catalog/data/quality) come first, by their percentile there (2 + percentile, so 2.0–3.0); the rest,
+    as a fallback, by the older signals of `fallback_percentiles` (0.0–1.0). Two scales are never mixed
+    within a tier."""
+    from catalog.quality import arena_snapshot
+
+    arena = {k: v for k, v in arena_snapshot().by_model().items() if k in {m.id for m in models}}
+    by_arena = {k: 2.0 + p for k, p in (percentiles(arena) if arena else {}).items()}
+    fallback = fallback_percentiles(models)
+    return {m.id: by_arena[m.id] if m.id in by_arena else fallback[m.id] for m in models
+            if m.id in by_arena or m.id in fallback}
+
+
+def fallback_percentiles(models: tuple[Model, ...]) -> dict[str, float]:
     """One quality figure per model from the two signals the catalog has, neither of which covers it all:
     the Open LLM Leaderboard v2 average (older models; retired March 2025) and the calculator pages'
     own rank (newer ones). Each is turned into a percentile within the models it covers, and a model with
@@ -70,7 +84,7 @@ def quality_order_key(model: Model, quality: dict[str, float]) -> tuple[float, s
     if rated is not None:
         return (-rated, "", -model.params_b, model.id)
     newest_first = "".join(chr(0x10FFFF - ord(c)) for c in (model.release_date or ""))
-    return (1.0, newest_first or chr(0x10FFFF), -model.params_b, model.id)
+    return (1.0, newest_first or chr(0x10FFFF), -model.params_b, model.id)  # after every rated model (keys ≤ 0)
 
 
 def rank(

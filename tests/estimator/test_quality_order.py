@@ -1,0 +1,35 @@
+"""The quality order: the arena snapshot first, the retired signals only for models it has not rated."""
+
+from __future__ import annotations
+
+from catalog.quality import arena_snapshot
+from catalog.store import load_catalog
+from estimator.fit import default_formats
+from estimator.rank import quality_percentiles, rank
+
+CATALOG = load_catalog()
+
+
+def test_every_arena_row_names_a_catalog_model_and_is_sourced() -> None:
+    snap = arena_snapshot()
+    ids = {m.id for m in CATALOG.models}
+    assert snap.source.startswith("https://") and snap.date == "2025-08-04"
+    assert {s.model for s in snap.score} <= ids
+    assert len({s.model for s in snap.score}) == len(snap.score)
+
+
+def test_arena_rated_models_rank_above_fallback_ones() -> None:
+    quality = quality_percentiles(CATALOG.models)
+    arena = arena_snapshot().by_model()
+    rated = [q for mid, q in quality.items() if mid in arena]
+    others = [q for mid, q in quality.items() if mid not in arena]
+    assert min(rated) >= 2.0 > 1.0 >= max(others)
+    # Within the arena tier the order is the arena's: Gemma 3 12B (1335) above Llama 3.1 8B (1193).
+    assert quality["gemma-3-12b"] > quality["llama-3.1-8b"]
+
+
+def test_t4_quality_order_puts_well_rated_small_models_first() -> None:
+    rows = rank(CATALOG.models, default_formats(CATALOG, "llama.cpp"), CATALOG.gpu("nvidia-t4"), ctx=8192)
+    top = [r.model.id for r in rows[:10]]
+    assert "llama-3.1-8b" in top and "falcon3-7b" not in top
+    assert all(r.ranked for r in rows[:10])
