@@ -184,27 +184,33 @@ def coefficient(
     return floor + (p.prior - floor) * math.exp(log)
 
 
+# Ranking asks for coefficients for every model × format: memoised per (engine, GPU entry, kernel, precision).
+# Keyed on the entry's identity (hashing a pydantic entry walks every field); the entry is kept beside the
+# value so a recycled id can never be confused with another GPU.
+_DECODE_MEMO: dict[tuple[str, int, str, str], tuple[GPU, DecodeCoefficients]] = {}
+_PREFILL_MEMO: dict[tuple[str, int, str, str], tuple[GPU, PrefillCoefficients]] = {}
+
+
 def decode_coefficients(engine: Engine, fmt: QuantFormat, gpu: GPU) -> DecodeCoefficients:
-    return _decode_coefficients(engine, gpu, fmt.kernel, compute_class(engine, fmt, gpu))
-
-
-@cache
-def _decode_coefficients(engine: str, gpu: GPU, kernel: str, compute: str) -> DecodeCoefficients:
-    # Memoised on the frozen GPU entry and strings: ranking asks this for every model × format.
-    groups = situation_groups(engine, gpu, kernel, compute)
+    key = (engine, id(gpu), fmt.kernel, compute_class(engine, fmt, gpu))
+    hit = _DECODE_MEMO.get(key)
+    if hit is not None and hit[0] is gpu:
+        return hit[1]
+    groups = situation_groups(engine, gpu, key[2], key[3])
     values = {p.name: coefficient(p, groups, fitted.DECODE_OFFSETS, floor_of(p, gpu)) for p in DECODE_PARAMS}
-    return DecodeCoefficients(**values)
+    _DECODE_MEMO[key] = (gpu, DecodeCoefficients(**values))
+    return _DECODE_MEMO[key][1]
 
 
 def prefill_coefficients(engine: Engine, fmt: QuantFormat, gpu: GPU) -> PrefillCoefficients:
-    return _prefill_coefficients(engine, gpu, fmt.kernel, compute_class(engine, fmt, gpu))
-
-
-@cache
-def _prefill_coefficients(engine: str, gpu: GPU, kernel: str, compute: str) -> PrefillCoefficients:
-    groups = situation_groups(engine, gpu, kernel, compute)
+    key = (engine, id(gpu), fmt.kernel, compute_class(engine, fmt, gpu))
+    hit = _PREFILL_MEMO.get(key)
+    if hit is not None and hit[0] is gpu:
+        return hit[1]
+    groups = situation_groups(engine, gpu, key[2], key[3])
     values = {p.name: coefficient(p, groups, fitted.PREFILL_OFFSETS, floor_of(p, gpu)) for p in PREFILL_PARAMS}
-    return PrefillCoefficients(**values)
+    _PREFILL_MEMO[key] = (gpu, PrefillCoefficients(**values))
+    return _PREFILL_MEMO[key][1]
 
 
 def decode_fit(engine: Engine, fmt: QuantFormat, gpu: GPU) -> DecodeFit:
@@ -252,8 +258,8 @@ def _band_for(kind: str, engine: str, gpu_family: str, known: bool, moe: bool) -
 
 def forget_fits() -> None:
     """After the fit script rewrites and reloads the constants."""
-    _decode_coefficients.cache_clear()
-    _prefill_coefficients.cache_clear()
+    _DECODE_MEMO.clear()
+    _PREFILL_MEMO.clear()
     _band_for.cache_clear()
     achieved_bandwidth_ratio.cache_clear()
 

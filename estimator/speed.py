@@ -278,7 +278,8 @@ def speed_of(
     d_lo, d_hi = band_for("decode", engine, gpu, model.moe is not None)
     p_lo, p_hi = band_for("prefill", engine, gpu, model.moe is not None)
     decode = 1 / step_s
-    return Speed(
+    # Every field is a float computed here: skip re-validation (ranking builds thousands of these).
+    return Speed.model_construct(
         decode_tps=decode, aggregate_tps=sequences / step_s, prefill_tps=prefill_tps, ttft_s=ttft,
         decode_tps_low=decode * math.exp(d_lo), decode_tps_high=decode * math.exp(d_hi),
         prefill_tps_low=prefill_tps * math.exp(p_lo), prefill_tps_high=prefill_tps * math.exp(p_hi),

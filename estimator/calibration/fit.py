@@ -514,10 +514,11 @@ def fit_all(rows: list[Row]) -> Result:
         (decode_offsets if kind == "decode" else prefill_offsets).update(offsets_of(d, full))
         known[kind] = tuple(sorted({c[2] for c in full.cols if c[1] == "gpu"}))
         logo += cross_validate(d, lambda r: r.gpu.id)
-        loso += [r for r in cross_validate(d, lambda r: r.source) if r.known]
+        loso += cross_validate(d, lambda r: r.source)
     unseen = [dataclass_replace_known(r, False) for r in logo]
     tails = choose_tails(unseen)
-    bands = band_table(unseen + loso, tails)
+    # "known" bands: rows whose GPU still owned offsets of its own when their source was left out.
+    bands = band_table(unseen + [r for r in loso if r.known], tails)
     return Result(decode_offsets, prefill_offsets, ratios, bands, tails, known, logo, loso)
 
 
@@ -566,7 +567,7 @@ def coverage(residuals: list[Residual], fold_of: Callable[[Row], str]) -> float:
 def report_cv(result: Result) -> None:
     for label, residuals, fold_of in (
         ("leave-one-GPU-out", result.logo, lambda r: r.gpu.id),
-        ("leave-one-source-out (rows whose GPU keeps its own offsets)", result.loso, lambda r: r.source),
+        ("leave-one-source-out", result.loso, lambda r: r.source),
     ):
         print(f"== {label}")
         for kind in ("decode", "prefill"):
