@@ -520,15 +520,19 @@ def memory_chart(series: list[Series], limits: list[Limit], *, title: str, x_axi
         color, marker = pal.series[i % len(pal.series)], _MARKERS[i % len(_MARKERS)]
         usable = limits[min(s.limit, len(limits) - 1)].usable_bytes / GIB
         ys = [b / GIB for b in s.y_bytes]
+        # A second setup's line is dashed: two GPUs often need the same memory, and a solid line on top
+        # would hide the first.
         ax.plot(s.x, ys, color=color, linewidth=2.8, marker=marker, markersize=8, zorder=4,
-                markeredgecolor=pal.bg, markeredgewidth=1.2, clip_on=True)
+                markeredgecolor=pal.bg, markeredgewidth=1.2, clip_on=True,
+                linestyle="-" if s.limit == 0 else (0, (5, 3)))
         name = _plain(s.label)
         if s.max_x <= 0:
             legend_label = f"{name} · {t['no_fit']}"
         else:
             legend_label = f"{name} · {t['max'].format(ctx=ctx_label(s.max_x))}"
         handles.append(Line2D([], [], color=color, marker=marker, linewidth=2.8, markersize=8,
-                              markeredgecolor=pal.bg, label=legend_label))
+                              markeredgecolor=pal.bg, label=legend_label,
+                              linestyle="-" if s.limit == 0 else (0, (5, 3))))
         if s.max_x <= 0:
             continue
         if s.max_x >= s.x[-1]:

@@ -155,6 +155,9 @@ def fit_reply(svc: Service, req: FitRequest, locale: str, theme: charts.Theme = 
     return Reply(embeds=[embed], files=[ReplyFile(filename="vram.png", data=png)])
 
 
+DAILY_NAME_WIDTH = 24  # the daily summary's model column
+
+
 def rank_rows_view(rows: list[RankRow], start: int) -> list[dict[str, Any]]:
     """Rows for the daily summary's short list: the best format of each model."""
     out = []
@@ -165,7 +168,7 @@ def rank_rows_view(rows: list[RankRow], start: int) -> list[dict[str, Any]]:
         out.append(
             {
                 "rank": start + i + 1,
-                "name": r.model.name,
+                "name": short_model_name(r.model, DAILY_NAME_WIDTH),
                 "params": params,
                 "quant": r.best.quant.name,
                 "tps": f"{r.best.speed.decode_tps:.0f}",
