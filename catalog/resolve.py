@@ -124,6 +124,7 @@ def split_gpu_count(text: str) -> tuple[str, int]:
 
 
 _MEMORY_SUFFIX = re.compile(r"-\d+gb$")
+_TRAILING_MEMORY = re.compile(r"^\s*(.*?\S)[\s-]*(\d+(?:\.\d+)?)\s*(?:gb|gib|g)\s*$", re.IGNORECASE)
 
 
 def memory_family(gpus: list[GPU]) -> str | None:
@@ -257,7 +258,23 @@ class Resolver:
                 self._quants.setdefault(normalise(name), q)
 
     def gpu(self, text: str) -> GPU:
-        return self._gpus.find(text)
+        return self._find_gpu(text)
+
+    def _find_gpu(self, text: str) -> GPU:
+        """`_gpus.find`, also taking a trailing memory size that only restates the GPU's own ('RTX 4090 24GB')."""
+        try:
+            return self._gpus.find(text)
+        except NotFound as err:
+            m = _TRAILING_MEMORY.match(text[: MAX_QUERY_CHARS + 1])
+            if m is None:
+                raise
+            try:
+                gpu = self._gpus.find(m.group(1), suggest=False)
+            except NotFound:
+                raise err from None
+            if abs(gpu.vram_gb - float(m.group(2))) > 0.5:
+                raise err from None
+            return gpu
 
     def gpu_setup(self, text: str) -> GPUSetup:
         """GPU count and GPU (or a chip's memory options) from what people type; NotFound otherwise.
@@ -277,7 +294,7 @@ class Resolver:
 
     def _setup(self, text: str, count: int) -> GPUSetup:
         try:
-            return GPUSetup((self._gpus.find(text),), count)
+            return GPUSetup((self._find_gpu(text),), count)
         except NotFound as err:
             if not err.ambiguous:
                 raise

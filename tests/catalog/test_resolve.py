@@ -236,6 +236,19 @@ def test_case_and_spacing_do_not_matter(gpu: GPU, pad: str, upper: bool) -> None
         ("b300", "nvidia-b300"),
         ("arc pro b50", "intel-arc-pro-b50"),
         ("rtx 2000 ada", "nvidia-rtx-2000-ada"),
+        ("GTX 1080", "nvidia-gtx-1080"),
+        ("gtx 1050 ti", "nvidia-gtx-1050-ti"),
+        ("RX 580", "amd-rx-580-8gb"),
+        ("Radeon RX 6800 (non-XT)", "amd-rx-6800"),
+        ("rx 6800 xt", "amd-rx-6800-xt"),
+        ("RTX 4060 Laptop", "nvidia-rtx-4060-laptop"),
+        ("NVIDIA GB10", "nvidia-gb10"),
+        # a trailing memory size that restates the card's own
+        ("RTX 4090 24GB", "nvidia-rtx-4090"),
+        ("RTX 4080 16GB", "nvidia-rtx-4080"),
+        ("B300 SXM 288GB", "nvidia-b300"),
+        ("GTX 1080 8GB", "nvidia-gtx-1080"),
+        ("RTX 5090 32 GB", "nvidia-rtx-5090"),
     ],
 )
 def test_new_gpu_forms(text: str, gpu_id: str) -> None:
@@ -274,6 +287,12 @@ def test_gpu_count_forms(text: str, gpu_id: str, count: int) -> None:
                                                      ("0x 3090", "0x 3090", 1), ("99x 3090", "99x 3090", 1)])
 def test_split_gpu_count(text: str, name: str, count: int) -> None:
     assert split_gpu_count(text) == (name, count)
+
+
+@pytest.mark.parametrize("text", ["rtx 4090 48gb", "rtx 3090 12gb"])
+def test_a_memory_size_that_contradicts_the_card_is_not_dropped(text: str) -> None:
+    with pytest.raises(NotFound):
+        R.gpu(text)
 
 
 def test_a_count_does_not_rescue_garbage() -> None:
@@ -345,6 +364,20 @@ def test_completion_ignores_a_typed_count() -> None:
         ("phi3:mini", "phi-3-mini", None),
         ("mistral large 2411", "mistral-large-2411", None),
         ("smollm2:135m", "smollm2-135m", None),
+        ("SmolLM2-360M-Instruct", "smollm2-360m", None),
+        ("Qwen3-Coder-30B-A3B-Instruct", "qwen3-coder-30b-a3b", None),
+        ("qwen3-coder:30b", "qwen3-coder-30b-a3b", None),
+        ("Qwen1.5-1.8B-Chat", "qwen1.5-1.8b", None),
+        ("deepseek-coder-6.7b-instruct", "deepseek-coder-6.7b", None),
+        ("OpenCodeInterpreter-DS-6.7B", "opencodeinterpreter-ds-6.7b", None),
+        ("dolphin-2.6-mistral-7b-dpo-laser", "dolphin-2.6-mistral-7b", None),
+        ("glm-4.6", "glm-4.6", None),
+        ("MiniMax-M2", "minimax-m2", None),
+        ("seed-oss:36b", "seed-oss-36b", None),
+        ("granite4:1b", "granite-4.0-1b", None),
+        ("Qwen/Qwen3-VL-8B-Instruct", "qwen3-vl-8b", None),
+        ("deepseek-v3.1", "deepseek-v3.1", None),
+        ("mistral-small3.2:24b", "mistral-small-3.2-24b-2506", None),
     ],
 )
 def test_new_model_forms(text: str, model_id: str, quant_id: str | None) -> None:
