@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -19,6 +21,7 @@ from bot.service import FitRequest, RankRequest, Service
 from catalog.resolve import NotFound
 
 EXIT_USAGE = 2
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a tool whose reader went away
 
 
 class CliError(Exception):
@@ -488,6 +491,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"rigcheck: {exc}", file=sys.stderr)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # `rigcheck catalog list | head`: the reader left, which is not an error worth a traceback. Point
+        # stdout at /dev/null so the interpreter's final flush does not raise the same error again.
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     return EXIT_USAGE
 
 

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -284,3 +287,16 @@ def test_batch_answers_every_line(monkeypatch: pytest.MonkeyPatch, capsys: pytes
             assert isinstance(answer["error"], str) and answer["error"]
     assert answers[-2]["ctx"] == 32768
     assert [o["quant"] for o in answers[-2]["options"]] == ["q4_k_m"]
+
+
+def test_a_reader_that_leaves_early_gets_no_traceback() -> None:
+    # `rigcheck catalog list --json | head -c 0`: the reader is gone before the first write (the process
+    # is still importing when its pipe is closed), whatever the pipe's capacity.
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "catalog", "list", "--kind", "gpu", "--json"],
+                            cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == cli.EXIT_BROKEN_PIPE
+    assert err == ""
