@@ -78,6 +78,8 @@ def rank_json(gpu: GPU, gpus: int, ctx: int, rows: list[RankRow]) -> dict[str, A
                 "decode_tps_low": round(r.best.speed.decode_tps_low, 1),
                 "decode_tps_high": round(r.best.speed.decode_tps_high, 1),
                 "prefill_tps": round(r.best.speed.prefill_tps, 1),
+                "prefill_tps_low": round(r.best.speed.prefill_tps_low, 1),
+                "prefill_tps_high": round(r.best.speed.prefill_tps_high, 1),
                 "ttft_s": round(r.best.speed.ttft_s, 3),
                 "ttft_s_low": round(r.best.speed.ttft_s_low, 3),
                 "ttft_s_high": round(r.best.speed.ttft_s_high, 3),

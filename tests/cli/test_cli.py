@@ -189,6 +189,9 @@ def test_rank_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
         assert "total" in row["memory_gb"]
         assert row["memory_gb"]["total"] <= 24
         assert row["decode_tps"] > 0
+        # The same ranges as fit's options, each around its estimate.
+        for key in ("decode_tps", "prefill_tps", "ttft_s"):
+            assert row[f"{key}_low"] <= row[key] <= row[f"{key}_high"], key
     assert len({r["model"]["id"] for r in data["rows"]}) == len(data["rows"])
 
 
