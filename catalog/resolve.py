@@ -289,8 +289,10 @@ class Resolver:
                 raise
             try:
                 return self._setup(name, count)
-            except NotFound:
-                raise whole from None
+            except NotFound as counted:
+                # '8x h100': the count was understood and the name is ambiguous, so say which ones it may be
+                # rather than that the whole text matches nothing.
+                raise (counted if counted.ambiguous else whole) from None
 
     def _setup(self, text: str, count: int) -> GPUSetup:
         try:

@@ -342,6 +342,21 @@ def test_variants_that_differ_in_more_than_memory_stay_ambiguous(text: str) -> N
     assert err.value.ambiguous
 
 
+@pytest.mark.parametrize("text", ["8x h100", "2x a100", "a100 x4"])
+def test_a_count_before_an_ambiguous_name_still_lists_the_candidates(text: str) -> None:
+    with pytest.raises(NotFound) as err:
+        R.gpu_setup(text)
+    assert err.value.ambiguous
+    bare = text.replace("8x ", "").replace("2x ", "").replace(" x4", "")
+    assert [s.id for s in err.value.suggestions] == [s.id for s in _not_found(bare).suggestions]
+
+
+def _not_found(text: str) -> NotFound:
+    with pytest.raises(NotFound) as err:
+        R.gpu_setup(text)
+    return err.value
+
+
 def test_completion_ignores_a_typed_count() -> None:
     assert [s.id for s in R.complete_gpu("2x 309")][:1] == [s.id for s in R.complete_gpu("309")][:1]
 
