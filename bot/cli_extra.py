@@ -212,24 +212,43 @@ def cmd_finetune(svc: Any, args: argparse.Namespace) -> int:
         return 0
     s = data["settings"]
     verdict = {"fits": "fits", "tight": "fits, tight", "does_not_fit": "does not fit"}[data["verdict"]]
+    mem = data["memory_gb"]
+    # The verdict weighs what must stay on the GPU; paged optimizer state may move to host memory.
+    weighed = f"{mem['required']:.2f} of {data['usable_gb']:.2f} GiB usable per GPU"
+    if mem["pageable"]:
+        weighed += f", {mem['total']:.2f} GiB with the paged optimizer state"
     print(
         f"{data['method']} fine-tuning of {data['model']['name']} on {data['gpu']['count']}× {data['gpu']['name']}: "
-        f"{verdict} ({data['memory_gb']['total']:.2f} of {data['usable_gb']:.2f} GiB usable per GPU)"
+        f"{verdict} ({weighed})"
     )
     knobs = [data["framework"] or "default", s["regime"], s["optimizer"], f"checkpointing {s['checkpointing_mode']}",
              f"loss {s['loss']}", f"attention {s['attention']}"]
     if s["activation_offload"]:
         knobs.append("activation offload")
     print("  " + " · ".join(knobs))
-    mem = data["memory_gb"]
-    if mem["pageable"] and mem["total"] > data["usable_gb"]:
+    if mem["pageable"] and mem["total"] > data["usable_gb"] and data["verdict"] != "does_not_fit":
         print(f"  the paged optimizer state ({mem['pageable']:.2f} GiB) spills to CPU memory: it runs, slower")
     for key, value in mem.items():
         print(f"  {key:14s} {value:8.2f} GiB")
-    print(f"  largest seq {data['max_seq']}, largest micro-batch {data['max_batch']}")
+    print(f"  largest seq {data['max_seq'] or 'none fits'}, largest micro-batch {data['max_batch'] or 'none fits'}"
+          f" (at seq {s['seq']})")
     for c in data["changes"]:
-        print(f"  change {c['change']} → {c['to']}: {c['total_gb']:.2f} GiB ({c['verdict']})")
+        print(f"  try {_FINETUNE_CHANGE_FLAGS[c['change']].format(c['to'])}: {c['total_gb']:.2f} GiB ({c['verdict']})")
     return 0
+
+
+# Each suggested change (estimator.finetune.ChangeKey) as the flags that make it.
+_FINETUNE_CHANGE_FLAGS = {
+    "checkpointing": "--checkpointing-mode {}",
+    "optimizer_8bit": "--optimizer {}",
+    "offload": "--activation-offload",
+    "lora": "--method {}",
+    "qlora": "--method {}",
+    "framework": "--framework {}",
+    "seq": "--seq {}",
+    "batch": "--batch {}",
+    "qlora_seq": "--method qlora --seq {}",
+}
 
 
 def _register_finetune(sub: Any) -> None:

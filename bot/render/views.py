@@ -479,7 +479,8 @@ def finetune_reply(
         mem=terms,
         reserved=mem.reserved,
         offloaded=mem.offloaded,
-        paged=mem.pageable if mem.total > usable else 0.0,
+        # "it runs, slower" only where it runs: a run too big even without its paged state just does not fit.
+        paged=mem.pageable if mem.total > usable and plan.verdict != "does_not_fit" else 0.0,
         max_seq=plan.max_seq,
         max_batch=plan.max_batch,
         advice=advice,

@@ -73,3 +73,49 @@ def test_gpu_card_and_finetune_agree_on_two_gpus(capsys: pytest.CaptureFixture[s
     assert ft["fits"], ft["memory_gb"]
     one = run_json(["gpu", "--gpu", "t4"], capsys)["finetune"]["qlora"]
     assert one is not None and one["params_b"] <= best["params_b"]
+
+
+def run_text(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    cli.EXTRA_COMMANDS.clear()
+    code = cli.main(argv)
+    out, err = capsys.readouterr()
+    assert code == 0 and err == ""
+    return out
+
+
+PAGED_FULL = ["finetune", "--gpu", "4090", "--model", "llama-3.1-8b", "--method", "full", "--framework", "torchtune",
+              "--seq", "4k"]
+
+
+def test_text_headline_weighs_what_the_verdict_weighs(capsys: pytest.CaptureFixture[str]) -> None:
+    # torchtune's paged 8-bit optimizer state may move to the host: the run is tight although its peak with
+    # that state is over the card, and the headline's figure is the one the verdict is about.
+    data = run_json(PAGED_FULL, capsys)
+    mem = data["memory_gb"]
+    assert data["verdict"] == "tight" and mem["total"] > data["usable_gb"] >= mem["required"]
+    head = run_text(PAGED_FULL, capsys).splitlines()[0]
+    assert head.endswith(f": fits, tight ({mem['required']:.2f} of {data['usable_gb']:.2f} GiB usable per GPU, "
+                         f"{mem['total']:.2f} GiB with the paged optimizer state)")
+
+
+def test_text_changes_are_flags_that_give_the_figure_shown(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["finetune", "--gpu", "4090", "--model", "llama-3.1-8b", "--method", "lora", "--framework", "hf"]
+    out = run_text(argv, capsys)
+    assert "None" not in out
+    assert "largest micro-batch none fits (at seq 2048)" in out
+    tries = [line.strip()[len("try "):] for line in out.splitlines() if line.strip().startswith("try ")]
+    assert len(tries) >= 2
+    for line in tries:
+        flags, shown = line.split(": ")
+        data = run_json([*argv, *flags.split()], capsys)
+        assert f"{data['memory_gb']['total']:.2f} GiB ({data['verdict'].replace('_', ' ')})" == shown, flags
+
+
+def test_text_does_not_say_it_runs_when_it_does_not_fit(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["finetune", "--gpu", "3090", "--model", "qwen3-32b"]
+    data = run_json(argv, capsys)
+    assert data["verdict"] == "does_not_fit" and data["memory_gb"]["pageable"] > 0
+    out = run_text(argv, capsys)
+    assert ": does not fit (" in out.splitlines()[0]
+    assert "it runs" not in out
+    assert "it runs, slower" in run_text(PAGED_FULL, capsys)

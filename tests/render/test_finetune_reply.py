@@ -1,0 +1,32 @@
+"""/finetune's embed: the paged-optimizer note only on runs that fit with it."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.render.views import finetune_reply
+from bot.service import Service
+
+
+@pytest.fixture(scope="module")
+def svc() -> Service:
+    return Service()
+
+
+def description(svc: Service, gpu: str, model: str, method: str, seq: int, knobs: dict[str, object]) -> str:
+    reply = finetune_reply(svc, svc.gpu(gpu), svc.model(model)[0], method, seq, 1, 1,  # type: ignore[arg-type]
+                           knobs, locale="en-US")
+    return str(reply.embeds[0]["description"])
+
+
+def test_a_run_that_does_not_fit_is_not_said_to_run(svc: Service) -> None:
+    # QLoRA of a 32B model on 24 GB: over the card even without its (small) paged optimizer state.
+    text = description(svc, "3090", "qwen3-32b", "qlora", 2048, {})
+    assert text.splitlines()[1].startswith("Does not fit")
+    assert "it runs" not in text
+
+
+def test_a_run_that_fits_by_paging_says_so(svc: Service) -> None:
+    text = description(svc, "4090", "llama-3.1-8b", "full", 4096, {"framework": "torchtune"})
+    assert "with little headroom" in text.splitlines()[1]
+    assert "spills to CPU memory: it runs, slower" in text
