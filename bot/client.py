@@ -15,6 +15,7 @@ import socket
 import time
 import uuid
 from collections.abc import Callable
+from concurrent.futures.process import BrokenProcessPool
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -157,6 +158,39 @@ async def send_private(interaction: discord.Interaction, reply: Reply) -> None:
         except discord.HTTPException:
             log.debug("no original response to remove", exc_info=True)
     await send_reply(interaction, reply)
+
+
+def _placeholder_names(reply: Reply) -> set[str]:
+    from bot.render.charts import placeholder_index
+
+    return {f.filename for f in reply.files if placeholder_index(f.data) is not None}
+
+
+def without_charts(reply: Reply) -> Reply:
+    """The answer before its charts are drawn: no placeholder files, no embed image pointing at one."""
+    pending = _placeholder_names(reply)
+    embeds = []
+    for embed in reply.embeds:
+        embeds.append({k: v for k, v in embed.items()
+                       if not (k in ("image", "thumbnail") and isinstance(v, dict)
+                               and str(v.get("url", "")).removeprefix("attachment://") in pending)})
+    return reply.model_copy(update={"embeds": embeds, "files": [f for f in reply.files if f.filename not in pending]})
+
+
+def with_charts(reply: Reply, pngs: list[bytes]) -> Reply:
+    from bot.render.charts import placeholder_index
+
+    files = []
+    for f in reply.files:
+        index = placeholder_index(f.data)
+        files.append(f if index is None else ReplyFile(filename=f.filename, data=pngs[index]))
+    return reply.model_copy(update={"files": files})
+
+
+async def edit_in_charts(interaction: discord.Interaction, reply: Reply) -> None:
+    await interaction.edit_original_response(
+        embeds=[discord.Embed.from_dict(e) for e in reply.embeds],
+        attachments=[discord.File(io.BytesIO(f.data), filename=f.filename) for f in reply.files])
 
 
 class RigTree(app_commands.CommandTree["RigBot"]):
@@ -353,6 +387,10 @@ class RigBot(commands.AutoShardedBot):
             if store is not None:
                 await store.close()
 
+    def observe_first(self, command: str, started: float) -> None:
+        if self.metrics is not None:
+            self.metrics.observe(command, time.perf_counter() - started, False)
+
     async def answer(
         self,
         interaction: discord.Interaction,
@@ -389,10 +427,26 @@ class RigBot(commands.AutoShardedBot):
                     meta=cached.meta,
                 )  # type: ignore[misc]
         hit = reply is not None
+        sent = False
         if reply is None:
             if not interaction.response.is_done():
                 await interaction.response.defer(thinking=True)
-            reply = await self.render_pool.render(job, *args, locale=locale)
+            first, charts_to_draw = await self.render_pool.render_split(job, *args, locale=locale)
+            drawing = asyncio.ensure_future(self.render_pool.draw(charts_to_draw))
+            done, _ = await asyncio.wait({drawing}, timeout=self.settings.rigcheck_chart_wait_s)
+            if done:
+                reply = with_charts(first, drawing.result())
+            else:
+                # The answer is ready and its chart is not: post the answer now, edit the chart in.
+                await send_reply(interaction, without_charts(first), view_for(first) if view_for else None)
+                sent = True
+                self.observe_first(command, started)
+                try:
+                    reply = with_charts(first, await drawing)
+                    await edit_in_charts(interaction, reply)
+                except (discord.HTTPException, OSError, RuntimeError, ValueError, BrokenProcessPool):
+                    log.warning("chart for /%s not delivered; the answer stands without it", command, exc_info=True)
+                    return
             if self.cache is not None and key is not None:
                 from bot.store.cache import CachedFile, CachedReply
 
@@ -411,9 +465,10 @@ class RigBot(commands.AutoShardedBot):
             from bot.commands.settings import with_note
 
             reply = reply.model_copy(update={"embeds": with_note(reply.embeds, note)})
-        await send_reply(interaction, reply, view_for(reply) if view_for else None)
+        if not sent:
+            await send_reply(interaction, reply, view_for(reply) if view_for else None)
         latency_ms = (time.perf_counter() - started) * 1000
-        if self.metrics is not None:
+        if self.metrics is not None and not sent:
             self.metrics.observe(command, latency_ms / 1000, hit)
         self.metrics_outcome(interaction, "ok")
         if self.state is not None:

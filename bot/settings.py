@@ -48,8 +48,12 @@ class Settings(BaseSettings):
     rigcheck_hf_token: SecretStr | None = None
     rigcheck_hf_timeout_s: float = Field(default=10.0, gt=0, description="whole-request deadline for a hub fetch")
     rigcheck_render_workers: int = Field(
-        default_factory=lambda: min(2, available_cpus()), ge=0, le=32,
-        description="processes that draw charts (0: threads in the bot process)",
+        default_factory=lambda: min(8, available_cpus()), ge=0, le=32,
+        description="processes that draw charts, one per usable CPU (0: threads in the bot process)",
+    )
+    rigcheck_chart_wait_s: float = Field(
+        default=0.3, ge=0, le=60,
+        description="how long an answer waits for its chart; after that it is posted without and the chart edited in",
     )
     rigcheck_guild_ready_timeout: float = 2.0
     rigcheck_log_level: str = "INFO"

@@ -1,4 +1,5 @@
-"""Fixtures every test directory can use: one PostgreSQL server per test session, started on first use."""
+"""Fixtures every test directory can use: one PostgreSQL server per test session, started on first use;
+and settings every test's bot process inherits."""
 
 from __future__ import annotations
 
@@ -12,6 +13,11 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import pytest
 
 from tests.pg import PostgresServer, running_server
+
+# Under load the bot posts an answer before its chart and edits the chart in. Tests that read the chart
+# from the reply want one message, so their bot waits for the chart; tests/e2e/test_chart_after_answer.py
+# covers the two-step answer.
+os.environ.setdefault("RIGCHECK_CHART_WAIT_S", "30")
 
 
 @pytest.fixture(scope="session")

@@ -7,10 +7,14 @@ to each artist explicitly for the same reason.
 
 from __future__ import annotations
 
+import functools
 import io
 import logging
 import math
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import cache
 from typing import Literal
@@ -408,6 +412,59 @@ class Limit:
     per_gpu_bytes: float | None = None
 
 
+
+# --- charts drawn after the answer -------------------------------------------------------------
+# The embed of an answer is cheap and the chart is not. Inside `charts_deferred()` a chart function
+# records what it was asked to draw and returns a placeholder, so the bot can post the embed at once
+# and edit the chart in when `draw()` has rendered it (in a worker process).
+
+PLACEHOLDER_PREFIX = b"rigcheck:deferred-chart:"
+
+
+@dataclass(frozen=True)
+class ChartJob:
+    name: str
+    args: tuple[object, ...]
+    kwargs: dict[str, object]
+
+
+_deferred: ContextVar[list[ChartJob] | None] = ContextVar("rigcheck_deferred_charts", default=None)
+_DEFERRABLE: dict[str, Callable[..., bytes]] = {}
+
+
+def deferrable(fn: Callable[..., bytes]) -> Callable[..., bytes]:
+    _DEFERRABLE[fn.__name__] = fn
+
+    @functools.wraps(fn)
+    def chart(*args: object, **kwargs: object) -> bytes:
+        jobs = _deferred.get()
+        if jobs is None:
+            return fn(*args, **kwargs)
+        jobs.append(ChartJob(fn.__name__, args, kwargs))
+        return PLACEHOLDER_PREFIX + str(len(jobs) - 1).encode()
+
+    return chart
+
+
+@contextmanager
+def charts_deferred() -> Iterator[list[ChartJob]]:
+    jobs: list[ChartJob] = []
+    token = _deferred.set(jobs)
+    try:
+        yield jobs
+    finally:
+        _deferred.reset(token)
+
+
+def placeholder_index(data: bytes) -> int | None:
+    return int(data[len(PLACEHOLDER_PREFIX):]) if data.startswith(PLACEHOLDER_PREFIX) else None
+
+
+def draw(job: ChartJob) -> bytes:
+    return _DEFERRABLE[job.name](*job.args, **job.kwargs)
+
+
+@deferrable
 def vram_chart(curves: VramCurves, *, title: str, gpu_label: str, locale: str = "en-US",
                theme: Theme = "dark") -> bytes:
     """VRAM (GiB) against context length, one line per format, with the out-of-memory line."""
@@ -445,6 +502,7 @@ def chart_description(png: bytes) -> dict[str, object] | None:
 _DESCRIPTION_KEY = "rigcheck-chart"
 
 
+@deferrable
 def memory_chart(series: list[Series], limits: list[Limit], *, title: str, x_axis: str | None = None,
                  locale: str = "en-US", theme: Theme = "dark") -> bytes:
     """Memory (GiB) against tokens on a log axis, one line per series, each limit an OOM line.
@@ -561,6 +619,7 @@ def memory_chart(series: list[Series], limits: list[Limit], *, title: str, x_axi
 
 # --- ranked decode speed ---------------------------------------------------------------------------
 
+@deferrable
 def rank_chart(rows: list[RankRow], *, title: str, limit: int = 10, locale: str = "en-US",
                theme: Theme = "dark") -> bytes:
     """Decode tokens/s of the best format of the top `limit` rows, in the order given."""
@@ -605,6 +664,7 @@ def rank_chart(rows: list[RankRow], *, title: str, limit: int = 10, locale: str 
 
 # --- GPU spec card ---------------------------------------------------------------------------------
 
+@deferrable
 def gpu_chart(points: list[tuple[str, float, float]], *, usable_gib: float, title: str, locale: str = "en-US",
               theme: Theme = "dark") -> bytes:
     """Required VRAM of reference models against the card's usable VRAM.
@@ -656,6 +716,7 @@ def gpu_chart(points: list[tuple[str, float, float]], *, usable_gib: float, titl
 
 # --- which GPU for a model -------------------------------------------------------------------------
 
+@deferrable
 def setups_chart(bars: list[tuple[str, float, float]], *, title: str, locale: str = "en-US",
                  theme: Theme = "dark") -> bytes:
     """Decode tokens/s per GPU setup (`(label, tokens_per_s, headroom_gib)`), in the order given."""

@@ -10,16 +10,19 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import ctypes.util
+import hashlib
 import logging
 import multiprocessing
 import os
+import pickle
 import signal
 import sys
+from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Any
 
-from bot.render import views
+from bot.render import charts, views
 from bot.render.reply import Reply
 from bot.service import Service
 from catalog.schema import Model
@@ -60,6 +63,25 @@ def _init_worker(parent_pid: int) -> None:
     from bot.render import charts  # noqa: F401  (fonts and matplotlib load once, not on the first request)
 
 
+CHART_CACHE_ENTRIES = 512
+
+
+def _run_split(job: str, args: tuple[Any, ...], locale: str, service: Any) -> tuple[Any, list[charts.ChartJob]]:
+    """The reply with placeholders for its charts, and what to draw for them."""
+    with charts.charts_deferred() as jobs:
+        reply = JOBS[job](service, *args, locale=locale)
+    return reply, list(jobs)
+
+
+def _draw(job: charts.ChartJob) -> bytes:
+    return charts.draw(job)
+
+
+def chart_digest(job: charts.ChartJob) -> str:
+    """Same inputs, same picture: the key under which a drawn chart is kept."""
+    return hashlib.sha256(pickle.dumps((job.name, job.args, sorted(job.kwargs.items())), protocol=5)).hexdigest()
+
+
 def _run(job: str, args: tuple[Any, ...], locale: str, extra_models: dict[str, Model], service: Any = None) -> Any:
     svc = service if service is not None else _worker_service
     assert svc is not None, "worker not initialised"
@@ -82,6 +104,12 @@ class RenderPool:
             )
         else:
             self._executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="render")
+        # Answers without their charts are computed here, in the bot process (milliseconds each), so
+        # they never queue behind chart drawing; charts go to niced worker processes.
+        self._answers = ThreadPoolExecutor(max_workers=2, thread_name_prefix="answer")
+        self._charts: Executor = self._executor
+        self._drawn: OrderedDict[str, bytes] = OrderedDict()
+        self._drawing: dict[str, asyncio.Future[bytes]] = {}
 
     async def render(self, job: str, *args: Any, locale: str) -> Any:
         loop = asyncio.get_running_loop()
@@ -90,13 +118,42 @@ class RenderPool:
             return await loop.run_in_executor(self._executor, _run, job, args, locale, extra)
         return await loop.run_in_executor(self._executor, _run, job, args, locale, {}, self.service)
 
+    async def render_split(self, job: str, *args: Any, locale: str) -> tuple[Any, list[charts.ChartJob]]:
+        """The reply with chart placeholders, computed off the loop but not behind chart drawing."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._answers, _run_split, job, args, locale, self.service)
+
+    async def draw(self, jobs: list[charts.ChartJob]) -> list[bytes]:
+        """PNGs for the jobs, from the digest cache when the same chart was drawn before; one drawing
+        per digest at a time."""
+        return list(await asyncio.gather(*(self._draw_one(job) for job in jobs)))
+
+    async def _draw_one(self, job: charts.ChartJob) -> bytes:
+        key = chart_digest(job)
+        if key in self._drawn:
+            self._drawn.move_to_end(key)
+            return self._drawn[key]
+        running = self._drawing.get(key)
+        if running is None:
+            loop = asyncio.get_running_loop()
+            running = asyncio.ensure_future(loop.run_in_executor(self._charts, _draw, job))
+            self._drawing[key] = running
+            running.add_done_callback(lambda _: self._drawing.pop(key, None))
+        png = await asyncio.shield(running)
+        self._drawn[key] = png
+        while len(self._drawn) > CHART_CACHE_ENTRIES:
+            self._drawn.popitem(last=False)
+        return png
+
     async def warm(self) -> None:
         """Start every worker now (a few seconds of imports) rather than on the first command."""
         await asyncio.gather(*(self.render("ping", locale="en") for _ in range(max(self.workers, 1))))
+
         log.info("render pool ready: %s", f"{self.workers} processes" if self.workers else "threads")
 
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
+        self._answers.shutdown(wait=False, cancel_futures=True)
 
 
 __all__ = ["JOBS", "RenderPool", "Reply"]

@@ -52,7 +52,8 @@ async def ask(
     results: list[dict[str, Any]] = []
     target = Path(save_dir) if save_dir is not None else None
     async with Sandbox(reply_timeout_s=reply_timeout_s, playground=False) as sandbox:
-        process = await sandbox.start_bot(bot_argv, env=env)
+        # One question at a time, with its chart saved: wait for the chart rather than edit it in later.
+        process = await sandbox.start_bot(bot_argv, env={"RIGCHECK_CHART_WAIT_S": "30", **(env or {})})
         try:
             for index, command in enumerate(commands):
                 try:
