@@ -12,10 +12,10 @@ import logging
 import os
 import shutil
 import socket
+import sqlite3
 import time
 import uuid
 from collections.abc import Callable
-from concurrent.futures.process import BrokenProcessPool
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -166,6 +166,15 @@ def _placeholder_names(reply: Reply) -> set[str]:
     return {f.filename for f in reply.files if placeholder_index(f.data) is not None}
 
 
+def noted(reply: Reply, note: str | None) -> Reply:
+    """`note` (which stored defaults filled in options) on the sent reply, never on the cached one."""
+    if not note:
+        return reply
+    from bot.commands.settings import with_note
+
+    return reply.model_copy(update={"embeds": with_note(reply.embeds, note)})
+
+
 def without_charts(reply: Reply) -> Reply:
     """The answer before its charts are drawn: no placeholder files, no embed image pointing at one."""
     pending = _placeholder_names(reply)
@@ -270,6 +279,8 @@ class RigBot(commands.AutoShardedBot):
         self.metrics: Any = None
         self.web_runner: Any = None
         self.lag_watch: asyncio.Task[None] | None = None
+        self.resume_task: asyncio.Task[None] | None = None
+        self.pending: Any = None
         self.render_pool = RenderPool(self.service, settings.rigcheck_render_workers)
         # "name#incarnation": the name survives a restart (a StatefulSet pod keeps its name), the
         # incarnation does not, so a restarted process knows its predecessor's claims are orphaned.
@@ -299,6 +310,16 @@ class RigBot(commands.AutoShardedBot):
         await self.render_pool.warm()
         await self.start_web()
         self.lag_watch = asyncio.create_task(self.watch_loop_lag())
+        self.resume_task = asyncio.create_task(self.resume_after_ready())
+
+    async def resume_after_ready(self) -> None:
+        """Finish what a previous run deferred and never answered (a crash between defer and answer)."""
+        from bot.resume import resume_pending
+
+        await self.wait_until_ready()
+        count = await resume_pending(self)
+        if count:
+            log.info("looked at %d command(s) a previous run left unanswered", count)
 
     async def watch_loop_lag(self) -> None:
         """Measure how late the loop wakes a short sleep: anything that blocks it shows up here."""
@@ -329,6 +350,12 @@ class RigBot(commands.AutoShardedBot):
         )
         log.info("state in %s; reply cache in %s", "PostgreSQL" if url else data_dir / "state.sqlite3",
                  data_dir / "cache.sqlite3")
+        from bot.store.pending import PendingInteractions
+
+        try:
+            self.pending = await PendingInteractions.open(data_dir / "pending.sqlite3")
+        except (OSError, sqlite3.Error) as exc:
+            log.warning("deferred commands will not survive a restart: %s", exc)
 
     async def start_web(self) -> None:
         if not self.settings.rigcheck_http_enabled:
@@ -371,8 +398,9 @@ class RigBot(commands.AutoShardedBot):
         return task
 
     async def close(self) -> None:
-        if self.lag_watch is not None:
-            self.lag_watch.cancel()
+        for task in (self.lag_watch, self.resume_task):
+            if task is not None:
+                task.cancel()
         for task in list(self.background):
             task.cancel()
         if self.background:
@@ -383,9 +411,75 @@ class RigBot(commands.AutoShardedBot):
         if self.service.hub is not None:
             await self.service.hub.close()
         self.render_pool.close()
-        for store in (self.cache, self.state):
+        for store in (self.cache, self.state, self.pending):
             if store is not None:
                 await store.close()
+
+    async def remember_before_defer(self, interaction: discord.Interaction, command: str, job: str,
+                                    args: tuple[Any, ...], key: str | None, locale: str) -> bool:
+        """Record the interaction before "thinking…" is shown, so a restart can still answer it."""
+        if self.pending is None:
+            return False
+        from bot.resume import NotResumable, encode_request
+
+        try:
+            await self.pending.record(
+                interaction_id=interaction.id, application_id=interaction.application_id, token=interaction.token,
+                command=command, request=encode_request(job, args, key), locale=locale,
+                created_at=interaction.created_at.timestamp())
+        except NotResumable:
+            return False
+        except (OSError, sqlite3.Error) as exc:
+            log.warning("could not record /%s for a restart: %s", command, exc)
+            return False
+        return True
+
+    async def forget_pending(self, interaction_id: int) -> None:
+        try:
+            await self.pending.done(interaction_id)
+        except (OSError, sqlite3.Error, RuntimeError) as exc:
+            log.warning("could not mark interaction %s answered: %s", interaction_id, exc)
+
+    async def compute_and_send(
+        self, interaction: discord.Interaction, command: str, job: str, args: tuple[Any, ...], locale: str,
+        key: str | None, started: float, view_for: Callable[[Reply], discord.ui.View | None] | None,
+        note: str | None,
+    ) -> tuple[Reply | None, bool]:
+        """The uncached answer: computed, sent at once if its chart is quick, else sent and the chart edited
+        in; stored in the cache. Returns the reply still to send (None when done) and whether it was sent."""
+        sent = False
+        first, charts_to_draw = await self.render_pool.render_split(job, *args, locale=locale)
+        drawing = asyncio.ensure_future(self.render_pool.draw(charts_to_draw))
+        done, _ = await asyncio.wait({drawing}, timeout=self.settings.rigcheck_chart_wait_s)
+        if done:
+            reply = with_charts(first, drawing.result())
+        else:
+            # The answer is ready and its chart is not: post the answer now, edit the chart in.
+            await send_reply(interaction, noted(without_charts(first), note),
+                             view_for(first) if view_for else None)
+            sent = True
+            self.observe_first(command, started)
+            try:
+                reply = with_charts(first, await drawing)
+                await edit_in_charts(interaction, noted(reply, note))
+            except Exception:  # the answer is out; a failed chart must not turn it into an error reply
+                log.warning("chart for /%s not delivered; the answer stands without it", command, exc_info=True)
+                return None, True
+        if self.cache is not None and key is not None:
+            from bot.store.cache import CachedFile, CachedReply
+
+            await self.cache.put(
+                key,
+                CachedReply(
+                    content=reply.content,
+                    embeds=reply.embeds,
+                    ephemeral=reply.ephemeral,
+                    components=[],
+                    files=[CachedFile(filename=f.filename, data=f.data) for f in reply.files],
+                    meta=reply.meta,
+                ),
+            )
+        return reply, sent
 
     def observe_first(self, command: str, started: float) -> None:
         if self.metrics is not None:
@@ -428,49 +522,27 @@ class RigBot(commands.AutoShardedBot):
                 )  # type: ignore[misc]
         hit = reply is not None
         sent = False
-        if reply is None:
-            if not interaction.response.is_done():
-                await interaction.response.defer(thinking=True)
-            first, charts_to_draw = await self.render_pool.render_split(job, *args, locale=locale)
-            drawing = asyncio.ensure_future(self.render_pool.draw(charts_to_draw))
-            done, _ = await asyncio.wait({drawing}, timeout=self.settings.rigcheck_chart_wait_s)
-            if done:
-                reply = with_charts(first, drawing.result())
-            else:
-                # The answer is ready and its chart is not: post the answer now, edit the chart in.
-                await send_reply(interaction, without_charts(first), view_for(first) if view_for else None)
-                sent = True
-                self.observe_first(command, started)
-                try:
-                    reply = with_charts(first, await drawing)
-                    await edit_in_charts(interaction, reply)
-                except (discord.HTTPException, OSError, RuntimeError, ValueError, BrokenProcessPool):
-                    log.warning("chart for /%s not delivered; the answer stands without it", command, exc_info=True)
+        recorded = False
+        try:
+            if reply is None:
+                if not interaction.response.is_done():
+                    recorded = await self.remember_before_defer(interaction, command, job, args, key, locale)
+                    await interaction.response.defer(thinking=True)
+                reply, sent = await self.compute_and_send(interaction, command, job, args, locale, key, started,
+                                                          view_for, note)
+                if reply is None:
                     return
-            if self.cache is not None and key is not None:
-                from bot.store.cache import CachedFile, CachedReply
-
-                await self.cache.put(
-                    key,
-                    CachedReply(
-                        content=reply.content,
-                        embeds=reply.embeds,
-                        ephemeral=reply.ephemeral,
-                        components=[],
-                        files=[CachedFile(filename=f.filename, data=f.data) for f in reply.files],
-                        meta=reply.meta,
-                    ),
-                )
-        if note:
-            from bot.commands.settings import with_note
-
-            reply = reply.model_copy(update={"embeds": with_note(reply.embeds, note)})
-        if not sent:
-            await send_reply(interaction, reply, view_for(reply) if view_for else None)
-        latency_ms = (time.perf_counter() - started) * 1000
-        if self.metrics is not None and not sent:
-            self.metrics.observe(command, latency_ms / 1000, hit)
-        self.metrics_outcome(interaction, "ok")
+            reply = noted(reply, note)
+            if not sent:
+                await send_reply(interaction, reply, view_for(reply) if view_for else None)
+            latency_ms = (time.perf_counter() - started) * 1000
+            if self.metrics is not None and not sent:
+                self.metrics.observe(command, latency_ms / 1000, hit)
+            self.metrics_outcome(interaction, "ok")
+        finally:
+            # Marked answered only once the answer is out: a crash before this line is finished on restart.
+            if recorded:
+                await self.forget_pending(interaction.id)
         if self.state is not None:
             try:
                 await self.state.log_query(

@@ -1,0 +1,118 @@
+"""Finishing, after a restart, the commands a crash left "thinking…".
+
+`encode_request` turns a render job's arguments (requests, catalog entries, plain values) into JSON for
+the pending-interactions store; `resume_pending` recomputes each still-valid one and delivers it as a
+follow-up with the interaction's token. Only the types the commands pass are accepted on the way back.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import logging
+from typing import TYPE_CHECKING, Any
+
+import aiohttp
+import discord
+from pydantic import BaseModel
+
+from bot.service import FitRequest, RankRequest
+from catalog.schema import GPU, Model, QuantFormat
+
+if TYPE_CHECKING:
+    from bot.client import RigBot
+    from bot.store.pending import Pending
+
+log = logging.getLogger(__name__)
+
+_DATACLASSES: dict[str, type[Any]] = {"FitRequest": FitRequest, "RankRequest": RankRequest}
+_MODELS: dict[str, type[BaseModel]] = {"GPU": GPU, "Model": Model, "QuantFormat": QuantFormat}
+# Discord's message flag for a deferred response still "thinking…".
+FLAG_LOADING = 1 << 7
+
+
+class NotResumable(TypeError):
+    """An argument of a type the store does not keep; that command is simply not resumed."""
+
+
+def encode(value: Any) -> Any:
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, list | tuple):
+        return [encode(v) for v in value]
+    if isinstance(value, dict):
+        return {"$dict": {str(k): encode(v) for k, v in value.items()}}
+    if dataclasses.is_dataclass(value) and type(value).__name__ in _DATACLASSES:
+        return {"$dataclass": type(value).__name__,
+                "v": {f.name: encode(getattr(value, f.name)) for f in dataclasses.fields(value)}}
+    if isinstance(value, BaseModel) and type(value).__name__ in _MODELS:
+        return {"$model": type(value).__name__, "v": value.model_dump(mode="json")}
+    raise NotResumable(f"cannot keep a {type(value).__name__}")
+
+
+def decode(value: Any) -> Any:
+    if isinstance(value, list):
+        return [decode(v) for v in value]
+    if isinstance(value, dict):
+        if "$dict" in value:
+            return {k: decode(v) for k, v in value["$dict"].items()}
+        if "$dataclass" in value:
+            return _DATACLASSES[value["$dataclass"]](**{k: decode(v) for k, v in value["v"].items()})
+        if "$model" in value:
+            return _MODELS[value["$model"]].model_validate(value["v"])
+        raise ValueError("unknown encoded value")
+    return value
+
+
+def encode_request(job: str, args: tuple[Any, ...], key: str | None) -> dict[str, Any]:
+    return {"job": job, "args": encode(list(args)), "key": key}
+
+
+async def _still_thinking(application_id: int, token: str) -> bool:
+    """Whether the deferred message is still "thinking…" on Discord's side (not answered before a crash)."""
+    url = f"{discord.http.Route.BASE}/webhooks/{application_id}/{token}/messages/@original"
+    async with aiohttp.ClientSession() as http, http.get(url) as response:
+        if response.status == 404:
+            return True  # no original message is visible yet; a follow-up creates the answer
+        response.raise_for_status()
+        message = await response.json()
+    return bool(int(message.get("flags") or 0) & FLAG_LOADING)
+
+
+async def resume_one(bot: RigBot, row: Pending) -> None:
+    store = bot.pending
+    assert store is not None
+    if not await store.claim(row.interaction_id):
+        return
+    try:
+        if not await _still_thinking(row.application_id, row.token):
+            log.info("interaction %s was answered before the restart", row.interaction_id)
+            await store.done(row.interaction_id)
+            return
+        request = row.request
+        reply = await bot.render_pool.render(request["job"], *decode(request["args"]), locale=row.locale)
+        webhook = discord.Webhook.partial(row.application_id, row.token, client=bot)
+        await webhook.send(
+            embeds=[discord.Embed.from_dict(e) for e in reply.embeds],
+            files=[discord.File(io.BytesIO(f.data), filename=f.filename) for f in reply.files],
+            ephemeral=reply.ephemeral, wait=True,
+        )
+        await store.done(row.interaction_id)
+        log.info("finished /%s (interaction %s) after a restart", row.command, row.interaction_id)
+    except discord.NotFound:
+        await store.done(row.interaction_id)  # the token expired or the interaction is gone: nothing to finish
+    except Exception:
+        log.warning("could not finish interaction %s after a restart", row.interaction_id, exc_info=True)
+
+
+async def resume_pending(bot: RigBot) -> int:
+    """Answer every interaction a previous run deferred and did not finish; returns how many were tried."""
+    if bot.pending is None:
+        return 0
+    rows = await bot.pending.due()
+    for row in rows:
+        await resume_one(bot, row)
+    return len(rows)
+
+
+__all__ = ["NotResumable", "decode", "encode", "encode_request", "resume_pending"]
