@@ -33,6 +33,8 @@ from bot.web.signing import signed_headers
 
 SECRET = "probe-secret"
 QWEN3 = (Path(__file__).resolve().parents[1] / "tests" / "data" / "hf" / "Qwen__Qwen3-8B" / "config.json").read_bytes()
+# The hook answers 200 with the deliveries, or 202 when the run continues after the answer.
+ACCEPTED = (200, 202)
 UNREADABLE = ("Traceback", "validation error", "Something went wrong", "Failed to convert", "pydantic")
 
 
@@ -129,9 +131,9 @@ async def run(per_class: int, deadline_s: float) -> list[Tally]:
 
             async def hook_in_several_reads(t: Tally) -> None:
                 for i in range(per_class):
-                    body = json.dumps({"dry_run": True, "pad": " " * (4000 + i)}).encode()
+                    body = json.dumps({"dry_run": True}).encode() + b" " * (4000 + i)  # JSON allows the padding
                     status = await hook(slowly(body, 1024), signed_headers(SECRET, body, time.time()))
-                    t.record(status == 200, f"status {status}")
+                    t.record(status in ACCEPTED, f"status {status}")
 
             async def hook_slow_and_large(t: Tally) -> None:
                 for i in range(min(per_class, 5)):
@@ -157,7 +159,7 @@ async def run(per_class: int, deadline_s: float) -> list[Tally]:
                 async def one(i: int) -> None:
                     body = json.dumps({"dry_run": True}).encode() + b" " * i  # a distinct signature each
                     status = await hook(body, signed_headers(SECRET, body, time.time()))
-                    t.record(status == 200, f"status {status}")
+                    t.record(status in ACCEPTED, f"status {status}")
                 await asyncio.gather(*(one(i) for i in range(per_class)))
 
             async def probes_overlapping(t: Tally) -> None:
