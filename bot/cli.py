@@ -342,12 +342,20 @@ def cmd_catalog(svc: Service, args: argparse.Namespace) -> int:
                 )
         return 0
     if args.action == "show":
-        text = " ".join(args.text)
+        text = " ".join(args.text).strip()
+        if not text:
+            raise CliError("catalog show needs a GPU, model or format id (see catalog list, catalog search)")
         entry: Any
         try:
             entry = svc.gpu(text)
-        except NotFound:
-            entry = svc.model(text)[0]
+        except NotFound as not_gpu:
+            try:
+                entry = svc.model(text)[0]
+            except NotFound as not_model:
+                entry = svc.resolver.quant_or_none(text)
+                if entry is None:
+                    # 'h100' names several GPUs: say which, rather than that no model is called that.
+                    raise (not_gpu if not_gpu.ambiguous and not not_model.ambiguous else not_model) from None
         data = entry.model_dump(mode="json")
         if args.json:
             _print_json(data)

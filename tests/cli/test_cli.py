@@ -258,6 +258,22 @@ def test_catalog_show_and_search(capsys: pytest.CaptureFixture[str]) -> None:
     assert any(h["id"] == "qwen3-8b" for h in hits)
 
 
+def test_catalog_show_takes_a_format_too(capsys: pytest.CaptureFixture[str]) -> None:
+    # `catalog list --kind quant` lists formats by id; `catalog show ID` shows any of them.
+    assert run_json(["catalog", "show", "q4_k_m"], capsys)["id"] == "q4_k_m"
+    assert run_json(["catalog", "show", "AWQ"], capsys)["id"] == "awq-int4"
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["catalog", "show", "h100"], "rigcheck: 'h100' matches several gpus; did you mean "),
+    (["catalog", "show"], "rigcheck: catalog show needs a GPU, model or format id"),
+])
+def test_catalog_show_says_what_is_wrong(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(argv, capsys)
+    assert code == 2 and out == ""
+    assert err.startswith(message) and err.count("\n") == 1
+
+
 # --- batch -----------------------------------------------------------------------------------------
 
 BATCH_LINES = [
