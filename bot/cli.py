@@ -55,8 +55,9 @@ def fit_request(d: dict[str, Any]) -> FitRequest:
         ctx=d.get("ctx") or 8192,
         prompt=d["prompt"] if d.get("prompt") is not None else 2048,
         kv=str(d.get("kv") or "f16"),
-        gpus=int(d.get("gpus") or 1),
-        batch=int(d.get("batch") or 1),
+        # 0 is refused like any other count out of range, not taken for "not given".
+        gpus=int(d["gpus"]) if d.get("gpus") is not None else 1,
+        batch=int(d["batch"]) if d.get("batch") is not None else 1,
     )
 
 

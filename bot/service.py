@@ -23,7 +23,7 @@ from estimator.curve import VramCurves, vram_curves
 from estimator.engines import DEFAULT_FORMAT, DEFAULT_LEVELS, supports
 from estimator.fit import FitResult, default_formats, fit
 from estimator.memory import memory
-from estimator.query import ENGINES, KV_DTYPES, MAX_GPUS, Engine, KVDtype, Query
+from estimator.query import ENGINES, KV_DTYPES, MAX_BATCH, MAX_GPUS, Engine, KVDtype, Query
 from estimator.rank import RankRow, Sort, rank
 
 
@@ -145,6 +145,12 @@ class Service:
         return value  # type: ignore[return-value]
 
     @staticmethod
+    def batch(count: int) -> int:
+        if not 1 <= int(count) <= MAX_BATCH:
+            raise BadValue.of("bad.range", name="batch", low="1", high=str(MAX_BATCH), got=str(count))
+        return int(count)
+
+    @staticmethod
     def gpus(count: int) -> int:
         if not 1 <= int(count) <= MAX_GPUS:
             raise BadValue.of("bad.gpus", most=MAX_GPUS)
@@ -187,7 +193,7 @@ class Service:
             if not supports(engine, gpu):
                 return False
             q = Query(gpu=gpu, gpus=count, model=model, quant=formats[0], engine=engine, ctx=ctx, kv=self.kv(req.kv),
-                      batch=max(1, int(req.batch)))
+                      batch=self.batch(req.batch))
             return any(memory(q.model_copy(update={"quant": f})).verdict != "does_not_fit" for f in formats)
 
         return self.gpu_choice(req.gpu, req.gpus, runs)
@@ -213,7 +219,7 @@ class Service:
             ctx=ctx,
             prompt_tokens=min(prompt, ctx),
             kv=self.kv(req.kv),
-            batch=max(1, int(req.batch)),
+            batch=self.batch(req.batch),
         )
         return q, formats
 

@@ -18,6 +18,7 @@ Backend = Literal["cuda", "rocm", "metal", "sycl"]
 ENGINES: tuple[Engine, ...] = ("llama.cpp", "vllm", "mlx")
 KV_DTYPES: tuple[KVDtype, ...] = ("f16", "bf16", "q8_0", "q4_0", "fp8")
 MAX_GPUS = 8
+MAX_BATCH = 256
 
 
 class Query(BaseModel):
@@ -33,7 +34,7 @@ class Query(BaseModel):
     ctx: int = Field(default=8192, ge=1, description="context the KV cache is sized for, tokens")
     prompt_tokens: int = Field(default=2048, ge=0, description="prompt length for TTFT; decode runs after it")
     kv: KVDtype = "f16"
-    batch: int = Field(default=1, ge=1, le=256, description="concurrent sequences")
+    batch: int = Field(default=1, ge=1, le=MAX_BATCH, description="concurrent sequences")
 
     def with_ctx(self, ctx: int) -> Query:
         return self.model_copy(update={"ctx": ctx})

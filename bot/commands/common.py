@@ -10,6 +10,7 @@ import discord
 from discord import app_commands
 
 from bot.params import BadValue, parse_tokens
+from estimator.query import MAX_BATCH
 
 if TYPE_CHECKING:
     from bot.client import RigBot
@@ -113,7 +114,7 @@ def echo(text: str, limit: int = ECHO_MAX_CHARS) -> str:
 
 
 GpuCount = app_commands.Transform[int, NumberRange("gpus", 1, 8)]
-Batch = app_commands.Transform[int, NumberRange("batch", 1, 256)]
+Batch = app_commands.Transform[int, NumberRange("batch", 1, MAX_BATCH)]
 
 
 async def prefetch_model(interaction: discord.Interaction, svc: Service, text: str) -> None:

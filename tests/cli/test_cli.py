@@ -139,6 +139,9 @@ BAD = [
     ["fit", "--gpu", "t4", "--model", "qwen3-8b", "--engine", "tgi"],
     ["fit", "--gpu", "t4", "--model", "qwen3-8b", "--kv", "q2"],
     ["fit", "--gpu", "t4", "--model", "qwen3-8b", "--gpus", "9"],
+    ["fit", "--gpu", "t4", "--model", "qwen3-8b", "--gpus", "0"],
+    ["fit", "--gpu", "t4", "--model", "qwen3-8b", "--batch", "0"],
+    ["fit", "--gpu", "t4", "--model", "qwen3-8b", "--batch", "300"],
     ["fit", "--gpu", "t4", "--model", "qwen3-8b", "--prompt", "-5"],
     ["fit", "--gpu", "'; DROP TABLE gpus; --", "--model", "qwen3-8b"],
     ["rank", "--gpu", "no such gpu"],
@@ -284,6 +287,8 @@ BATCH_LINES = [
     ({"gpu": "t4"}, False),
     ({"gpu": "t4", "model": "qwen3-8b", "ctx": "-1"}, False),
     ({"gpu": "t4", "model": "qwen3-8b", "gpus": "many"}, False),
+    ({"gpu": "t4", "model": "qwen3-8b", "gpus": 0}, False),
+    ({"gpu": "t4", "model": "qwen3-8b", "batch": 0}, False),
     ({"gpu": "rtx 4090", "model": "llama3.1:8b-instruct-q4_K_M", "ctx": "32k"}, True),
     ({"gpu": "t4", "model": "qwen3-8b", "quant": "zz"}, False),
 ]
