@@ -103,6 +103,7 @@ async def run(total: int, concurrency: int, seed: int) -> None:
     answered: list[str] = []
     samples: list[Sample] = []
     failures: list[str] = []
+    refused: list[str] = []
     users = itertools.count(50_000)
     with tempfile.TemporaryDirectory() as data:
         async with Sandbox(reply_timeout_s=60) as sb:
@@ -124,6 +125,9 @@ async def run(total: int, concurrency: int, seed: int) -> None:
                     text = rng.choice(answered) if cached else next(fresh)
                     try:
                         reply = await sb.invoke(text, user=next(users))
+                        if reply.ephemeral:  # refused with a reason (e.g. past the model's context window)
+                            refused.append(text)
+                            return
                         record = sb.state.interactions[reply.interaction_id or 0]
                         await sb.state.changed.wait_until(
                             lambda: True if timings(record)[1] is not None else None, 30)
@@ -145,7 +149,8 @@ async def run(total: int, concurrency: int, seed: int) -> None:
             elapsed = time.perf_counter() - started
             peak = max(peak, rss_kib(bot.pid))
     print(f"{total} commands, {concurrency} in flight, {elapsed:.1f} s ({total / elapsed:.1f}/s), "
-          f"{len(failures)} failed; cores visible: {len(os.sched_getaffinity(0))}")
+          f"{len(refused)} refused with a reason, {len(failures)} failed; "
+          f"cores visible: {len(os.sched_getaffinity(0))}, load average {os.getloadavg()[0]:.1f}")
     for label, pick in (("all", lambda s: True), ("uncached", lambda s: not s.cached), ("cached", lambda s: s.cached)):
         chosen = [s for s in samples if pick(s)]
         print(line(f"first visible answer, {label}", [s.first_s for s in chosen]))
