@@ -215,7 +215,7 @@ def cmd_finetune(svc: Any, args: argparse.Namespace) -> int:
     mem = data["memory_gb"]
     # The verdict weighs what must stay on the GPU; paged optimizer state may move to host memory.
     weighed = f"{mem['required']:.2f} of {data['usable_gb']:.2f} GiB usable per GPU"
-    if mem["pageable"]:
+    if mem["pageable"] and mem["total"] > data["usable_gb"]:
         weighed += f", {mem['total']:.2f} GiB with the paged optimizer state"
     print(
         f"{data['method']} fine-tuning of {data['model']['name']} on {data['gpu']['count']}× {data['gpu']['name']}: "

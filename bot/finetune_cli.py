@@ -45,14 +45,15 @@ EXTRA_TERMS = ("logits", "qlora_buffers", "fragmentation", "offloaded", "pageabl
 
 def finetune_settings(svc: Service, gpu: GPU, query: dict[str, Any]) -> ft.FinetuneSettings:
     """The request's settings; knobs left out come from the framework preset or the method's defaults."""
-    gpus = svc.gpus(int(query.get("gpus") or 1))
+    # 0 is refused like any other count out of range, not taken for "not given".
+    gpus = svc.gpus(int(query["gpus"]) if query.get("gpus") is not None else 1)
     knobs = {k: query[k] for k in KNOBS if query.get(k) is not None}
     try:
         return ft.settings_on(
             gpu,
             method=query.get("method") or "qlora",
             seq=parse_tokens(query.get("seq") or 2048, name="seq"),
-            batch=int(query.get("batch") or 1),
+            batch=int(query["batch"]) if query.get("batch") is not None else 1,
             gpus=gpus,
             **knobs,
         )
@@ -71,6 +72,7 @@ def finetune_json(svc: Service, query: dict[str, Any]) -> dict[str, Any]:
     gpu = svc.gpu(str(query["gpu"]))
     model, _ = svc.model(str(query["model"]))
     settings = finetune_settings(svc, gpu, query)
+    svc.check_context(model, settings.seq)
     budget = usable_vram_bytes(gpu)
     plan = ft.finetune_plan(model, settings, budget)
     mem = plan.memory

@@ -104,6 +104,7 @@ class Finetune(commands.Cog):
         g, gpus = choice.gpu, choice.count
         m, _ = svc.model(model)
         seq = parse_tokens(ctx or 2048)
+        svc.check_context(m, seq)
         # Option names people see → the estimator's knob names; unset ones are left to the framework.
         given = {
             "framework": framework,

@@ -59,3 +59,11 @@ async def test_a_knob_outside_its_choices_is_refused_privately(sb: Sandbox) -> N
     reply = await sb.driver.invoke_raw("finetune", options)
     assert reply.error is None and reply.ephemeral and not reply.deferred
     assert "framework must be one of" in reply.embeds[0].get("description", "")
+
+
+async def test_a_sequence_past_the_models_window_is_refused_privately(sb: Sandbox) -> None:
+    # /fit refuses a context past every documented window; a training sequence that long is refused too.
+    reply = await sb.invoke("/finetune gpu:4090 model:qwen3-8b ctx:1M")
+    assert reply.error is None and reply.ephemeral and not reply.deferred
+    assert reply.embeds[0]["description"] == (
+        "1M is past Qwen3-8B's longest documented context (128k); ask for at most 128k")
