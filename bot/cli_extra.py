@@ -389,3 +389,12 @@ def _register_state(sub: Any) -> None:
 
 
 REGISTER.append(_register_state)
+
+
+def _register_reports(sub: Any) -> None:
+    from bot.reports.cli import register
+
+    register(sub)
+
+
+REGISTER.append(_register_reports)

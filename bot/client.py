@@ -51,6 +51,7 @@ EXTENSIONS = (
     "bot.commands.settings",
     "bot.commands.whatgpu",
     "bot.commands.daily",
+    "bot.commands.report",
 )
 
 
@@ -166,8 +167,13 @@ def _placeholder_names(reply: Reply) -> set[str]:
     return {f.filename for f in reply.files if placeholder_index(f.data) is not None}
 
 
-def noted(reply: Reply, note: str | None) -> Reply:
-    """`note` (which stored defaults filled in options) on the sent reply, never on the cached one."""
+def noted(reply: Reply, note: str | None, extra_fields: list[dict[str, Any]] | None = None) -> Reply:
+    """`note` (which stored defaults filled in options) and `extra_fields` (community reports, which change
+    between identical questions) on the sent reply, never on the cached one."""
+    if extra_fields and reply.embeds:
+        first = dict(reply.embeds[0])
+        first["fields"] = [*first.get("fields", []), *extra_fields][:25]
+        reply = reply.model_copy(update={"embeds": [first, *reply.embeds[1:]]})
     if not note:
         return reply
     from bot.commands.settings import with_note
@@ -443,7 +449,7 @@ class RigBot(commands.AutoShardedBot):
     async def compute_and_send(
         self, interaction: discord.Interaction, command: str, job: str, args: tuple[Any, ...], locale: str,
         key: str | None, started: float, view_for: Callable[[Reply], discord.ui.View | None] | None,
-        note: str | None,
+        note: str | None, extra_fields: list[dict[str, Any]] | None = None,
     ) -> tuple[Reply | None, bool]:
         """The uncached answer: computed, sent at once if its chart is quick, else sent and the chart edited
         in; stored in the cache. Returns the reply still to send (None when done) and whether it was sent."""
@@ -455,13 +461,13 @@ class RigBot(commands.AutoShardedBot):
             reply = with_charts(first, drawing.result())
         else:
             # The answer is ready and its chart is not: post the answer now, edit the chart in.
-            await send_reply(interaction, noted(without_charts(first), note),
+            await send_reply(interaction, noted(without_charts(first), note, extra_fields),
                              view_for(first) if view_for else None)
             sent = True
             self.observe_first(command, started)
             try:
                 reply = with_charts(first, await drawing)
-                await edit_in_charts(interaction, noted(reply, note))
+                await edit_in_charts(interaction, noted(reply, note, extra_fields))
             except Exception:  # the answer is out; a failed chart must not turn it into an error reply
                 log.warning("chart for /%s not delivered; the answer stands without it", command, exc_info=True)
                 return None, True
@@ -494,6 +500,7 @@ class RigBot(commands.AutoShardedBot):
         *args: Any,
         view_for: Callable[[Reply], discord.ui.View | None] | None = None,
         note: str | None = None,
+        extra_fields: list[dict[str, Any]] | None = None,
     ) -> None:
         """Serve from the cache, or defer, render off the event loop, store, and follow up.
 
@@ -529,10 +536,10 @@ class RigBot(commands.AutoShardedBot):
                     recorded = await self.remember_before_defer(interaction, command, job, args, key, locale)
                     await interaction.response.defer(thinking=True)
                 reply, sent = await self.compute_and_send(interaction, command, job, args, locale, key, started,
-                                                          view_for, note)
+                                                          view_for, note, extra_fields)
                 if reply is None:
                     return
-            reply = noted(reply, note)
+            reply = noted(reply, note, extra_fields)
             if not sent:
                 await send_reply(interaction, reply, view_for(reply) if view_for else None)
             latency_ms = (time.perf_counter() - started) * 1000

@@ -79,6 +79,27 @@ ZH_CN: dict[str, str] = {
     "Only this channel's subscription; leave empty for all of this server's":
         "只取消此频道的订阅；留空则取消本服务器全部订阅",
     "See today's summary for this server (only you see it)": "预览本服务器今天的摘要（仅你可见）",
+    "Community speed reports: what GPUs really do": "社区测速报告：显卡的真实速度",
+    "Report the speed you measured; you confirm before it is stored": "报告你实测的速度；确认后才会保存",
+    "GPU you ran on, e.g. T4, RTX 4090": "你运行所用的显卡，例如 T4、RTX 4090",
+    "Model, e.g. qwen3-8b": "模型，例如 qwen3-8b",
+    "Format you ran, e.g. Q4_K_M, Q8_0, AWQ": "你运行的量化格式，例如 Q4_K_M、Q8_0、AWQ",
+    "Inference engine (Ollama and LM Studio run llama.cpp)": "推理引擎（Ollama 与 LM Studio 使用 llama.cpp）",
+    "Generation speed, tokens/s (e.g. 35.2); or give paste": "生成速度，tokens/s（例如 35.2）；或使用 paste",
+    "Prompt processing speed, tokens/s": "提示处理速度，tokens/s",
+    "Context length you ran with, e.g. 8k": "运行时的上下文长度，例如 8k",
+    "Engine version or build, e.g. b4446": "引擎版本或构建号，例如 b4446",
+    "Anything else worth knowing (200 characters)": "其他值得说明的信息（200 字符以内）",
+    "llama-bench table or `ollama run --verbose` timings": "llama-bench 表格或 `ollama run --verbose` 的计时",
+    "Your reports; pick one to delete it (only you see this)": "你的报告；选择一条即可删除（仅你可见）",
+    "Hide a report made in this server (Manage Server)": "隐藏本服务器提交的一条报告（需要“管理服务器”权限）",
+    "Report number, as /report shows it": "报告编号，如 /report 所示",
+    "Turn community reports off or on here (Manage Server)": "在本服务器关闭或开启社区测速（需要“管理服务器”权限）",
+    "True: no reports from here and none shown here; False: back on":
+        "True：不接受也不显示本服务器的报告；False：重新开启",
+    "Bot owners: list held reports, accept, hide or remove one": "机器人所有者：列出待审核报告，通过、隐藏或删除",
+    "held (list), accept, hide or remove": "held（列出）、accept、hide 或 remove",
+    "Report number": "报告编号",
 }
 
 LOCALES = {discord.Locale.chinese: ZH_CN}

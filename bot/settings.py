@@ -70,6 +70,20 @@ class Settings(BaseSettings):
         default=60.0, gt=0, description="how often to look for claims whose holder died",
     )
 
+    rigcheck_owner_ids: str = Field(
+        default="", description="comma-separated Discord user ids who may moderate community reports",
+    )
+    rigcheck_report_salt: SecretStr | None = Field(
+        default=None, description="key for hashing reporters; unset: generated once and kept in the state database",
+    )
+    rigcheck_report_user_limit: int = Field(default=5, ge=1, description="reports one person may make per window")
+    rigcheck_report_guild_limit: int = Field(default=50, ge=1, description="reports one server may make per window")
+    rigcheck_report_window_s: float = Field(default=3600.0, gt=0, description="the rate-limit window for reports")
+
+    @property
+    def owner_ids(self) -> frozenset[int]:
+        return frozenset(int(s) for s in self.rigcheck_owner_ids.replace(" ", "").split(",") if s.isdigit())
+
     @field_validator("rigcheck_database_url")
     @classmethod
     def _postgres_url(cls, value: SecretStr | None) -> SecretStr | None:

@@ -20,6 +20,7 @@ from bot.commands.common import (
     prefetch_model,
     quant_autocomplete,
 )
+from bot.commands.report import community_field
 from bot.commands.settings import defaults_for, join_notes
 from bot.params import parse_tokens
 from bot.render.views import choice_note
@@ -90,7 +91,9 @@ class Fit(commands.Cog):
         }
         locale = str(interaction.locale.value)
         note = join_notes(choice_note(svc.fit_choice(req), locale), defaults.note(locale, {"gpu": q.gpu.name}))
-        await self.bot.answer(interaction, "fit", key, "fit", req, note=note)
+        community = await community_field(self.bot, interaction.guild_id, q, formats, locale)
+        await self.bot.answer(interaction, "fit", key, "fit", req, note=note,
+                              extra_fields=[community] if community else None)
 
 
 async def setup(bot: RigBot) -> None:

@@ -136,6 +136,57 @@ MIGRATIONS: tuple[Migration, ...] = (
         """,
         "CREATE INDEX daily_runs_created_at ON daily_runs (created_at)",
     ),
+    # 4: community speed reports (`/report`), the salt their reporters are hashed with, and the
+    #    servers that opted out of them.
+    (
+        """
+        CREATE TABLE reports (
+            id INTEGER PRIMARY KEY,
+            -- A salted hash of the Discord user id: enough to list and delete one's own, never shown.
+            reporter TEXT NOT NULL,
+            guild_id INTEGER,
+            created_at TEXT NOT NULL,
+            gpu_id TEXT NOT NULL,
+            gpu_count INTEGER NOT NULL CHECK (gpu_count > 0),
+            model_id TEXT NOT NULL,
+            quant_id TEXT NOT NULL,
+            engine TEXT NOT NULL,
+            build TEXT,
+            ctx INTEGER,
+            decode_tps REAL NOT NULL CHECK (decode_tps > 0),
+            prefill_tps REAL CHECK (prefill_tps > 0),
+            prompt_tokens INTEGER,
+            generated_tokens INTEGER,
+            source TEXT NOT NULL,
+            notes TEXT,
+            -- The estimate when it was reported, so a later estimator can be judged against it.
+            estimate_decode_tps REAL,
+            estimate_decode_tps_low REAL,
+            estimate_decode_tps_high REAL,
+            estimate_prefill_tps REAL,
+            estimator_version TEXT,
+            status TEXT NOT NULL CHECK (status IN ('accepted', 'held', 'hidden')),
+            status_reason TEXT,
+            updated_at TEXT NOT NULL
+        )
+        """,
+        "CREATE INDEX reports_combo ON reports (gpu_id, model_id, quant_id, engine, status)",
+        "CREATE INDEX reports_reporter_at ON reports (reporter, created_at)",
+        "CREATE INDEX reports_guild_at ON reports (guild_id, created_at)",
+        """
+        CREATE TABLE secrets (
+            name TEXT PRIMARY KEY,
+            value TEXT NOT NULL,
+            created_at TEXT NOT NULL
+        )
+        """,
+        """
+        CREATE TABLE report_opt_outs (
+            guild_id INTEGER PRIMARY KEY,
+            created_at TEXT NOT NULL
+        )
+        """,
+    ),
 )
 
 LATEST_VERSION = len(MIGRATIONS)
@@ -149,4 +200,7 @@ TABLES: tuple[str, ...] = (
     "query_log",
     "catalog_snapshots",
     "daily_runs",
+    "reports",
+    "secrets",
+    "report_opt_outs",
 )

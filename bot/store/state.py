@@ -42,6 +42,7 @@ from bot.store.records import (
     Subscription,
     UserSettings,
 )
+from bot.store.reports import ReportRecords
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +64,7 @@ def _shielded(method: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, Corout
     return wrapper
 
 
-class StateStore:
+class StateStore(ReportRecords):
     """The bot's long-lived records, migrated forward at open.
 
     Open with ``await StateStore.open(target)`` or ``async with StateStore.open(target)``, where the

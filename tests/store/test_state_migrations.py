@@ -53,6 +53,17 @@ CREATE TABLE catalog_snapshots (
     recorded_at TEXT NOT NULL);
 CREATE INDEX catalog_snapshots_recorded_at ON catalog_snapshots (recorded_at);
 """
+# Schema 3 as released: schema 2 plus delivery claims with leases and daily runs.
+SCHEMA_V3 = SCHEMA_V2 + """
+ALTER TABLE deliveries ADD COLUMN claimed_by TEXT;
+ALTER TABLE deliveries ADD COLUMN lease_until TEXT;
+CREATE INDEX deliveries_pending ON deliveries (status, lease_until);
+CREATE TABLE daily_runs (
+    id TEXT PRIMARY KEY, day TEXT NOT NULL, guild_id INTEGER, dry_run INTEGER NOT NULL, forced INTEGER NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('running', 'done', 'failed')), started_by TEXT NOT NULL, total INTEGER,
+    counts TEXT NOT NULL, results TEXT, error TEXT, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
+CREATE INDEX daily_runs_created_at ON daily_runs (created_at);
+"""
 STAMP = "2026-04-01T00:00:00.000000Z"
 
 
@@ -92,7 +103,22 @@ def build_v1(path: Path, schema: str = SCHEMA_V1, version: int = 1) -> None:
 
 
 def test_the_frozen_fixture_is_the_step_before_the_latest() -> None:
-    assert LATEST_VERSION == 3, "add a hand-written fixture for the previous schema and upgrade test from it"
+    assert LATEST_VERSION == 4, "add a hand-written fixture for the previous schema and upgrade test from it"
+
+
+async def test_upgrades_from_schema_3_keeping_deliveries_and_adding_reports(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    build_v1(path, SCHEMA_V3, version=3)
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE deliveries SET claimed_by = 'pod-0#1'")
+    db.close()
+    async with StateStore.open(path) as store:
+        [sub] = await store.list_subscriptions(7)
+        assert await store.begin_delivery(sub.id, "2026-04-01") is None  # the old "sent" row still counts
+        assert await store.reports_with_status("accepted") == []
+        assert not await store.reports_opted_out(7)
+    assert pragma(path, "user_version") == LATEST_VERSION
+    assert pragma(tmp_path / "state.db.v3.bak", "user_version") == 3
 
 
 async def test_upgrades_from_schema_2_keeping_pending_deliveries_unclaimed(tmp_path: Path) -> None:

@@ -1,0 +1,402 @@
+"""/report: what your GPU really does. Add a measurement (typed or pasted from llama-bench or Ollama),
+confirm it, list and delete your own; server managers hide or opt out, bot owners moderate.
+
+Parsing and rules live in `bot.reports`, storage in `bot.store.reports`; this is the Discord shell.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+import discord
+from discord import app_commands
+from discord.ext import commands
+
+from bot.commands.common import (
+    ENGINE_CHOICES,
+    GpuCount,
+    echo,
+    gpu_autocomplete,
+    model_autocomplete,
+    one_of,
+    quant_autocomplete,
+)
+from bot.params import BadValue, format_tokens, parse_tokens
+from bot.render.embeds import COLORS
+from bot.render.text import t
+from bot.reports.paste import DECODE_TPS_MAX, PREFILL_TPS_MAX, Measured, parse_paste, parse_rate
+from bot.reports.rules import (
+    BUILD_MAX_CHARS,
+    NOTES_MAX_CHARS,
+    OUTLIER_FACTOR,
+    clean_text,
+    is_outlier,
+    reporter_hash,
+    summarize,
+)
+from bot.service import FitRequest
+from bot.store.reports import RateLimited, Report, ReportDraft
+from estimator import ESTIMATOR_VERSION
+from estimator.query import Query
+
+if TYPE_CHECKING:
+    from bot.client import RigBot
+    from catalog.schema import QuantFormat
+
+CONFIRM_TIMEOUT_S = 600
+MINE_MAX = 25
+MODERATE_ACTIONS = ("held", "accept", "hide", "remove")
+
+
+def _tps(value: float) -> str:
+    return f"{value:.0f}" if value >= 10 else f"{value:.1f}"
+
+
+def _locale(interaction: discord.Interaction) -> str:
+    return str(interaction.locale.value if interaction.locale else "en-US")
+
+
+def _embed(title: str, description: str, color: str = "info", fields: list[tuple[str, str]] | None = None,
+           footer: str | None = None) -> discord.Embed:
+    embed = discord.Embed(title=title[:256], description=description[:4096], color=COLORS[color])
+    for name, value in fields or []:
+        embed.add_field(name=name[:256], value=value[:1024], inline=False)
+    if footer:
+        embed.set_footer(text=footer[:2048])
+    return embed
+
+
+class ReportContext:
+    """What a report needs from the bot: the store, the salt, the limits."""
+
+    def __init__(self, bot: RigBot) -> None:
+        self.bot = bot
+        self._salt: str | None = None
+
+    @property
+    def state(self) -> Any:
+        if self.bot.state is None:
+            raise BadValue.of("report.unavailable")
+        return self.bot.state
+
+    async def reporter(self, user_id: int) -> str:
+        if self._salt is None:
+            configured = self.bot.settings.rigcheck_report_salt
+            self._salt = await self.state.report_salt(configured.get_secret_value() if configured else None)
+        return reporter_hash(self._salt, user_id)
+
+    @property
+    def window(self) -> timedelta:
+        return timedelta(seconds=self.bot.settings.rigcheck_report_window_s)
+
+    def limit_error(self, scope: str, limit: int) -> BadValue:
+        hours = f"{self.window.total_seconds() / 3600:g}"
+        return BadValue.of(f"report.limit_{scope}", limit=limit, hours=hours)
+
+
+def describe_report(locale: str, r: ReportDraft, names: tuple[str, str, str]) -> str:
+    gpu, model, quant = names
+    count = f"{r.gpu_count}× " if r.gpu_count > 1 else ""
+    line = t(locale, "report.what", gpu=f"{count}{gpu}", model=model, quant=quant, engine=r.engine)
+    speeds = t(locale, "report.decode", tps=_tps(r.decode_tps))
+    if r.prefill_tps is not None:
+        speeds += " · " + t(locale, "report.prefill", tps=_tps(r.prefill_tps))
+    return f"{line}\n{speeds}"
+
+
+class ConfirmReport(discord.ui.View):
+    """Submit / Cancel on the private preview; only the reporter sees (and can press) them."""
+
+    def __init__(self, ctx: ReportContext, owner_id: int, reporter: str, guild_id: int | None, draft: ReportDraft,
+                 held: bool, summary: discord.Embed) -> None:
+        super().__init__(timeout=CONFIRM_TIMEOUT_S)
+        self.ctx, self.owner_id, self.reporter, self.guild_id = ctx, owner_id, reporter, guild_id
+        self.draft, self.held, self.summary = draft, held, summary
+
+    async def interaction_check(self, interaction: discord.Interaction) -> bool:
+        if interaction.user.id != self.owner_id:
+            await interaction.response.send_message(t(_locale(interaction), "report.not_yours"), ephemeral=True)
+            return False
+        return True
+
+    @discord.ui.button(label="Submit", style=discord.ButtonStyle.success, custom_id="report:confirm")
+    async def confirm(self, interaction: discord.Interaction, button: discord.ui.Button[ConfirmReport]) -> None:
+        locale = _locale(interaction)
+        self.stop()
+        try:
+            stored = await self.ctx.state.add_report(
+                self.draft, reporter=self.reporter, guild_id=self.guild_id,
+                status="held" if self.held else "accepted",
+                reason="outside the estimate's range" if self.held else None,
+                user_limit=self.ctx.bot.settings.rigcheck_report_user_limit,
+                guild_limit=self.ctx.bot.settings.rigcheck_report_guild_limit, window=self.ctx.window,
+            )
+        except RateLimited as exc:
+            text = self.ctx.limit_error(exc.scope, exc.limit).text(locale)
+            embed = _embed(t(locale, "report.not_stored"), text, "does_not_fit")
+            await interaction.response.edit_message(embeds=[embed], view=None)
+            return
+        key = "report.stored_held" if stored.status == "held" else "report.stored"
+        embed = self.summary.copy()
+        embed.title = t(locale, key, id=stored.id)[:256]
+        embed.colour = discord.Colour(COLORS["tight" if self.held else "fits"])
+        await interaction.response.edit_message(embeds=[embed], view=None)
+
+    @discord.ui.button(label="Cancel", style=discord.ButtonStyle.secondary, custom_id="report:cancel")
+    async def cancel(self, interaction: discord.Interaction, button: discord.ui.Button[ConfirmReport]) -> None:
+        self.stop()
+        locale = _locale(interaction)
+        await interaction.response.edit_message(
+            embeds=[_embed(t(locale, "report.cancelled"), t(locale, "report.cancelled_text"))], view=None
+        )
+
+
+class MineView(discord.ui.View):
+    """A menu of one's own reports; picking one deletes it."""
+
+    def __init__(self, cog: ReportCog, owner_id: int, reporter: str, reports: list[Report], locale: str) -> None:
+        super().__init__(timeout=CONFIRM_TIMEOUT_S)
+        self.cog, self.owner_id, self.reporter = cog, owner_id, reporter
+        # discord.py types a decorated select's attributes loosely; these are a Select's own fields.
+        self.delete.placeholder = t(locale, "report.delete_placeholder")  # type: ignore[assignment]
+        self.delete.options = [  # type: ignore[assignment]
+            discord.SelectOption(label=f"#{r.id} {cog.names(r)[0]} · {cog.names(r)[1]}"[:100], value=str(r.id))
+            for r in reports[:MINE_MAX]
+        ]
+
+    async def interaction_check(self, interaction: discord.Interaction) -> bool:
+        if interaction.user.id != self.owner_id:
+            await interaction.response.send_message(t(_locale(interaction), "report.not_yours"), ephemeral=True)
+            return False
+        return True
+
+    @discord.ui.select(custom_id="report:delete", min_values=1, max_values=1,
+                       options=[discord.SelectOption(label="-", value="0")])
+    async def delete(self, interaction: discord.Interaction, select: discord.ui.Select[MineView]) -> None:
+        locale = _locale(interaction)
+        report_id = int(select.values[0])
+        deleted = await self.cog.ctx.state.delete_report(report_id, self.reporter)
+        note = t(locale, "report.deleted" if deleted else "report.not_found", id=report_id)
+        embed, view = await self.cog.mine_reply(interaction.user.id, self.reporter, locale, note)
+        await interaction.response.edit_message(embeds=[embed], view=view)
+
+
+class ReportCog(commands.GroupCog, group_name="report",
+                group_description="Community speed reports: what GPUs really do"):
+    def __init__(self, bot: RigBot) -> None:
+        self.bot = bot
+        self.ctx = ReportContext(bot)
+        super().__init__()
+
+    def names(self, r: ReportDraft) -> tuple[str, str, str]:
+        """Catalog names for stored ids; an id a newer catalog dropped still shows, as stored."""
+        catalog = self.bot.service.catalog
+        found = []
+        for lookup, ident in ((catalog.gpu, r.gpu_id), (catalog.model, r.model_id), (catalog.quant, r.quant_id)):
+            try:
+                found.append(lookup(ident).name)
+            except (KeyError, LookupError):
+                found.append(ident)
+        return found[0], found[1], found[2]
+
+    @app_commands.command(name="add", description="Report the speed you measured; you confirm before it is stored")
+    @app_commands.describe(
+        gpu="GPU you ran on, e.g. T4, RTX 4090",
+        model="Model, e.g. qwen3-8b",
+        quant="Format you ran, e.g. Q4_K_M, Q8_0, AWQ",
+        engine="Inference engine (Ollama and LM Studio run llama.cpp)",
+        decode_tps="Generation speed, tokens/s (e.g. 35.2); or give paste",
+        prefill_tps="Prompt processing speed, tokens/s",
+        ctx="Context length you ran with, e.g. 8k",
+        gpus="Number of GPUs (1-8)",
+        build="Engine version or build, e.g. b4446",
+        notes="Anything else worth knowing (200 characters)",
+        paste="llama-bench table or `ollama run --verbose` timings",
+    )
+    @app_commands.choices(engine=ENGINE_CHOICES)
+    @app_commands.autocomplete(gpu=gpu_autocomplete, model=model_autocomplete, quant=quant_autocomplete)
+    async def add(
+        self,
+        interaction: discord.Interaction,
+        gpu: str,
+        model: str,
+        quant: str,
+        engine: str,
+        decode_tps: str | None = None,
+        prefill_tps: str | None = None,
+        ctx: str | None = None,
+        gpus: GpuCount = 1,
+        build: app_commands.Range[str, 1, BUILD_MAX_CHARS] | None = None,
+        notes: app_commands.Range[str, 1, NOTES_MAX_CHARS] | None = None,
+        paste: app_commands.Range[str, 1, 4000] | None = None,
+    ) -> None:
+        locale = _locale(interaction)
+        state = self.ctx.state
+        one_of("engine", engine, ENGINE_CHOICES)
+        if await state.reports_opted_out(interaction.guild_id):
+            raise BadValue.of("report.opted_out")
+        build_text = clean_text(build, "build", BUILD_MAX_CHARS)
+        notes_text = clean_text(notes, "notes", NOTES_MAX_CHARS)
+        measured = self._measured(decode_tps, prefill_tps, paste)
+        build_text = build_text or measured.build
+        ctx_tokens = parse_tokens(ctx) if ctx else None
+        svc = self.bot.service
+        req = FitRequest(gpu=gpu, model=model, quant=quant, engine=engine, ctx=ctx_tokens or 8192, gpus=gpus)
+        q, formats = svc.base_query(req)
+        option = svc.fit(req).options[0]
+        reporter = await self.ctx.reporter(interaction.user.id)
+        settings = self.bot.settings
+        mine, server = await state.report_counts(reporter, interaction.guild_id, self.ctx.window)
+        if mine >= settings.rigcheck_report_user_limit:
+            raise self.ctx.limit_error("user", settings.rigcheck_report_user_limit)
+        if interaction.guild_id is not None and server >= settings.rigcheck_report_guild_limit:
+            raise self.ctx.limit_error("guild", settings.rigcheck_report_guild_limit)
+        sp = option.speed
+        draft = ReportDraft(
+            gpu_id=q.gpu.id, gpu_count=q.gpus, model_id=q.model.id, quant_id=formats[0].id, engine=q.engine,
+            build=build_text, ctx=ctx_tokens, decode_tps=measured.decode_tps, prefill_tps=measured.prefill_tps,
+            prompt_tokens=measured.prompt_tokens, generated_tokens=measured.generated_tokens,
+            source=measured.source, notes=notes_text, estimate_decode_tps=sp.decode_tps,
+            estimate_decode_tps_low=sp.decode_tps_low, estimate_decode_tps_high=sp.decode_tps_high,
+            estimate_prefill_tps=sp.prefill_tps, estimator_version=f"{ESTIMATOR_VERSION}",
+        )
+        held = is_outlier(draft.decode_tps, sp.decode_tps_low, sp.decode_tps_high)
+        names = (q.gpu.name, q.model.name, formats[0].name)
+        fields = [
+            (t(locale, "report.measured"), describe_report(locale, draft, names)
+             + "\n" + t(locale, "report.via", source=t(locale, f"report.source.{draft.source}"))
+             + (f" · {t(locale, 'report.build', build=echo(build_text, BUILD_MAX_CHARS))}" if build_text else "")
+             + (f" · {t(locale, 'report.ctx', ctx=format_tokens(ctx_tokens))}" if ctx_tokens else "")),
+            (t(locale, "report.estimate"), t(locale, "report.estimate_line", tps=_tps(sp.decode_tps),
+                                             low=_tps(sp.decode_tps_low), high=_tps(sp.decode_tps_high))),
+        ]
+        if notes_text:
+            fields.append((t(locale, "report.notes"), echo(notes_text, NOTES_MAX_CHARS)))
+        if held:
+            fields.append((t(locale, "report.held_title"), t(locale, "report.held_text", factor=f"{OUTLIER_FACTOR:g}")))
+        summary = _embed(t(locale, "report.confirm_title"), t(locale, "report.confirm_text"),
+                         "tight" if held else "info", fields, t(locale, "report.privacy_short"))
+        view = ConfirmReport(self.ctx, interaction.user.id, reporter, interaction.guild_id, draft, held, summary)
+        view.confirm.label = t(locale, "report.button_submit")
+        view.cancel.label = t(locale, "report.button_cancel")
+        await interaction.response.send_message(embeds=[summary], view=view, ephemeral=True)
+
+    @staticmethod
+    def _measured(decode_tps: str | None, prefill_tps: str | None, paste: str | None) -> Measured:
+        if paste is not None:
+            if decode_tps is not None or prefill_tps is not None:
+                raise BadValue.of("report.paste_and_values")
+            return parse_paste(paste)
+        if decode_tps is None:
+            raise BadValue.of("report.need_decode")
+        return Measured(
+            source="manual",
+            decode_tps=parse_rate(decode_tps, "decode_tps", DECODE_TPS_MAX),
+            prefill_tps=None if prefill_tps is None else parse_rate(prefill_tps, "prefill_tps", PREFILL_TPS_MAX),
+        )
+
+    async def mine_reply(self, user_id: int, reporter: str, locale: str,
+                         note: str | None = None) -> tuple[discord.Embed, discord.ui.View | None]:
+        reports = await self.ctx.state.reports_by(reporter, MINE_MAX)
+        lines = [
+            t(locale, "report.mine_line", id=r.id, day=r.created_at.date().isoformat(),
+              what=describe_report(locale, r, self.names(r)).replace("\n", " · "),
+              status=t(locale, f"report.status.{r.status}"))
+            for r in reports
+        ]
+        body = "\n".join(lines) if lines else t(locale, "report.mine_none")
+        if note:
+            body = f"{note}\n\n{body}"
+        embed = _embed(t(locale, "report.mine_title"), body, footer=t(locale, "report.privacy_short"))
+        return embed, (MineView(self, user_id, reporter, reports, locale) if reports else None)
+
+    @app_commands.command(name="mine", description="Your reports; pick one to delete it (only you see this)")
+    async def mine(self, interaction: discord.Interaction) -> None:
+        locale = _locale(interaction)
+        reporter = await self.ctx.reporter(interaction.user.id)
+        embed, view = await self.mine_reply(interaction.user.id, reporter, locale)
+        if view is None:
+            await interaction.response.send_message(embeds=[embed], ephemeral=True)
+        else:
+            await interaction.response.send_message(embeds=[embed], view=view, ephemeral=True)
+
+    @app_commands.command(name="hide", description="Hide a report made in this server (Manage Server)")
+    @app_commands.describe(id="Report number, as /report shows it")
+    @app_commands.checks.has_permissions(manage_guild=True)
+    async def hide(self, interaction: discord.Interaction, id: app_commands.Range[int, 1, 2**53 - 1]) -> None:
+        locale = _locale(interaction)
+        if interaction.guild_id is None:
+            raise BadValue.of("report.server_only")
+        done = await self.ctx.state.set_report_status(int(id), "hidden", "hidden by a manager of its server",
+                                                      guild_id=interaction.guild_id)
+        key = "report.hidden" if done else "report.not_in_guild"
+        await interaction.response.send_message(t(locale, key, id=int(id)), ephemeral=True)
+
+    @app_commands.command(name="optout", description="Turn community reports off or on here (Manage Server)")
+    @app_commands.describe(off="True: no reports from here and none shown here; False: back on")
+    @app_commands.checks.has_permissions(manage_guild=True)
+    async def optout(self, interaction: discord.Interaction, off: bool) -> None:
+        if interaction.guild_id is None:
+            raise BadValue.of("report.server_only")
+        await self.ctx.state.set_reports_opt_out(interaction.guild_id, off)
+        locale = _locale(interaction)
+        await interaction.response.send_message(t(locale, "report.opted_out_now" if off else "report.opted_in_now"),
+                                                ephemeral=True)
+
+    @app_commands.command(name="moderate", description="Bot owners: list held reports, accept, hide or remove one")
+    @app_commands.describe(action="held (list), accept, hide or remove", id="Report number")
+    @app_commands.choices(action=[app_commands.Choice(name=a, value=a) for a in MODERATE_ACTIONS])
+    async def moderate(self, interaction: discord.Interaction, action: str,
+                       id: app_commands.Range[int, 1, 2**53 - 1] | None = None) -> None:
+        locale = _locale(interaction)
+        if interaction.user.id not in self.bot.settings.owner_ids:
+            raise BadValue.of("report.owner_only")
+        one_of("action", action, MODERATE_ACTIONS)
+        state = self.ctx.state
+        if action == "held":
+            held = await state.reports_with_status("held", 20)
+            lines = [
+                t(locale, "report.held_line", id=r.id,
+                  what=describe_report(locale, r, self.names(r)).replace("\n", " · "),
+                  estimate=_tps(r.estimate_decode_tps or 0))
+                for r in held
+            ]
+            embed = _embed(t(locale, "report.held_list"), "\n".join(lines) or t(locale, "report.held_none"))
+            await interaction.response.send_message(embeds=[embed], ephemeral=True)
+            return
+        if id is None:
+            raise BadValue.of("report.need_id")
+        if action == "remove":
+            done = await state.delete_report(int(id))
+        else:
+            status = "accepted" if action == "accept" else "hidden"
+            done = await state.set_report_status(int(id), status, f"{action} by a bot owner")
+        key = f"report.moderated_{action}" if done else "report.not_found"
+        await interaction.response.send_message(t(locale, key, id=int(id)), ephemeral=True)
+
+
+async def community_field(bot: RigBot, guild_id: int | None, q: Query, formats: list[QuantFormat],
+                          locale: str) -> dict[str, Any] | None:
+    """The /fit field of measured speeds for the same GPU setup, model, formats and engine, or None.
+
+    Read on every answer, never from the reply cache, so a new report shows in the next /fit."""
+    state = bot.state
+    if state is None or await state.reports_opted_out(guild_id):
+        return None
+    values = await state.community_values(q.gpu.id, q.gpus, q.model.id, [f.id for f in formats], q.engine)
+    lines = []
+    for fmt in formats:
+        found = summarize(values.get(fmt.id, []))
+        if found is None:
+            continue
+        key = "report.community_one" if found.count == 1 else "report.community_many"
+        lines.append(t(locale, key, quant=fmt.name, tps=_tps(found.median_tps), count=found.count,
+                       low=_tps(found.low_tps), high=_tps(found.high_tps)))
+    if not lines:
+        return None
+    return {"name": t(locale, "report.community_title"), "value": "\n".join(lines)[:1024], "inline": False}
+
+
+async def setup(bot: RigBot) -> None:
+    await bot.add_cog(ReportCog(bot))

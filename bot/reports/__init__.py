@@ -1,0 +1,1 @@
+"""Community speed reports: what people measured on their own machines, beside the estimates."""
