@@ -399,6 +399,9 @@ def cmd_whatgpu(svc: Service, args: argparse.Namespace) -> int:
         })
         return 0
     print(f"GPU setups for {model.name} at {format_tokens(parse_tokens(args.ctx))} context ({engine})")
+    if not rows:
+        print(f"no setup of 1–{args.max_gpus} GPUs in the catalog meets that")
+        return 0
     print(_table(["setup", "format", "tok/s", "TTFT s", "price $", "W", "headroom GiB"], [
         [f"{s.count}× {s.gpu.name}", s.quant.name, round(s.decode_tps, 1), round(s.ttft_s, 2), s.price_usd or "?",
          s.power_w or "?", jsonout.gb(s.headroom_bytes)] for s in rows[: args.limit]]))

@@ -324,3 +324,9 @@ def test_a_reader_that_leaves_early_gets_no_traceback() -> None:
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == cli.EXIT_BROKEN_PIPE
     assert err == ""
+
+
+def test_whatgpu_with_no_setup_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(["whatgpu", "--model", "qwen3-8b", "--min-tps", "5000"], capsys)
+    assert code == 0 and err == ""
+    assert out.splitlines()[1:] == ["no setup of 1–8 GPUs in the catalog meets that"]
