@@ -440,7 +440,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--gpus", type=int, default=1)
     p.add_argument("--engine", default="llama.cpp")
     p.add_argument("--quant")
-    p.add_argument("--limit", type=int)
+    p.add_argument("--limit", type=_at_least_one)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_rank)
 
@@ -463,7 +463,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--min-tps", type=float, dest="min_tps", help="at least this many tokens/s")
     p.add_argument("--max-gpus", type=int, default=8, dest="max_gpus")
     p.add_argument("--budget", type=float, help="most you would spend, USD (launch prices)")
-    p.add_argument("--limit", type=int, default=25)
+    p.add_argument("--limit", type=_at_least_one, default=25)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_whatgpu)
 
@@ -480,6 +480,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 EXTRA_COMMANDS: list[Callable[[Any], None]] = []
+
+
+def _at_least_one(text: str) -> int:
+    """--limit: a row count; 0 or less would print an empty table (and -1 drop the last row)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1 (got {value})")
+    return value
 
 
 def _register_optional() -> None:

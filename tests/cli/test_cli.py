@@ -330,3 +330,14 @@ def test_whatgpu_with_no_setup_says_so(capsys: pytest.CaptureFixture[str]) -> No
     code, out, err = run(["whatgpu", "--model", "qwen3-8b", "--min-tps", "5000"], capsys)
     assert code == 0 and err == ""
     assert out.splitlines()[1:] == ["no setup of 1–8 GPUs in the catalog meets that"]
+
+
+@pytest.mark.parametrize("argv", [["rank", "--gpu", "t4", "--limit", "0"], ["rank", "--gpu", "t4", "--limit", "-1"],
+                                  ["whatgpu", "--model", "qwen3-8b", "--limit", "0"]])
+def test_a_limit_below_one_is_a_usage_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    cli.EXTRA_COMMANDS.clear()
+    with pytest.raises(SystemExit) as stop:
+        cli.main(argv)
+    out, err = capsys.readouterr()
+    assert stop.value.code == 2 and out == ""
+    assert "argument --limit: must be at least 1" in err
