@@ -56,7 +56,9 @@ def cmd_ask(_svc: Any, args: argparse.Namespace) -> int:
             sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
             continue
         private = ", only you can see this" if result["ephemeral"] else ""
-        print(f"> {result['command']}   ({result['latency_ms']} ms{private})")
+        # No latency: the client refused to send it, so there is no answer to time.
+        took = "not sent" if result["latency_ms"] is None else f"{result['latency_ms']} ms{private}"
+        print(f"> {result['command']}   ({took})")
         if result["content"]:
             print(result["content"])
         for embed in result["embeds"]:

@@ -341,3 +341,19 @@ def test_a_limit_below_one_is_a_usage_error(argv: list[str], capsys: pytest.Capt
     out, err = capsys.readouterr()
     assert stop.value.code == 2 and out == ""
     assert "argument --limit: must be at least 1" in err
+
+
+def test_ask_shows_a_command_the_client_refused_as_not_sent(monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    import bot.sandbox.ask  # noqa: F401 - loaded, so it can be patched in sys.modules
+    refused = {"command": "/bogus", "latency_ms": None, "ephemeral": False, "embeds": [], "components": [],
+               "files": [], "content": "(Discord would not send this: unknown command /bogus)"}
+
+    async def fake_ask(commands: list[str], **_: Any) -> list[dict[str, Any]]:
+        return [refused]
+
+    # The package re-exports ask(), which hides the module of the same name from attribute lookup.
+    monkeypatch.setattr(sys.modules["bot.sandbox.ask"], "ask", fake_ask)
+    code, out, _ = run(["ask", "/bogus"], capsys)
+    assert code == 0
+    assert out.splitlines()[:2] == ["> /bogus   (not sent)", "(Discord would not send this: unknown command /bogus)"]
