@@ -97,7 +97,8 @@ def cmd_fit(svc: Service, args: argparse.Namespace) -> int:
             f"{o['memory_gb']['total']} / {o['memory_gb']['usable']}",
             f"~{o['decode_tps']:g} ({o['decode_tps_low']:g}–{o['decode_tps_high']:g})",
             f"{o['ttft_s']:g} ({o['ttft_s_low']:g}–{o['ttft_s_high']:g})",
-            format_tokens(o["max_ctx"]) if o["max_ctx"] else "-",
+            (format_tokens(o["max_ctx"]) if o["max_ctx"] else "-")
+            + (f" ({format_tokens(o['max_ctx_scaled'])} RoPE-scaled)" if o.get("max_ctx_scaled") else ""),
         ]
         for o in data["options"]
     ]

@@ -59,6 +59,7 @@ def fit_json(result: FitResult) -> dict[str, Any]:
                 "ttft_s_low": round(o.speed.ttft_s_low, 3),
                 "ttft_s_high": round(o.speed.ttft_s_high, 3),
                 "max_ctx": o.max_ctx,
+                "max_ctx_scaled": o.max_ctx_scaled,
             }
             for o in result.options
         ],

@@ -18,7 +18,8 @@ class FitOption(BaseModel):
     quant: QuantFormat
     memory: MemoryBreakdown
     speed: Speed
-    max_ctx: int
+    max_ctx: int  # within the native window, whatever context was asked
+    max_ctx_scaled: int | None = None  # within the documented RoPE-scaled window; None when the model has none
 
     @property
     def fits(self) -> bool:
@@ -51,7 +52,10 @@ def format_for(catalog: Catalog, engine: Engine, text_level_or_id: str) -> Quant
 
 
 def fit_option(q: Query) -> FitOption:
-    return FitOption(quant=q.quant, memory=memory(q), speed=speed(q), max_ctx=max_context(q))
+    has_extension = q.model.context_limit(with_scaling=True) > q.model.max_context
+    scaled = max_context(q, with_scaling=True) if has_extension else None
+    return FitOption(quant=q.quant, memory=memory(q), speed=speed(q), max_ctx=max_context(q, with_scaling=False),
+                     max_ctx_scaled=scaled)
 
 
 def fit(base: Query, formats: list[QuantFormat]) -> FitResult:

@@ -241,14 +241,15 @@ def context_window(q: Query) -> int:
     return q.model.context_limit(with_scaling=q.ctx > q.model.max_context)
 
 
-def max_context(q: Query) -> int:
+def max_context(q: Query, with_scaling: bool | None = None) -> int:
     """Largest context (multiple of CTX_STEP, at most the window of `context_window`) whose total fits;
-    0 if none.
+    0 if none. `with_scaling` picks the window outright (native or RoPE-scaled) instead of letting the
+    asked context choose it, for a figure that must not move with the asked context.
 
     Memory grows monotonically with context, so a bisection over CTX_STEP multiples finds the edge.
     """
     usable = usable_vram_bytes(q.gpu, q.engine) * q.gpus
-    cap = context_window(q)
+    cap = context_window(q) if with_scaling is None else q.model.context_limit(with_scaling=with_scaling)
     if total_bytes_at(q, cap) <= usable:
         return cap
     lo, hi = 0, cap // CTX_STEP  # lo fits (or is 0), hi does not

@@ -44,8 +44,8 @@ MEMORY_KEYS = {"weights", "kv_cache", "overhead", "total"}
 # Keys the output carries beyond the contract above (the table view reads them). Pinned so that any
 # addition or removal is a visible change.
 FIT_EXTRA = {"batch"}
-OPTION_EXTRA = {"quant_name", "verdict", "aggregate_tps", "decode_tps_low", "decode_tps_high", "prefill_tps_low",
-                "prefill_tps_high", "ttft_s_low", "ttft_s_high"}
+OPTION_EXTRA = {"quant_name", "verdict", "max_ctx_scaled", "aggregate_tps", "decode_tps_low", "decode_tps_high",
+                "prefill_tps_low", "prefill_tps_high", "ttft_s_low", "ttft_s_high"}
 MEMORY_EXTRA = {"usable", "headroom"}
 
 
@@ -77,6 +77,13 @@ def test_fit_contract_keys_are_the_documented_subset(capsys: pytest.CaptureFixtu
     assert FIT_KEYS <= set(data)
     assert OPTION_KEYS <= set(data["options"][0])
     assert MEMORY_KEYS <= set(data["options"][0]["memory_gb"])
+
+
+def test_largest_context_is_the_same_whatever_context_is_asked(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["fit", "--gpu", "t4", "--model", "qwen3-8b", "--quant", "Q4_K_M", "--ctx"]
+    short, long = run_json([*argv, "8k"], capsys)["options"][0], run_json([*argv, "128k"], capsys)["options"][0]
+    assert (short["max_ctx"], short["max_ctx_scaled"]) == (long["max_ctx"], long["max_ctx_scaled"])
+    assert short["max_ctx"] == 32768 and short["max_ctx_scaled"] > 32768
 
 
 def test_fit_with_one_quant_gives_one_option(capsys: pytest.CaptureFixture[str]) -> None:

@@ -32,11 +32,11 @@ def test_scaled_context_is_answered_with_a_note(svc: Service) -> None:
     assert "context 128k" in text
     assert "128k is past Qwen3-8B's native 32k window: it needs YaRN RoPE scaling ×4 (documented up to 128k)" in text
     assert "`--rope-scaling yarn --rope-scale 4 --yarn-orig-ctx 32768`" in text
-    # One verdict: every format that runs at 128k also has a largest context of at least 128k.
+    # One verdict: every format that runs at 128k also reaches at least 128k with RoPE scaling.
     q, formats = svc.base_query(req)
     for option in fit(q, formats).options:
         if option.fits:
-            assert option.max_ctx >= 131072
+            assert option.max_ctx_scaled is not None and option.max_ctx_scaled >= 131072
     chart = chart_description(reply.files[0].data)
     assert chart is not None and {s["x_last"] for s in chart["series"]} == {131072}
     zh = fit_reply(svc, req, "zh-CN").embeds[0]["description"]
@@ -55,3 +55,22 @@ def test_past_every_window_is_refused_in_the_askers_language(svc: Service) -> No
         svc.base_query(FitRequest(gpu="h100 sxm", model="qwen3-8b-yarn", ctx="256k"))
     assert str(err.value) == "256k is past Qwen3-8B's longest documented context (128k); ask for at most 128k"
     assert err.value.text("zh-CN").startswith("256k 超出了 Qwen3-8B 公布的最长上下文（128k）")
+
+
+def _max_context_lines(svc: Service, ctx: str, locale: str) -> list[str]:
+    reply = fit_reply(svc, FitRequest(gpu="t4", model="qwen3-8b-yarn", quant="Q4_K_M", ctx=ctx), locale)
+    return [line for f in reply.embeds[0]["fields"] for line in f["value"].splitlines()
+            if line.startswith(("Max context", "最大上下文"))]
+
+
+def test_largest_context_does_not_move_with_the_asked_context(svc: Service) -> None:
+    short = _max_context_lines(svc, "8k", "en-US")
+    assert short == _max_context_lines(svc, "128k", "en-US")
+    assert short == ["Max context 32k (67k with RoPE scaling)"]
+    zh = _max_context_lines(svc, "8k", "zh-CN")
+    assert zh == _max_context_lines(svc, "128k", "zh-CN") == ["最大上下文 32k（启用 RoPE 缩放时 67k）"]
+
+
+def test_no_scaled_figure_without_a_documented_extension(svc: Service) -> None:
+    reply = fit_reply(svc, FitRequest(gpu="t4", model="llama-3.1-8b", quant="Q4_K_M"), "en-US")
+    assert not any("RoPE" in f["value"] for f in reply.embeds[0]["fields"])
