@@ -209,7 +209,7 @@ class Service:
         formats = self.formats(engine, req.quant) if req.quant or tagged is None else [tagged]
         ctx = parse_tokens(req.ctx)
         self.check_context(model, ctx)
-        prompt = parse_tokens(req.prompt, name="prompt", allow_zero=True)
+        prompt = self.asked_prompt(req)
         q = Query(
             gpu=gpu,
             gpus=choice.count,
@@ -222,6 +222,11 @@ class Service:
             batch=self.batch(req.batch),
         )
         return q, formats
+
+    @staticmethod
+    def asked_prompt(req: FitRequest) -> int:
+        """The prompt as asked; the query caps it at the context, and the reply says when it did."""
+        return parse_tokens(req.prompt, name="prompt", allow_zero=True)
 
     @staticmethod
     def check_context(model: Model, ctx: int) -> None:

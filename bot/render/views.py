@@ -103,6 +103,13 @@ def context_note(q: Query, locale: str) -> str | None:
              flags=t(locale, "ctx.scaled_flags", flags=flags) if flags else "")
 
 
+def prompt_note(q: Query, asked: int, locale: str) -> str | None:
+    """A prompt longer than the context is answered at the context; say so rather than change it silently."""
+    if asked <= q.prompt_tokens:
+        return None
+    return t(locale, "prompt.capped", asked=format_tokens(asked), ctx=format_tokens(q.ctx), prompt=q.prompt_tokens)
+
+
 def offload_text(q: Query, locale: str) -> str | None:
     try:
         from estimator.offload import offload_plan
@@ -146,7 +153,7 @@ def fit_reply(svc: Service, req: FitRequest, locale: str, theme: charts.Theme = 
         color=COLORS[verdict],
         advice=advice(svc, result, locale),
         offload=offload,
-        notes=[n for n in (context_note(q, locale),) if n],
+        notes=[n for n in (context_note(q, locale), prompt_note(q, svc.asked_prompt(req), locale)) if n],
         image="vram.png",
     )
     curves = vram_curves(q, formats)

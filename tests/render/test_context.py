@@ -74,3 +74,17 @@ def test_largest_context_does_not_move_with_the_asked_context(svc: Service) -> N
 def test_no_scaled_figure_without_a_documented_extension(svc: Service) -> None:
     reply = fit_reply(svc, FitRequest(gpu="t4", model="llama-3.1-8b", quant="Q4_K_M"), "en-US")
     assert not any("RoPE" in f["value"] for f in reply.embeds[0]["fields"])
+
+
+def test_a_prompt_longer_than_the_context_is_said_to_be_capped(svc: Service) -> None:
+    req = FitRequest(gpu="t4", model="qwen3-8b", quant="Q4_K_M", prompt="100k")
+    text = fit_reply(svc, req, "en-US").embeds[0]["description"]
+    assert "prompt 8192 tokens" in text
+    assert "The prompt of 100k tokens is longer than the 8k context: capped to 8192 tokens." in text
+    zh = fit_reply(svc, req, "zh-CN").embeds[0]["description"]
+    assert "提示词 100k tokens 超过了上下文 8k：已截断为 8192 tokens。" in zh
+
+
+def test_a_prompt_within_the_context_has_no_cap_note(svc: Service) -> None:
+    text = fit_reply(svc, FitRequest(gpu="t4", model="qwen3-8b", quant="Q4_K_M", prompt="8k"), "en-US")
+    assert "capped" not in text.embeds[0]["description"]
