@@ -19,6 +19,7 @@ from bot.commands.common import (
     one_of,
 )
 from bot.commands.pages import pages_view
+from bot.commands.report import rank_community_field
 from bot.commands.settings import defaults_for, join_notes
 from bot.params import parse_tokens
 from bot.render.reply import Reply
@@ -72,7 +73,7 @@ class Rank(commands.Cog):
         choice = svc.gpu_choice(req.gpu, req.gpus)
         found = choice.gpu
         one_of("sort", sort, SORT_CHOICES)
-        svc.formats(svc.engine(req.engine), quant)
+        formats = svc.formats(svc.engine(req.engine), quant)
         locale = str(interaction.locale.value)
         key = {**req.__dict__, "gpu": found.id, "gpus": choice.count, "engine": svc.engine(req.engine),
                "kv": svc.kv(req.kv)}
@@ -84,7 +85,10 @@ class Rank(commands.Cog):
             return pages_view(reply, interaction.user.id, render, "rank")
 
         note = join_notes(choice_note(choice, locale), defaults.note(locale, {"gpu": found.name}))
-        await self.bot.answer(interaction, "rank", key, "rank", req, 1, view_for=view_for, note=note)
+        community = await rank_community_field(self.bot, interaction.guild_id, found.id, choice.count,
+                                               svc.engine(req.engine), formats, locale)
+        await self.bot.answer(interaction, "rank", key, "rank", req, 1, view_for=view_for, note=note,
+                              extra_fields=[community] if community else None)
 
 
 async def setup(bot: RigBot) -> None:

@@ -398,5 +398,38 @@ async def community_field(bot: RigBot, guild_id: int | None, q: Query, formats: 
     return {"name": t(locale, "report.community_title"), "value": "\n".join(lines)[:1024], "inline": False}
 
 
+RANK_COMMUNITY_LINES = 8
+
+
+async def rank_community_field(bot: RigBot, guild_id: int | None, gpu_id: str, gpu_count: int, engine: str,
+                               formats: list[QuantFormat], locale: str) -> dict[str, Any] | None:
+    """/rank's field: measured speeds on this GPU setup and engine, the most reported models first."""
+    state = bot.state
+    if state is None or await state.reports_opted_out(guild_id):
+        return None
+    by_format = {f.id: f.name for f in formats}
+    values = await state.community_on_gpu(gpu_id, gpu_count, list(by_format), engine)
+    catalog = bot.service.catalog
+    found = []
+    for (model_id, quant_id), speeds in values.items():
+        summary = summarize(speeds)
+        if summary is None:
+            continue
+        try:
+            model = catalog.model(model_id).name
+        except (KeyError, LookupError):
+            model = model_id
+        found.append((summary, f"{model} {by_format[quant_id]}"))
+    found.sort(key=lambda item: (-item[0].count, item[1]))
+    lines = []
+    for summary, label in found[:RANK_COMMUNITY_LINES]:
+        key = "report.community_one" if summary.count == 1 else "report.community_many"
+        lines.append(t(locale, key, quant=label, tps=_tps(summary.median_tps), count=summary.count,
+                       low=_tps(summary.low_tps), high=_tps(summary.high_tps)))
+    if not lines:
+        return None
+    return {"name": t(locale, "report.community_title"), "value": "\n".join(lines)[:1024], "inline": False}
+
+
 async def setup(bot: RigBot) -> None:
     await bot.add_cog(ReportCog(bot))

@@ -201,6 +201,27 @@ class ReportRecords:
             out.setdefault(row["quant_id"], []).append(float(row["decode_tps"]))
         return out
 
+    async def community_on_gpu(
+        self, gpu_id: str, gpu_count: int, quant_ids: Sequence[str], engine: str
+    ) -> dict[tuple[str, str], list[float]]:
+        """Accepted decode speeds per (model, format) for one GPU setup and engine: /rank's field."""
+        if not quant_ids:
+            return {}
+        marks = ", ".join("?" for _ in quant_ids)
+        async with self._reading() as db:
+            rows = await db.all(
+                f"""
+                SELECT model_id, quant_id, decode_tps FROM reports
+                WHERE gpu_id = ? AND gpu_count = ? AND engine = ? AND status = 'accepted' AND quant_id IN ({marks})
+                ORDER BY id
+                """,  # noqa: S608 - only placeholders are interpolated
+                [gpu_id, gpu_count, engine, *quant_ids],
+            )
+        out: dict[tuple[str, str], list[float]] = {}
+        for row in rows:
+            out.setdefault((row["model_id"], row["quant_id"]), []).append(float(row["decode_tps"]))
+        return out
+
     async def set_reports_opt_out(self, guild_id: int, opted_out: bool) -> None:
         async with self._writing() as db:
             if opted_out:

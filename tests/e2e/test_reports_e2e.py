@@ -80,9 +80,13 @@ async def test_pasted_llama_bench_is_confirmed_stored_and_shown_beside_fit(sandb
     assert "rigcheck's estimate" in shown and "80 % range" in shown and "held for review" not in shown
     # Nothing is stored until the reporter confirms.
     assert "Community" not in text_of(await sb.invoke("/fit gpu:T4 model:qwen3-8b quant:Q4_K_M"))
+    stranger = await sb.driver.click(preview, "report:confirm", user=9999)
+    assert stranger.rejected_by_client  # an ephemeral preview: nobody else sees its buttons
     done = await sb.driver.click(preview, "report:confirm")
     assert done.error is None and "Stored as report #" in text_of(done)
+    assert done.components == []  # pressed once: the buttons are gone
     after = await sb.invoke("/fit gpu:T4 model:qwen3-8b quant:Q4_K_M")
+    assert not after.deferred  # served from the reply cache, and still showing the new report
     fields = {f["name"]: f["value"] for f in after.embeds[0]["fields"]}
     community = fields["Community measurements (reported by people, not estimates)"]
     assert community == "Q4_K_M: community 35 tok/s (1 report)"
@@ -98,6 +102,10 @@ async def test_second_report_updates_the_median_and_spread(sandbox: tuple[Sandbo
     assert "Stored" in text_of(done)
     after = await sb.invoke("/fit gpu:T4 model:qwen3-8b quant:Q4_K_M")
     assert "Q4_K_M: community 33 tok/s (2 reports, median; 31–35)" in text_of(after)
+    ranked = await sb.invoke("/rank gpu:T4")
+    [field] = [f for f in ranked.embeds[0].get("fields", []) if f["name"].startswith("Community measurements")]
+    assert field["value"] == "Qwen3-8B Q4_K_M: community 33 tok/s (2 reports, median; 31–35)"
+    assert "Community" not in text_of(await sb.invoke("/rank gpu:T4 gpus:2"))  # another setup
 
 
 async def test_outlier_is_held_not_shown_until_an_owner_accepts_it(sandbox: tuple[Sandbox, Path]) -> None:
