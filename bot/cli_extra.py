@@ -66,11 +66,16 @@ def cmd_ask(_svc: Any, args: argparse.Namespace) -> int:
         for f in result["files"]:
             print(f"[attached {f['filename']}, {f['bytes']} bytes]")
         print()
-    return 0
+    # Scripts and CI read the status: one command refused, rejected or unanswered fails the run.
+    return 0 if all(result["ok"] for result in results) else 1
 
 
 def _register_ask(sub: Any) -> None:
-    p = sub.add_parser("ask", help="run slash commands against the bot in the local sandbox and print the replies")
+    p = sub.add_parser(
+        "ask", help="run slash commands against the bot in the local sandbox and print the replies",
+        description="Run slash commands against the bot in the local sandbox and print the replies. Exit status: "
+                    "0 when every command was answered; 1 when any was refused by the client, rejected by "
+                    "Discord or got no reply in time (all commands still run and print).")
     p.add_argument("commands", nargs="+", help='e.g. "/fit gpu:T4 model:qwen3-8b"')
     p.add_argument("--locale", default="en-US", help="Discord locale, e.g. zh-CN")
     p.add_argument("--admin", action="store_true", help="ask as a server manager (for /daily, /settings server)")

@@ -14,11 +14,12 @@ from bot.sandbox.server import ensure_loopback
 
 
 def reply_summary(command: str, reply: Reply | None) -> dict[str, Any]:
-    """Exactly the keys `rigcheck ask` prints: command, latency_ms, ephemeral, content, embeds, components
-    (buttons as Discord would show them), files."""
+    """Exactly the keys `rigcheck ask` prints: command, ok (answered, neither refused by the client, nor
+    rejected by Discord, nor timed out), latency_ms, ephemeral, content, embeds, components (buttons as
+    Discord would show them), files."""
     if reply is None:
-        return {"command": command, "latency_ms": None, "ephemeral": False, "content": None, "embeds": [],
-                "components": [], "files": []}
+        return {"command": command, "ok": False, "latency_ms": None, "ephemeral": False, "content": None,
+                "embeds": [], "components": [], "files": []}
     content = reply.content
     if reply.rejected_by_client:
         content = f"(Discord would not send this: {reply.reason})"
@@ -26,6 +27,7 @@ def reply_summary(command: str, reply: Reply | None) -> dict[str, Any]:
         content = f"(Discord rejected the reply: {reply.error.status} code {reply.error.code} {reply.error.message})"
     return {
         "command": command,
+        "ok": reply.ok,
         "latency_ms": round(reply.latency_ms, 1) if reply.latency_ms is not None else None,
         "ephemeral": reply.ephemeral,
         "content": content,

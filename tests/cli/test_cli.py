@@ -353,7 +353,7 @@ def test_a_limit_below_one_is_a_usage_error(argv: list[str], capsys: pytest.Capt
 def test_ask_shows_a_command_the_client_refused_as_not_sent(monkeypatch: pytest.MonkeyPatch,
                                                              capsys: pytest.CaptureFixture[str]) -> None:
     import bot.sandbox.ask  # noqa: F401 - loaded, so it can be patched in sys.modules
-    refused = {"command": "/bogus", "latency_ms": None, "ephemeral": False, "embeds": [], "components": [],
+    refused = {"command": "/bogus", "ok": False, "latency_ms": None, "ephemeral": False, "embeds": [], "components": [],
                "files": [], "content": "(Discord would not send this: unknown command /bogus)"}
 
     async def fake_ask(commands: list[str], **_: Any) -> list[dict[str, Any]]:
@@ -362,5 +362,25 @@ def test_ask_shows_a_command_the_client_refused_as_not_sent(monkeypatch: pytest.
     # The package re-exports ask(), which hides the module of the same name from attribute lookup.
     monkeypatch.setattr(sys.modules["bot.sandbox.ask"], "ask", fake_ask)
     code, out, _ = run(["ask", "/bogus"], capsys)
-    assert code == 0
+    assert code == 1
     assert out.splitlines()[:2] == ["> /bogus   (not sent)", "(Discord would not send this: unknown command /bogus)"]
+
+
+@pytest.mark.parametrize(("oks", "code"), [([True, True], 0), ([True, False], 1), ([False, False], 1)])
+def test_ask_exits_1_when_any_command_failed(oks: list[bool], code: int, monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    import bot.sandbox.ask  # noqa: F401 - loaded, so it can be patched in sys.modules
+
+    async def fake_ask(commands: list[str], **_: Any) -> list[dict[str, Any]]:
+        return [{"command": c, "ok": ok, "latency_ms": 5.0 if ok else None, "ephemeral": False, "embeds": [],
+                 "components": [], "files": [], "content": "pong" if ok else "(no reply)"}
+                for c, ok in zip(commands, oks, strict=True)]
+
+    monkeypatch.setattr(sys.modules["bot.sandbox.ask"], "ask", fake_ask)
+    assert run(["ask", "/ping", "/ping", "--json"], capsys)[0] == code
+
+
+def test_ask_help_documents_the_exit_status(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["ask", "--help"])
+    assert "Exit status" in capsys.readouterr().out

@@ -17,8 +17,9 @@ async def test_ask_returns_one_summary_per_command(
     results = await ask(["/ping", "/echo text:hi", "/echo nope:1", "/vote"], bot_argv=minibot_argv,
                         save_dir=tmp_path)
     assert [set(r) for r in results] == [
-        {"command", "latency_ms", "ephemeral", "content", "embeds", "components", "files"}] * 4
+        {"command", "ok", "latency_ms", "ephemeral", "content", "embeds", "components", "files"}] * 4
     ping, echo, refused, vote = results
+    assert [r["ok"] for r in results] == [True, True, False, True]
     # Buttons come back as Discord shows them: action rows of buttons with their custom ids.
     buttons = [b for row in vote["components"] for b in row["components"]]
     assert [(b["label"], b["custom_id"]) for b in buttons] == [("Yes", "vote:yes"), ("Later", "vote:later")]
