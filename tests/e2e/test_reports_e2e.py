@@ -164,6 +164,15 @@ async def test_managers_hide_and_opt_out(sandbox: tuple[Sandbox, Path]) -> None:
     assert refused.ephemeral and "turned community reports off" in text_of(refused)
     await report(sb, "optout", opt("off", False), member_permissions=MANAGE_GUILD)
     assert "(2 reports" in text_of(await sb.invoke("/fit gpu:T4 model:qwen3-8b quant:Q4_K_M"))
+    owners = await report(sb, "mine", user=sb.world.owner.id)
+    [line] = [x for x in owners.embeds[0]["description"].splitlines() if "decode 31 tok/s" in x]
+    report_id = int(line.split(" ")[0].lstrip("#"))
+    refused_hide = await report(sb, "hide", opt("id", report_id), member_permissions=0)
+    assert refused_hide.ephemeral and "Manage Server" in text_of(refused_hide)
+    hidden = await report(sb, "hide", opt("id", report_id), member_permissions=MANAGE_GUILD)
+    assert f"Report #{report_id} is hidden" in (hidden.content or "")
+    after = await sb.invoke("/fit gpu:T4 model:qwen3-8b quant:Q4_K_M")
+    assert "Q4_K_M: community 35 tok/s (1 report)" in text_of(after)
 
 
 @pytest.mark.parametrize(("options", "words"), [
@@ -199,7 +208,9 @@ async def test_export_round_trips_accepted_reports(sandbox: tuple[Sandbox, Path]
                              capture_output=True, text=True, cwd=ROOT, check=True)
     rows = json.loads(as_json.stdout)["measurement"]
     decode = [r for r in rows if r["test"].startswith("tg")]
-    assert sorted(r["tps"] for r in decode if r["gpu_count"] == 1) == [31.0, 35.2]
+    assert sorted(r["tps"] for r in decode if r["gpu_count"] == 1) == [35.2]  # the hidden 31 is left out
+    everything = await stored_reports(data_dir)
+    assert {r["status"] for r in everything if r["tps"] == 31.0} == {"hidden"}
     bench = next(r for r in rows if r["report_source"] == "llama-bench" and r["test"] == "tg128")
     assert bench["gpu"] == "NVIDIA T4" and bench["model"] == "Qwen3-8B" and bench["quant"] == "Q4_K_M"
     assert bench["build"] == "8e672efe (4446)" and bench["estimate_decode_tps"] > 0
