@@ -3,26 +3,11 @@ estimate, the verdict and what to change are shown, and different knobs are diff
 
 from __future__ import annotations
 
-import sys
-from collections.abc import AsyncIterator
-
 import pytest
-import pytest_asyncio
 
-from bot.sandbox import BotProcess, Sandbox
+from bot.sandbox import Sandbox
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
-
-
-@pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def sb(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Sandbox]:
-    data_dir = tmp_path_factory.mktemp("botdata")
-    async with Sandbox() as sandbox:
-        process: BotProcess = await sandbox.start_bot([sys.executable, "-m", "bot"], env={
-            "RIGCHECK_DATA_DIR": str(data_dir), "RIGCHECK_HTTP_ENABLED": "false",
-            "RIGCHECK_GUILD_READY_TIMEOUT": "0.2"}, ready_timeout=60)
-        assert process is not None
-        yield sandbox
 
 
 def _peak(reply) -> str:
