@@ -30,9 +30,9 @@ from bot.i18n import RigTranslator
 from bot.params import BadValue
 from bot.render.embeds import locale_key
 from bot.render.pool import RenderPool
+from bot.render.replies import error_reply
 from bot.render.reply import Reply, ReplyFile
 from bot.render.text import t
-from bot.render.views import error_reply
 from bot.service import Service
 from bot.settings import Settings
 from bot.sharding import resolve_shards
@@ -41,17 +41,17 @@ from catalog.resolve import NotFound
 log = logging.getLogger(__name__)
 
 EXTENSIONS = (
-    "bot.commands.fit",
-    "bot.commands.rank",
-    "bot.commands.gpu",
-    "bot.commands.compare",
-    "bot.commands.finetune",
-    "bot.commands.browse",
-    "bot.commands.help",
-    "bot.commands.settings",
-    "bot.commands.whatgpu",
-    "bot.commands.daily",
-    "bot.commands.report",
+    "bot.cogs.fit",
+    "bot.cogs.rank",
+    "bot.cogs.gpu",
+    "bot.cogs.compare",
+    "bot.cogs.finetune",
+    "bot.cogs.browse",
+    "bot.cogs.help",
+    "bot.cogs.settings",
+    "bot.cogs.whatgpu",
+    "bot.cogs.daily",
+    "bot.cogs.report",
 )
 
 
@@ -176,7 +176,7 @@ def noted(reply: Reply, note: str | None, extra_fields: list[dict[str, Any]] | N
         reply = reply.model_copy(update={"embeds": [first, *reply.embeds[1:]]})
     if not note:
         return reply
-    from bot.commands.settings import with_note
+    from bot.cogs.settings import with_note
 
     return reply.model_copy(update={"embeds": with_note(reply.embeds, note)})
 
@@ -305,7 +305,7 @@ class RigBot(commands.AutoShardedBot):
     async def setup_hook(self) -> None:
         data_dir = Path(self.settings.rigcheck_data_dir)
         await self.open_stores(data_dir)
-        from bot.hub import HubClient
+        from bot.huggingface_client import HubClient
 
         self.service.hub = HubClient.from_settings(self.settings, cache_path=data_dir / "hf_models.sqlite3",
                                                    total_timeout_s=self.settings.rigcheck_hf_timeout_s)

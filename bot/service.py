@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from bot.hub import HubClient, HubError
+from bot.huggingface_client import HubClient, HubError
 from bot.params import BadValue, format_tokens, parse_tokens
 from catalog.resolve import NotFound, Resolver
 from catalog.schema import GPU, Model, QuantFormat

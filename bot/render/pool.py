@@ -22,7 +22,7 @@ from collections.abc import Callable
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Any
 
-from bot.render import charts, views
+from bot.render import charts, replies
 from bot.render.reply import Reply
 from bot.service import Service
 from catalog.schema import Model
@@ -30,12 +30,12 @@ from catalog.schema import Model
 log = logging.getLogger(__name__)
 
 JOBS: dict[str, Callable[..., Any]] = {
-    "fit": views.fit_reply,
-    "rank": views.rank_reply,
-    "gpu": views.gpu_reply,
-    "compare": views.compare_reply,
-    "finetune": views.finetune_reply,
-    "whatgpu": views.whatgpu_reply,
+    "fit": replies.fit_reply,
+    "rank": replies.rank_reply,
+    "gpu": replies.gpu_reply,
+    "compare": replies.compare_reply,
+    "finetune": replies.finetune_reply,
+    "whatgpu": replies.whatgpu_reply,
     "ping": lambda svc, locale: locale,
 }
 

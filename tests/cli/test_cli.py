@@ -18,9 +18,6 @@ CAT = load_catalog()
 
 
 def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    # main() appends the optional commands to a module-level list on every call; start clean so several
-    # calls can share one process (the repeated-call behaviour itself is tested below).
-    cli.EXTRA_COMMANDS.clear()
     code = cli.main(argv)
     out, err = capsys.readouterr()
     return code, out, err
@@ -175,7 +172,6 @@ def test_unknown_gpu_message_suggests(capsys: pytest.CaptureFixture[str]) -> Non
 
 
 def test_main_can_be_called_twice(capsys: pytest.CaptureFixture[str]) -> None:
-    cli.EXTRA_COMMANDS.clear()
     argv = ["fit", "--gpu", "t4", "--model", "qwen3-8b", "--quant", "q4_k_m", "--json"]
     assert cli.main(argv) == 0
     assert cli.main(argv) == 0
@@ -342,7 +338,6 @@ def test_whatgpu_with_no_setup_says_so(capsys: pytest.CaptureFixture[str]) -> No
 @pytest.mark.parametrize("argv", [["rank", "--gpu", "t4", "--limit", "0"], ["rank", "--gpu", "t4", "--limit", "-1"],
                                   ["whatgpu", "--model", "qwen3-8b", "--limit", "0"]])
 def test_a_limit_below_one_is_a_usage_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
-    cli.EXTRA_COMMANDS.clear()
     with pytest.raises(SystemExit) as stop:
         cli.main(argv)
     out, err = capsys.readouterr()

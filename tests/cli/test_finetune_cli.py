@@ -25,7 +25,6 @@ NEW_SETTINGS = {
 
 
 def run_json(argv: list[str], capsys: pytest.CaptureFixture[str]) -> Any:
-    cli.EXTRA_COMMANDS.clear()
     code = cli.main([*argv, "--json"])
     out, err = capsys.readouterr()
     assert code == 0, err
@@ -76,7 +75,6 @@ def test_gpu_card_and_finetune_agree_on_two_gpus(capsys: pytest.CaptureFixture[s
 
 
 def run_text(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
-    cli.EXTRA_COMMANDS.clear()
     code = cli.main(argv)
     out, err = capsys.readouterr()
     assert code == 0 and err == ""
@@ -127,7 +125,6 @@ def test_text_does_not_say_it_runs_when_it_does_not_fit(capsys: pytest.CaptureFi
     (["--batch", "0"], "rigcheck: batch: "),
 ])
 def test_out_of_range_input_is_one_line(extra: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
-    cli.EXTRA_COMMANDS.clear()
     code = cli.main(["finetune", "--gpu", "4090", "--model", "qwen3-8b", *extra])
     out, err = capsys.readouterr()
     assert code == 2 and out == ""

@@ -16,9 +16,9 @@ import pytest
 import pytest_asyncio
 from aiohttp import web
 
-from bot.commands.common import HF_DEFER_AFTER_S
+from bot.cogs.common import HF_DEFER_AFTER_S
+from bot.render.replies import WHATGPU_PAGE, WHATGPU_SETUP_WIDTH, rows_per_count
 from bot.render.table import setup_label
-from bot.render.views import WHATGPU_PAGE, WHATGPU_SETUP_WIDTH, rows_per_count
 from bot.sandbox import BotProcess, Sandbox
 from bot.sandbox.models import Reply
 from bot.service import Service

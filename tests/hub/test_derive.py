@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from catalog.arch import stated_vs_derived
-from catalog.hf import UnsupportedConfig, catalog_entry_toml, model_from_config, param_breakdown, slug
+from catalog.huggingface.config import UnsupportedConfig, catalog_entry_toml, model_from_config, param_breakdown, slug
 from catalog.schema import Model
 from catalog.store import load_catalog
 

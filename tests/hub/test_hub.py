@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from bot.hub import (
+from bot.huggingface_client import (
     BadRepoId,
     HubBadResponse,
     HubClient,

@@ -7,7 +7,7 @@ import pytest
 
 from bot.params import BadValue
 from bot.render.charts import chart_description
-from bot.render.views import fit_reply
+from bot.render.replies import fit_reply
 from bot.service import FitRequest, Service
 from catalog.schema import ContextExtension
 from estimator.fit import fit

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.render.views import finetune_reply
+from bot.render.replies import finetune_reply
 from bot.service import Service
 
 

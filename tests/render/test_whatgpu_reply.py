@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.render.views import whatgpu_reply
+from bot.render.replies import whatgpu_reply
 from bot.service import Service
 
 

@@ -15,7 +15,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 from web_fakes import SECRET
 
-from bot.daily import (
+from bot.daily.delivery import (
     CatalogChanges,
     _carries_ref,
     catalog_changes,

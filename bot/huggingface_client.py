@@ -1,7 +1,7 @@
 """Reading public model configs from the Hugging Face Hub, for models the catalog does not list.
 
 `HubClient.fetch_model("org/name")` downloads `config.json` (and `model.safetensors.index.json` when the
-repo has one) and derives a catalog `Model` with `catalog.hf`. Every failure is a `HubError` whose text
+repo has one) and derives a catalog `Model` with `catalog.huggingface.config`. Every failure is a `HubError` whose text
 can be shown to the person who asked. `get_or_fetch` keeps derived entries in a small SQLite table so a
 model is fetched once per `max_age_s`; an entry is written only after a complete derivation.
 
@@ -27,8 +27,8 @@ import yarl
 from pydantic import ValidationError
 
 from bot.store._sqlite import is_corruption, sidecar_paths
-from catalog.hf import UnsupportedConfig, model_from_config
-from catalog.hf_bounds import check_config, check_params_b
+from catalog.huggingface.bounds import check_config, check_params_b
+from catalog.huggingface.config import UnsupportedConfig, model_from_config
 from catalog.schema import Model
 
 log = logging.getLogger(__name__)

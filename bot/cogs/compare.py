@@ -8,7 +8,7 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.commands.common import (
+from bot.cogs.common import (
     ENGINE_CHOICES,
     HEAVY_COMMAND_PER_S,
     HEAVY_COMMAND_RATE,
@@ -16,7 +16,7 @@ from bot.commands.common import (
     model_autocomplete,
     quant_autocomplete,
 )
-from bot.commands.settings import defaults_for
+from bot.cogs.settings import defaults_for
 from bot.params import BadValue, parse_tokens
 from bot.service import FitRequest
 

@@ -8,7 +8,7 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.commands.common import (
+from bot.cogs.common import (
     ENGINE_CHOICES,
     HEAVY_COMMAND_PER_S,
     HEAVY_COMMAND_RATE,
@@ -18,13 +18,13 @@ from bot.commands.common import (
     gpu_autocomplete,
     one_of,
 )
-from bot.commands.pages import pages_view
-from bot.commands.report import rank_community_field
-from bot.commands.settings import defaults_for, join_notes
+from bot.cogs.report import rank_community_field
+from bot.cogs.settings import defaults_for, join_notes
 from bot.params import parse_tokens
+from bot.render.replies import choice_note
 from bot.render.reply import Reply
-from bot.render.views import choice_note
 from bot.service import RankRequest
+from bot.ui.pages import pages_view
 
 if TYPE_CHECKING:
     from bot.client import RigBot

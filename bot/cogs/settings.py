@@ -13,10 +13,10 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.commands.common import ENGINE_CHOICES, KV_CHOICES, gpu_autocomplete
+from bot.cogs.common import ENGINE_CHOICES, KV_CHOICES, gpu_autocomplete
 from bot.params import BadValue, format_tokens, parse_tokens
+from bot.render.replies import error_reply
 from bot.render.text import t
-from bot.render.views import error_reply
 
 if TYPE_CHECKING:
     from bot.client import RigBot

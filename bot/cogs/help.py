@@ -8,7 +8,7 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.render.views import help_reply
+from bot.render.replies import help_reply
 
 if TYPE_CHECKING:
     from bot.client import RigBot

@@ -21,12 +21,12 @@ async def _load(target: str, everything: bool) -> list[Any]:
 
 
 def cmd_reports(svc: Any, args: argparse.Namespace) -> int:
-    from bot.cli_extra import _state_target
+    from bot.cli.state import state_target
     from bot.reports.export import rows, to_csv, to_json
     from bot.store.errors import StateStoreError
 
     try:
-        source = _state_target(args.source, default_sqlite=True)
+        source = state_target(args.source, default_sqlite=True)
         if not source.startswith(("postgresql:", "postgres:")) and not Path(source).is_file():
             raise ValueError(f"no state database at {source}")  # exporting must not create one
         data = rows(asyncio.run(_load(source, args.all)), svc.catalog)

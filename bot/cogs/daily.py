@@ -11,7 +11,7 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.daily import MAX_GPUS, DailyJob, parse_webhook_url
+from bot.daily.delivery import MAX_GPUS, DailyJob, parse_webhook_url
 from bot.params import BadValue, format_tokens, parse_tokens
 from bot.render.embeds import locale_key
 

@@ -36,8 +36,8 @@ import discord
 from bot.params import format_tokens
 from bot.render import charts
 from bot.render.embeds import COLORS, FOOTER_MAX, render_embed
+from bot.render.replies import rank_rows_view
 from bot.render.reply import Reply, ReplyFile
-from bot.render.views import rank_rows_view
 from bot.service import RankRequest, Service
 from catalog.resolve import NotFound
 

@@ -8,7 +8,7 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.commands.common import (
+from bot.cogs.common import (
     ENGINE_CHOICES,
     HEAVY_COMMAND_PER_S,
     HEAVY_COMMAND_RATE,
@@ -17,10 +17,10 @@ from bot.commands.common import (
     prefetch_model,
     quant_autocomplete,
 )
-from bot.commands.pages import pages_view
-from bot.commands.settings import defaults_for
+from bot.cogs.settings import defaults_for
 from bot.params import parse_tokens
 from bot.render.reply import Reply
+from bot.ui.pages import pages_view
 
 if TYPE_CHECKING:
     from bot.client import RigBot

@@ -8,7 +8,7 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.commands.common import (
+from bot.cogs.common import (
     ENGINE_CHOICES,
     HEAVY_COMMAND_PER_S,
     HEAVY_COMMAND_RATE,
@@ -20,10 +20,10 @@ from bot.commands.common import (
     prefetch_model,
     quant_autocomplete,
 )
-from bot.commands.report import community_field
-from bot.commands.settings import defaults_for, join_notes
+from bot.cogs.report import community_field
+from bot.cogs.settings import defaults_for, join_notes
 from bot.params import parse_tokens
-from bot.render.views import choice_note
+from bot.render.replies import choice_note
 from bot.service import FitRequest
 
 if TYPE_CHECKING:

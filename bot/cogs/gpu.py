@@ -8,10 +8,10 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.commands.common import HEAVY_COMMAND_PER_S, HEAVY_COMMAND_RATE, gpu_autocomplete
-from bot.commands.settings import defaults_for, join_notes
+from bot.cogs.common import HEAVY_COMMAND_PER_S, HEAVY_COMMAND_RATE, gpu_autocomplete
+from bot.cogs.settings import defaults_for, join_notes
 from bot.params import parse_tokens
-from bot.render.views import choice_note
+from bot.render.replies import choice_note
 
 if TYPE_CHECKING:
     from bot.client import RigBot

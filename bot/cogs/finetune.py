@@ -8,7 +8,7 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.commands.common import (
+from bot.cogs.common import (
     HEAVY_COMMAND_PER_S,
     HEAVY_COMMAND_RATE,
     GpuCount,
@@ -17,9 +17,9 @@ from bot.commands.common import (
     model_autocomplete,
     one_of,
 )
-from bot.commands.settings import defaults_for, join_notes
+from bot.cogs.settings import defaults_for, join_notes
 from bot.params import parse_tokens
-from bot.render.views import choice_note
+from bot.render.replies import choice_note
 from estimator import finetune as ft
 
 if TYPE_CHECKING:

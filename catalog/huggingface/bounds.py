@@ -12,7 +12,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from catalog.hf import UnsupportedConfig
+from catalog.huggingface.config import UnsupportedConfig
 
 MAX_DEPTH = 32
 # Bounds per field: (lowest, highest). A field absent from the config is not checked here.

@@ -1,6 +1,6 @@
 """A catalog `Model` derived from a Hugging Face `config.json`, for models the catalog does not list.
 
-Pure: the caller fetches the JSON (bot.hub does); nothing here reads files or the network.
+Pure: the caller fetches the JSON (bot.huggingface_client does); nothing here reads files or the network.
 
 Where the numbers come from:
   * multimodal checkpoints keep the language model's fields under `text_config` (or `llm_config` /

@@ -13,7 +13,7 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.commands.common import (
+from bot.cogs.common import (
     ENGINE_CHOICES,
     GpuCount,
     echo,
@@ -23,7 +23,6 @@ from bot.commands.common import (
     quant_autocomplete,
 )
 from bot.params import BadValue, format_tokens, parse_tokens
-from bot.render.embeds import COLORS
 from bot.render.text import t
 from bot.reports.paste import DECODE_TPS_MAX, PREFILL_TPS_MAX, Measured, parse_paste, parse_rate
 from bot.reports.rules import (
@@ -36,7 +35,8 @@ from bot.reports.rules import (
     summarize,
 )
 from bot.service import FitRequest
-from bot.store.reports import RateLimited, Report, ReportDraft
+from bot.store.reports import ReportDraft
+from bot.ui.report import MINE_MAX, ConfirmReport, MineView, interaction_locale, report_embed
 from estimator import ESTIMATOR_VERSION
 from estimator.query import Query
 
@@ -44,27 +44,11 @@ if TYPE_CHECKING:
     from bot.client import RigBot
     from catalog.schema import QuantFormat
 
-CONFIRM_TIMEOUT_S = 600
-MINE_MAX = 25
 MODERATE_ACTIONS = ("held", "accept", "hide", "remove")
 
 
 def _tps(value: float) -> str:
     return f"{value:.0f}" if value >= 10 else f"{value:.1f}"
-
-
-def _locale(interaction: discord.Interaction) -> str:
-    return str(interaction.locale.value if interaction.locale else "en-US")
-
-
-def _embed(title: str, description: str, color: str = "info", fields: list[tuple[str, str]] | None = None,
-           footer: str | None = None) -> discord.Embed:
-    embed = discord.Embed(title=title[:256], description=description[:4096], color=COLORS[color])
-    for name, value in fields or []:
-        embed.add_field(name=name[:256], value=value[:1024], inline=False)
-    if footer:
-        embed.set_footer(text=footer[:2048])
-    return embed
 
 
 class ReportContext:
@@ -103,83 +87,6 @@ def describe_report(locale: str, r: ReportDraft, names: tuple[str, str, str]) ->
     if r.prefill_tps is not None:
         speeds += " · " + t(locale, "report.prefill", tps=_tps(r.prefill_tps))
     return f"{line}\n{speeds}"
-
-
-class ConfirmReport(discord.ui.View):
-    """Submit / Cancel on the private preview; only the reporter sees (and can press) them."""
-
-    def __init__(self, ctx: ReportContext, owner_id: int, reporter: str, guild_id: int | None, draft: ReportDraft,
-                 held: bool, summary: discord.Embed) -> None:
-        super().__init__(timeout=CONFIRM_TIMEOUT_S)
-        self.ctx, self.owner_id, self.reporter, self.guild_id = ctx, owner_id, reporter, guild_id
-        self.draft, self.held, self.summary = draft, held, summary
-
-    async def interaction_check(self, interaction: discord.Interaction) -> bool:
-        if interaction.user.id != self.owner_id:
-            await interaction.response.send_message(t(_locale(interaction), "report.not_yours"), ephemeral=True)
-            return False
-        return True
-
-    @discord.ui.button(label="Submit", style=discord.ButtonStyle.success, custom_id="report:confirm")
-    async def confirm(self, interaction: discord.Interaction, button: discord.ui.Button[ConfirmReport]) -> None:
-        locale = _locale(interaction)
-        self.stop()
-        try:
-            stored = await self.ctx.state.add_report(
-                self.draft, reporter=self.reporter, guild_id=self.guild_id,
-                status="held" if self.held else "accepted",
-                reason="outside the estimate's range" if self.held else None,
-                user_limit=self.ctx.bot.settings.rigcheck_report_user_limit,
-                guild_limit=self.ctx.bot.settings.rigcheck_report_guild_limit, window=self.ctx.window,
-            )
-        except RateLimited as exc:
-            text = self.ctx.limit_error(exc.scope, exc.limit).text(locale)
-            embed = _embed(t(locale, "report.not_stored"), text, "does_not_fit")
-            await interaction.response.edit_message(embeds=[embed], view=None)
-            return
-        key = "report.stored_held" if stored.status == "held" else "report.stored"
-        embed = self.summary.copy()
-        embed.title = t(locale, key, id=stored.id)[:256]
-        embed.colour = discord.Colour(COLORS["tight" if self.held else "fits"])
-        await interaction.response.edit_message(embeds=[embed], view=None)
-
-    @discord.ui.button(label="Cancel", style=discord.ButtonStyle.secondary, custom_id="report:cancel")
-    async def cancel(self, interaction: discord.Interaction, button: discord.ui.Button[ConfirmReport]) -> None:
-        self.stop()
-        locale = _locale(interaction)
-        await interaction.response.edit_message(
-            embeds=[_embed(t(locale, "report.cancelled"), t(locale, "report.cancelled_text"))], view=None
-        )
-
-
-class MineView(discord.ui.View):
-    """A menu of one's own reports; picking one deletes it."""
-
-    def __init__(self, cog: ReportCog, owner_id: int, reporter: str, reports: list[Report], locale: str) -> None:
-        super().__init__(timeout=CONFIRM_TIMEOUT_S)
-        self.cog, self.owner_id, self.reporter = cog, owner_id, reporter
-        # discord.py types a decorated select's attributes loosely; these are a Select's own fields.
-        self.delete.placeholder = t(locale, "report.delete_placeholder")  # type: ignore[assignment]
-        self.delete.options = [  # type: ignore[assignment]
-            discord.SelectOption(label=f"#{r.id} {cog.names(r)[0]} · {cog.names(r)[1]}"[:100], value=str(r.id))
-            for r in reports[:MINE_MAX]
-        ]
-
-    async def interaction_check(self, interaction: discord.Interaction) -> bool:
-        if interaction.user.id != self.owner_id:
-            await interaction.response.send_message(t(_locale(interaction), "report.not_yours"), ephemeral=True)
-            return False
-        return True
-
-    @discord.ui.select(custom_id="report:delete", min_values=1, max_values=1,
-                       options=[discord.SelectOption(label="-", value="0")])
-    async def delete(self, interaction: discord.Interaction, select: discord.ui.Select[MineView]) -> None:
-        locale = _locale(interaction)
-        report_id = int(select.values[0])
-        deleted = await self.cog.ctx.state.delete_report(report_id, self.reporter)
-        note = t(locale, "report.deleted" if deleted else "report.not_found", id=report_id)
-        embed, view = await self.cog.mine_reply(interaction.user.id, self.reporter, locale, note)
-        await interaction.response.edit_message(embeds=[embed], view=view)
 
 
 class ReportCog(commands.GroupCog, group_name="report",
@@ -231,7 +138,7 @@ class ReportCog(commands.GroupCog, group_name="report",
         notes: app_commands.Range[str, 1, NOTES_MAX_CHARS] | None = None,
         paste: app_commands.Range[str, 1, 4000] | None = None,
     ) -> None:
-        locale = _locale(interaction)
+        locale = interaction_locale(interaction)
         state = self.ctx.state
         one_of("engine", engine, ENGINE_CHOICES)
         if await state.reports_opted_out(interaction.guild_id):
@@ -275,7 +182,7 @@ class ReportCog(commands.GroupCog, group_name="report",
             fields.append((t(locale, "report.notes"), echo(notes_text, NOTES_MAX_CHARS)))
         if held:
             fields.append((t(locale, "report.held_title"), t(locale, "report.held_text", factor=f"{OUTLIER_FACTOR:g}")))
-        summary = _embed(t(locale, "report.confirm_title"), t(locale, "report.confirm_text"),
+        summary = report_embed(t(locale, "report.confirm_title"), t(locale, "report.confirm_text"),
                          "tight" if held else "info", fields, t(locale, "report.privacy_short"))
         view = ConfirmReport(self.ctx, interaction.user.id, reporter, interaction.guild_id, draft, held, summary)
         view.confirm.label = t(locale, "report.button_submit")
@@ -308,12 +215,12 @@ class ReportCog(commands.GroupCog, group_name="report",
         body = "\n".join(lines) if lines else t(locale, "report.mine_none")
         if note:
             body = f"{note}\n\n{body}"
-        embed = _embed(t(locale, "report.mine_title"), body, footer=t(locale, "report.privacy_short"))
+        embed = report_embed(t(locale, "report.mine_title"), body, footer=t(locale, "report.privacy_short"))
         return embed, (MineView(self, user_id, reporter, reports, locale) if reports else None)
 
     @app_commands.command(name="mine", description="Your reports; pick one to delete it (only you see this)")
     async def mine(self, interaction: discord.Interaction) -> None:
-        locale = _locale(interaction)
+        locale = interaction_locale(interaction)
         reporter = await self.ctx.reporter(interaction.user.id)
         embed, view = await self.mine_reply(interaction.user.id, reporter, locale)
         if view is None:
@@ -325,7 +232,7 @@ class ReportCog(commands.GroupCog, group_name="report",
     @app_commands.describe(id="Report number, as /report shows it")
     @app_commands.checks.has_permissions(manage_guild=True)
     async def hide(self, interaction: discord.Interaction, id: app_commands.Range[int, 1, 2**53 - 1]) -> None:
-        locale = _locale(interaction)
+        locale = interaction_locale(interaction)
         if interaction.guild_id is None:
             raise BadValue.of("report.server_only")
         done = await self.ctx.state.set_report_status(int(id), "hidden", "hidden by a manager of its server",
@@ -340,7 +247,7 @@ class ReportCog(commands.GroupCog, group_name="report",
         if interaction.guild_id is None:
             raise BadValue.of("report.server_only")
         await self.ctx.state.set_reports_opt_out(interaction.guild_id, off)
-        locale = _locale(interaction)
+        locale = interaction_locale(interaction)
         await interaction.response.send_message(t(locale, "report.opted_out_now" if off else "report.opted_in_now"),
                                                 ephemeral=True)
 
@@ -349,7 +256,7 @@ class ReportCog(commands.GroupCog, group_name="report",
     @app_commands.choices(action=[app_commands.Choice(name=a, value=a) for a in MODERATE_ACTIONS])
     async def moderate(self, interaction: discord.Interaction, action: str,
                        id: app_commands.Range[int, 1, 2**53 - 1] | None = None) -> None:
-        locale = _locale(interaction)
+        locale = interaction_locale(interaction)
         if interaction.user.id not in self.bot.settings.owner_ids:
             raise BadValue.of("report.owner_only")
         one_of("action", action, MODERATE_ACTIONS)
@@ -362,7 +269,7 @@ class ReportCog(commands.GroupCog, group_name="report",
                   estimate=_tps(r.estimate_decode_tps or 0))
                 for r in held
             ]
-            embed = _embed(t(locale, "report.held_list"), "\n".join(lines) or t(locale, "report.held_none"))
+            embed = report_embed(t(locale, "report.held_list"), "\n".join(lines) or t(locale, "report.held_none"))
             await interaction.response.send_message(embeds=[embed], ephemeral=True)
             return
         if id is None:

@@ -1,0 +1,140 @@
+"""`rigcheck catalog list|show|search|import-hf`: the catalog's GPUs, models and formats."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from bot.cli.common import CliError, fetch_hf, print_json, table
+from bot.params import format_tokens
+from bot.service import Service
+from catalog.resolve import NotFound
+
+GPU_KEYS = (
+    "id",
+    "name",
+    "aliases",
+    "vendor",
+    "vram_gb",
+    "bandwidth_gbs",
+    "fp16_tflops",
+    "int8_tops",
+    "tdp_w",
+    "source",
+)
+MODEL_KEYS = (
+    "id",
+    "name",
+    "aliases",
+    "hf_repo",
+    "params_b",
+    "active_params_b",
+    "layers",
+    "hidden_size",
+    "attention_heads",
+    "kv_heads",
+    "head_dim",
+    "intermediate_size",
+    "vocab_size",
+    "max_context",
+    "source",
+)
+
+
+def cmd_catalog(svc: Service, args: argparse.Namespace) -> int:
+    cat = svc.catalog
+    if args.action == "import-hf":
+        from catalog.huggingface.config import catalog_entry_toml
+
+        text = " ".join(args.text).strip()
+        if not text:
+            raise CliError("import-hf needs ORG/NAME")
+        key = text if text.lower().startswith("hf:") else f"hf:{text}"
+        fetch_hf(svc, key)
+        sys.stdout.write(catalog_entry_toml(svc.extra_models[key]))
+        return 0
+    if args.action == "list":
+        kinds = [args.kind] if args.kind else ["gpu", "model", "quant"]
+        if args.json:
+            out: list[dict[str, Any]] = []
+            for kind in kinds:
+                if kind == "gpu":
+                    out += [
+                        {**{k: g.model_dump(mode="json")[k] for k in GPU_KEYS}, **g.model_dump(mode="json")}
+                        for g in cat.gpus
+                    ]
+                elif kind == "model":
+                    out += [
+                        {**{k: m.model_dump(mode="json")[k] for k in MODEL_KEYS}, **m.model_dump(mode="json")}
+                        for m in cat.models
+                    ]
+                else:
+                    out += [q.model_dump(mode="json") for q in cat.quants]
+            print_json(out)
+            return 0
+        for kind in kinds:
+            if kind == "gpu":
+                print(
+                    table(
+                        ["id", "name", "VRAM GB", "GB/s", "FP16 TFLOPS"],
+                        [[g.id, g.name, g.vram_gb, g.bandwidth_gbs, g.fp16_tflops or "?"] for g in cat.gpus],
+                    )
+                )
+            elif kind == "model":
+                print(
+                    table(
+                        ["id", "name", "params B", "active B", "layers", "max ctx"],
+                        [
+                            [m.id, m.name, m.params_b, m.active_params_b, m.layers, format_tokens(m.max_context)]
+                            for m in cat.models
+                        ],
+                    )
+                )
+            else:
+                print(
+                    table(
+                        ["id", "name", "bits/weight", "engines"],
+                        [[q.id, q.name, q.bits_per_weight, ", ".join(q.engines)] for q in cat.quants],
+                    )
+                )
+        return 0
+    if args.action == "show":
+        text = " ".join(args.text).strip()
+        if not text:
+            raise CliError("catalog show needs a GPU, model or format id (see catalog list, catalog search)")
+        entry: Any
+        try:
+            entry = svc.gpu(text)
+        except NotFound as not_gpu:
+            try:
+                entry = svc.model(text)[0]
+            except NotFound as not_model:
+                entry = svc.resolver.quant_or_none(text)
+                if entry is None:
+                    # 'h100' names several GPUs: say which, rather than that no model is called that.
+                    raise (not_gpu if not_gpu.ambiguous and not not_model.ambiguous else not_model) from None
+        data = entry.model_dump(mode="json")
+        if args.json:
+            print_json(data)
+        else:
+            for key, value in data.items():
+                print(f"{key:24s} {value}")
+        return 0
+    text = " ".join(args.text)
+    hits = [{"kind": "gpu", "id": s.id, "name": s.label} for s in svc.resolver.complete_gpu(text, 10)]
+    hits += [{"kind": "model", "id": s.id, "name": s.label} for s in svc.resolver.complete_model(text, 10)]
+    if args.json:
+        print_json(hits)
+    else:
+        print(table(["kind", "id", "name"], [[h["kind"], h["id"], h["name"]] for h in hits]))
+    return 0
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("catalog", help="inspect the catalog; import-hf ORG/NAME prints a catalog entry")
+    p.add_argument("action", choices=["list", "show", "search", "import-hf"])
+    p.add_argument("text", nargs="*")
+    p.add_argument("--kind", choices=["gpu", "model", "quant"])
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_catalog)

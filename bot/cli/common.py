@@ -1,0 +1,76 @@
+"""What every `rigcheck …` command shares: the one-line error, JSON and table output, the fit request."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from bot.service import FitRequest, Service
+
+EXIT_USAGE = 2
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a tool whose reader went away
+
+
+class CliError(Exception):
+    """A one-line message for the person at the terminal."""
+
+
+def print_json(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    cells = [[str(c) for c in r] for r in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+    line = "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))
+    out = [line, "  ".join("-" * w for w in widths)]
+    out += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in cells]
+    return "\n".join(out)
+
+
+
+def fit_request(d: dict[str, Any]) -> FitRequest:
+    if not d.get("gpu") or not d.get("model"):
+        raise CliError("both gpu and model are required")
+    return FitRequest(
+        gpu=str(d["gpu"]),
+        model=str(d["model"]),
+        quant=d.get("quant"),
+        engine=str(d.get("engine") or "llama.cpp"),
+        ctx=d.get("ctx") or 8192,
+        prompt=d["prompt"] if d.get("prompt") is not None else 2048,
+        kv=str(d.get("kv") or "f16"),
+        # 0 is refused like any other count out of range, not taken for "not given".
+        gpus=int(d["gpus"]) if d.get("gpus") is not None else 1,
+        batch=int(d["batch"]) if d.get("batch") is not None else 1,
+    )
+
+
+def fetch_hf(svc: Service, text: str) -> None:
+    """`hf:org/name` → read its config from the hub (cached in the data dir) into the service."""
+    if not text.strip().lower().startswith("hf:") or text.strip() in svc.extra_models:
+        return
+    from bot.huggingface_client import HubClient
+    from bot.settings import Settings
+
+    async def go() -> Any:
+        async with HubClient.from_settings(Settings()) as hub:
+            return await hub.get_or_fetch(text.strip())
+
+    svc.extra_models[text.strip()] = asyncio.run(go())
+
+
+def at_least_one(text: str) -> int:
+    """--limit: a row count; 0 or less would print an empty table (and -1 drop the last row)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1 (got {value})")
+    return value
+

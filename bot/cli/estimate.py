@@ -1,0 +1,283 @@
+"""`rigcheck fit|rank|gpu|batch|whatgpu`: one model or GPU setup estimated, as a table or `--json`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from bot.cli import json_shapes
+from bot.cli.common import CliError, at_least_one, fetch_hf, fit_request, print_json, table
+from bot.params import BadValue, format_tokens, parse_tokens
+from bot.service import RankRequest, Service
+from catalog.resolve import NotFound
+
+
+def cmd_fit(svc: Service, args: argparse.Namespace) -> int:
+    fetch_hf(svc, args.model)
+    result = svc.fit(fit_request(vars(args)))
+    data = json_shapes.fit_json(result)
+    if args.json:
+        print_json(data)
+        return 0
+    g, m = data["gpu"], data["model"]
+    print(
+        f"{m['name']} ({m['params_b']}B) on {g['count']}× {g['name']} — {data['engine']}, "
+        f"ctx {format_tokens(data['ctx'])}, prompt {data['prompt_tokens']}, KV {data['kv_dtype']}"
+    )
+    rows = [
+        [
+            o["quant_name"],
+            o["verdict"].replace("_", " "),
+            o["memory_gb"]["weights"],
+            o["memory_gb"]["kv_cache"],
+            o["memory_gb"]["overhead"],
+            f"{o['memory_gb']['total']} / {o['memory_gb']['usable']}",
+            f"~{o['decode_tps']:g} ({o['decode_tps_low']:g}–{o['decode_tps_high']:g})",
+            f"{o['ttft_s']:g} ({o['ttft_s_low']:g}–{o['ttft_s_high']:g})",
+            (format_tokens(o["max_ctx"]) if o["max_ctx"] else "-")
+            + (f" ({format_tokens(o['max_ctx_scaled'])} RoPE-scaled)" if o.get("max_ctx_scaled") else ""),
+        ]
+        for o in data["options"]
+    ]
+    print(
+        table(
+            [
+                "format",
+                "verdict",
+                "weights GiB",
+                "KV GiB",
+                "runtime GiB",
+                "total/usable GiB",
+                "tok/s",
+                "TTFT s",
+                "max ctx",
+            ],
+            rows,
+        )
+    )
+    return 0
+
+
+# --- rank ------------------------------------------------------------------------------------------
+
+
+def cmd_rank(svc: Service, args: argparse.Namespace) -> int:
+    req = RankRequest(
+        gpu=args.gpu,
+        ctx=args.ctx,
+        sort=args.sort,
+        kv=args.kv,
+        gpus=args.gpus,
+        engine=args.engine,
+        quant=args.quant,
+        limit=args.limit,
+    )
+    gpu, rows = svc.rank(req)
+    data = json_shapes.rank_json(gpu, args.gpus, parse_tokens(args.ctx), rows)
+    if args.json:
+        print_json(data)
+        return 0
+    print(f"Best models on {args.gpus}× {gpu.name} at {format_tokens(data['ctx'])} context (sorted by {args.sort})")
+    print(
+        table(
+            ["#", "model", "params", "format", "tok/s", "TTFT s", "GiB"],
+            [
+                [
+                    r["rank"],
+                    r["model"]["name"],
+                    f"{r['model']['params_b']}B"
+                    + (
+                        f" ({r['model']['active_params_b']}B active)"
+                        if r["model"]["active_params_b"] < r["model"]["params_b"]
+                        else ""
+                    ),
+                    r["quant"],
+                    r["decode_tps"],
+                    r["ttft_s"],
+                    r["memory_gb"]["total"],
+                ]
+                for r in data["rows"]
+            ],
+        )
+    )
+    return 0
+
+
+# --- gpu -------------------------------------------------------------------------------------------
+
+
+def gpu_card(svc: Service, gpu_text: str, ctx: int, gpus: int = 1) -> dict[str, Any]:
+    from estimator.advice import recommend
+    from estimator.fit import format_for
+
+    gpu = svc.gpu(gpu_text)
+    card: dict[str, Any] = {"gpu": json_shapes.gpu_facts(gpu), "ctx": ctx}
+    card["capability"] = json_shapes.capability_json(svc.capability(gpu, ctx=ctx, gpus=gpus))
+    refs = tuple(svc.catalog.model(i) for i in ("llama-3.1-8b", "llama-3.3-70b") if has_model(svc, i))
+    rec = recommend(
+        gpu,
+        svc.catalog.models,
+        format_for(svc.catalog, "llama.cpp", "int4"),
+        format_for(svc.catalog, "llama.cpp", "int8"),
+        refs,
+    )
+    card["recommendation"] = {
+        "comfortable_8bit": json_shapes.capability_json([rec.comfortable_high_precision])["int8"],
+        "long_context_4bit": json_shapes.capability_json([rec.long_context_q4])["int4"],
+        "reference_speeds": [
+            {"model": r.model.id, "quant": r.quant.id, "decode_tps": round(r.decode_tps, 1), "fits": r.fits}
+            for r in rec.reference_speeds
+        ],
+        "bandwidth_bound": rec.bandwidth_bound,
+    }
+    card["finetune"] = finetune_capability(svc, gpu, gpus)
+    return card
+
+
+def has_model(svc: Service, model_id: str) -> bool:
+    return any(m.id == model_id for m in svc.catalog.models)
+
+
+def finetune_capability(svc: Service, gpu: Any, gpus: int = 1) -> dict[str, Any]:
+    from estimator import finetune
+    from estimator.memory import usable_vram_bytes
+
+    best = finetune.largest_trainable(
+        svc.catalog.models, finetune.settings_on(gpu, method="qlora", gpus=gpus), usable_vram_bytes(gpu)
+    )
+    return {method: json_shapes.model_brief(m) if m else None for method, m in best.items()}
+
+
+def cmd_gpu(svc: Service, args: argparse.Namespace) -> int:
+    card = gpu_card(svc, args.gpu, parse_tokens(args.ctx), args.gpus)
+    if args.json:
+        print_json(card)
+        return 0
+    g = card["gpu"]
+    print(
+        f"{g['name']}: {g['vram_gb']} GB {g.get('memory_type') or ''}, {g['bandwidth_gbs']} GB/s, "
+        f"{g.get('tdp_w') or '?'} W"
+    )
+    for level, item in card["capability"].items():
+        name = item["model"]["name"] if item["model"] else "nothing"
+        print(f"  largest at {level} ({item['quant']}), ctx {format_tokens(card['ctx'])}: {name}")
+    for method, item in card["finetune"].items():
+        print(f"  {method}: {item['name'] if item else 'nothing'}")
+    for r in card["recommendation"]["reference_speeds"]:
+        print(f"  {r['model']} {r['quant']}: ~{r['decode_tps']} tok/s" + ("" if r["fits"] else " (if it fitted)"))
+    return 0
+
+
+# --- batch -----------------------------------------------------------------------------------------
+
+
+def cmd_batch(svc: Service, args: argparse.Namespace) -> int:
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        try:
+            query = json.loads(line)
+            if not isinstance(query, dict):
+                raise CliError("each line must be a JSON object")
+            if "finetune" in query:
+                from bot.cli.finetune import finetune_json
+
+                print_json(finetune_json(svc, query["finetune"]))
+            else:
+                print_json(json_shapes.fit_json(svc.fit(fit_request(query))))
+        except (json.JSONDecodeError, CliError, BadValue, NotFound, ValueError, TypeError) as exc:
+            print_json({"error": str(exc) or type(exc).__name__})
+    return 0
+
+
+
+# --- whatgpu -----------------------------------------------------------------------------------------
+
+def cmd_whatgpu(svc: Service, args: argparse.Namespace) -> int:
+    from estimator.whatgpu import what_gpu
+
+    fetch_hf(svc, args.model)
+    model, tagged = svc.model(args.model)
+    engine = svc.engine(args.engine)
+    formats = svc.formats(engine, args.quant) if args.quant or tagged is None else [tagged]
+    if not args.quant and tagged is None:
+        formats = [svc.quant("int4", engine)]
+    rows = what_gpu(model, formats, svc.catalog.gpus, ctx=parse_tokens(args.ctx), engine=engine, kv=svc.kv(args.kv),
+                    min_tps=args.min_tps, max_gpus=svc.gpus(args.max_gpus), budget_usd=args.budget)
+    if args.json:
+        print_json({
+            "model": json_shapes.model_brief(model), "ctx": parse_tokens(args.ctx), "engine": engine,
+            "setups": [{"gpu": s.gpu.id, "name": s.gpu.name, "count": s.count, "quant": s.quant.id,
+                        "decode_tps": round(s.decode_tps, 1), "ttft_s": round(s.ttft_s, 3), "price_usd": s.price_usd,
+                        "power_w": s.power_w, "verdict": s.memory.verdict,
+                        "memory_gb": {"total": json_shapes.gb(s.memory.total_bytes),
+                                      "usable": json_shapes.gb(s.memory.usable_bytes)},
+                        "headroom_gb": json_shapes.gb(s.headroom_bytes)} for s in rows[: args.limit]],
+        })
+        return 0
+    print(f"GPU setups for {model.name} at {format_tokens(parse_tokens(args.ctx))} context ({engine})")
+    if not rows:
+        print(f"no setup of 1–{args.max_gpus} GPUs in the catalog meets that")
+        return 0
+    print(table(["setup", "format", "tok/s", "TTFT s", "price $", "W", "headroom GiB"], [
+        [f"{s.count}× {s.gpu.name}", s.quant.name, round(s.decode_tps, 1), round(s.ttft_s, 2), s.price_usd or "?",
+         s.power_w or "?", json_shapes.gb(s.headroom_bytes)] for s in rows[: args.limit]]))
+    return 0
+
+
+
+def add_fit_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--gpu", required=True, help="GPU as people type it: 't4', 'rtx 4090', 'a100 40gb'")
+    p.add_argument("--model", required=True, help="model: 'qwen3-8b', 'Qwen/Qwen3-8B', 'llama3.1:8b-instruct-q4_K_M'")
+    p.add_argument("--quant", help="format (Q4_K_M, Q8_0, AWQ …) or level (int4, int8, fp16); default: compare three")
+    p.add_argument("--engine", default="llama.cpp", help="llama.cpp (also Ollama, LM Studio), vllm or mlx")
+    p.add_argument("--ctx", default="8k", help="context length: 8192, 32k, 128K, 1M")
+    p.add_argument("--prompt", default="2048", help="prompt tokens for TTFT (0 = empty context)")
+    p.add_argument("--kv", default="f16", help="KV cache precision: f16, q8_0, q4_0, fp8")
+    p.add_argument("--gpus", type=int, default=1, help="number of GPUs (1-8)")
+    p.add_argument("--batch", type=int, default=1, help="concurrent sequences")
+    p.add_argument("--json", action="store_true")
+
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("fit", help="memory, speed and max context of one model on one GPU setup")
+    add_fit_flags(p)
+    p.set_defaults(func=cmd_fit)
+
+    p = sub.add_parser("rank", help="the best models that fit a GPU setup")
+    p.add_argument("--gpu", required=True)
+    p.add_argument("--ctx", default="8k")
+    p.add_argument("--sort", default="quality", choices=["quality", "speed", "size"])
+    p.add_argument("--kv", default="f16")
+    p.add_argument("--gpus", type=int, default=1)
+    p.add_argument("--engine", default="llama.cpp")
+    p.add_argument("--quant")
+    p.add_argument("--limit", type=at_least_one)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_rank)
+
+    p = sub.add_parser("gpu", help="a GPU's spec card: capability, fine-tuning, recommendation")
+    p.add_argument("--gpu", required=True)
+    p.add_argument("--ctx", default="8k")
+    p.add_argument("--gpus", type=int, default=1)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_gpu)
+
+    p = sub.add_parser("batch", help="JSON lines of fit queries on stdin → one JSON answer per line")
+    p.set_defaults(func=cmd_batch)
+
+    p = sub.add_parser("whatgpu", help="which GPU setups run a model: fewest GPUs, then cheapest, then fastest")
+    p.add_argument("--model", required=True, help="catalog model or hf:org/name")
+    p.add_argument("--quant", help="format or level (default int4)")
+    p.add_argument("--engine", default="llama.cpp")
+    p.add_argument("--ctx", default="8k")
+    p.add_argument("--kv", default="f16")
+    p.add_argument("--min-tps", type=float, dest="min_tps", help="at least this many tokens/s")
+    p.add_argument("--max-gpus", type=int, default=8, dest="max_gpus")
+    p.add_argument("--budget", type=float, help="most you would spend, USD (launch prices)")
+    p.add_argument("--limit", type=at_least_one, default=25)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_whatgpu)

@@ -1,0 +1,205 @@
+"""`rigcheck finetune` and `{"finetune": …}` batch lines: one JSON shape for both, and the table of it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from pydantic import ValidationError
+
+from bot.cli.json_shapes import gpu_brief, model_brief
+from bot.params import BadValue, parse_tokens
+from bot.service import Service
+from catalog.schema import GPU
+from estimator import finetune as ft
+from estimator.constants import GIB
+from estimator.memory import usable_vram_bytes
+
+# Request keys passed to the estimator as they are (None: not given, the framework or default decides).
+KNOBS = (
+    "framework",
+    "rank",
+    "targets",
+    "lora_dropout",
+    "lora_head",
+    "train_embeddings",
+    "optimizer",
+    "optimizer_in_backward",
+    "fused_optimizer",
+    "precision",
+    "regime",
+    "master_weights_fp32",
+    "double_quant",
+    "checkpointing",
+    "checkpointing_mode",
+    "activation_offload",
+    "attention",
+    "loss",
+    "packing",
+    "gradient_accumulation_steps",
+    "sharding",
+    "offload",
+)
+TERMS = ("weights", "trainable", "gradients", "optimizer", "activations", "overhead")
+EXTRA_TERMS = ("logits", "qlora_buffers", "fragmentation", "offloaded", "pageable", "required")
+
+
+def finetune_settings(svc: Service, gpu: GPU, query: dict[str, Any]) -> ft.FinetuneSettings:
+    """The request's settings; knobs left out come from the framework preset or the method's defaults."""
+    # 0 is refused like any other count out of range, not taken for "not given".
+    gpus = svc.gpus(int(query["gpus"]) if query.get("gpus") is not None else 1)
+    knobs = {k: query[k] for k in KNOBS if query.get(k) is not None}
+    try:
+        return ft.settings_on(
+            gpu,
+            method=query.get("method") or "qlora",
+            seq=parse_tokens(query.get("seq") or 2048, name="seq"),
+            batch=int(query["batch"]) if query.get("batch") is not None else 1,
+            gpus=gpus,
+            **knobs,
+        )
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise BadValue(f"{'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+
+
+def _gib(value: float) -> float:
+    return round(value / GIB, 2)
+
+
+def finetune_json(svc: Service, query: dict[str, Any]) -> dict[str, Any]:
+    if not isinstance(query, dict) or not query.get("gpu") or not query.get("model"):
+        raise BadValue("finetune needs gpu and model")
+    gpu = svc.gpu(str(query["gpu"]))
+    model, _ = svc.model(str(query["model"]))
+    settings = finetune_settings(svc, gpu, query)
+    svc.check_context(model, settings.seq)
+    budget = usable_vram_bytes(gpu)
+    plan = ft.finetune_plan(model, settings, budget)
+    mem = plan.memory
+    memory_gb = {t: _gib(getattr(mem, t)) for t in TERMS}
+    # Logits and loss buffers are reported with the activations they peak alongside.
+    memory_gb["activations"] = _gib(mem.activations + mem.logits)
+    memory_gb["total"] = _gib(mem.total)
+    memory_gb.update({t: _gib(getattr(mem, t)) for t in EXTRA_TERMS})
+    memory_gb["allocated"] = _gib(mem.allocated)
+    memory_gb["reserved"] = _gib(mem.reserved)
+    return {
+        "gpu": gpu_brief(gpu, settings.gpus),
+        "model": model_brief(model),
+        "method": settings.method,
+        "framework": settings.framework,
+        "settings": {
+            **settings.model_dump(mode="json", exclude={"regime"}),
+            "optimizer": settings.optimizer_used,
+            "regime": settings.regime_used,
+            "checkpointing_mode": settings.checkpointing_used,
+            "attention": settings.attention_used,
+        },
+        "memory_gb": memory_gb,
+        "usable_gb": _gib(budget),
+        "fits": plan.verdict != "does_not_fit",
+        "verdict": plan.verdict,
+        "max_seq": plan.max_seq,
+        "max_batch": plan.max_batch,
+        "changes": [
+            {"change": c.key, "to": c.value, "total_gb": _gib(c.total), "verdict": c.verdict} for c in plan.changes
+        ],
+        "curve": [
+            {"method": c.method, "seq": list(c.seq), "total_gb": [_gib(t) for t in c.total_bytes], "max_seq": c.max_seq}
+            for c in plan.curves
+        ],
+    }
+
+
+# --- the command ----------------------------------------------------------------------------------
+
+
+def cmd_finetune(svc: Any, args: argparse.Namespace) -> int:
+    data = finetune_json(svc, {k: v for k, v in vars(args).items() if k not in ("func", "command", "json")})
+    if args.json:
+        sys.stdout.write(json.dumps(data) + "\n")
+        return 0
+    s = data["settings"]
+    verdict = {"fits": "fits", "tight": "fits, tight", "does_not_fit": "does not fit"}[data["verdict"]]
+    mem = data["memory_gb"]
+    # The verdict weighs what must stay on the GPU; paged optimizer state may move to host memory.
+    weighed = f"{mem['required']:.2f} of {data['usable_gb']:.2f} GiB usable per GPU"
+    if mem["pageable"] and mem["total"] > data["usable_gb"]:
+        weighed += f", {mem['total']:.2f} GiB with the paged optimizer state"
+    print(
+        f"{data['method']} fine-tuning of {data['model']['name']} on {data['gpu']['count']}× {data['gpu']['name']}: "
+        f"{verdict} ({weighed})"
+    )
+    knobs = [data["framework"] or "default", s["regime"], s["optimizer"], f"checkpointing {s['checkpointing_mode']}",
+             f"loss {s['loss']}", f"attention {s['attention']}"]
+    if s["activation_offload"]:
+        knobs.append("activation offload")
+    print("  " + " · ".join(knobs))
+    if mem["pageable"] and mem["total"] > data["usable_gb"] and data["verdict"] != "does_not_fit":
+        print(f"  the paged optimizer state ({mem['pageable']:.2f} GiB) spills to CPU memory: it runs, slower")
+    for key, value in mem.items():
+        print(f"  {key:14s} {value:8.2f} GiB")
+    print(f"  largest seq {data['max_seq'] or 'none fits'}, largest micro-batch {data['max_batch'] or 'none fits'}"
+          f" (at seq {s['seq']})")
+    for c in data["changes"]:
+        print(f"  try {_FINETUNE_CHANGE_FLAGS[c['change']].format(c['to'])}: {c['total_gb']:.2f} GiB ({c['verdict']})")
+    return 0
+
+
+# Each suggested change (estimator.finetune.ChangeKey) as the flags that make it.
+_FINETUNE_CHANGE_FLAGS = {
+    "checkpointing": "--checkpointing-mode {}",
+    "optimizer_8bit": "--optimizer {}",
+    "offload": "--activation-offload",
+    "lora": "--method {}",
+    "qlora": "--method {}",
+    "framework": "--framework {}",
+    "seq": "--seq {}",
+    "batch": "--batch {}",
+    "qlora_seq": "--method qlora --seq {}",
+}
+
+
+def register(sub: Any) -> None:
+    from estimator.finetune_presets import FRAMEWORKS
+
+    def choices(literal: Any) -> list[str]:
+        return list(literal.__args__)
+
+    p = sub.add_parser("finetune", help="peak memory of full, LoRA or QLoRA fine-tuning")
+    p.add_argument("--gpu", required=True)
+    p.add_argument("--model", required=True)
+    p.add_argument("--method", default="qlora", choices=choices(ft.Method))
+    p.add_argument("--framework", choices=list(FRAMEWORKS), help="take every unset knob from this framework")
+    p.add_argument("--seq", default="2048", help="sequence length (2048, 8k, 32k)")
+    p.add_argument("--batch", type=int, default=1, help="micro-batch per GPU")
+    p.add_argument("--gpus", type=int, default=1)
+    p.add_argument("--sharding", choices=choices(ft.Sharding))
+    p.add_argument("--offload", choices=choices(ft.Offload), help="CPU offload of optimizer state or parameters")
+    p.add_argument("--rank", type=int)
+    p.add_argument("--targets", choices=choices(ft.Targets))
+    p.add_argument("--lora-dropout", type=float, dest="lora_dropout")
+    p.add_argument("--lora-head", action=argparse.BooleanOptionalAction, default=None, dest="lora_head")
+    p.add_argument("--train-embeddings", action=argparse.BooleanOptionalAction, default=None, dest="train_embeddings")
+    p.add_argument("--optimizer", choices=choices(ft.Optimizer))
+    p.add_argument("--optimizer-in-backward", action=argparse.BooleanOptionalAction, default=None,
+                   dest="optimizer_in_backward")
+    p.add_argument("--fused-optimizer", action=argparse.BooleanOptionalAction, default=None, dest="fused_optimizer",
+                   help="torch AdamW(fused=True): no foreach step temporaries")
+    p.add_argument("--regime", choices=choices(ft.Regime),
+                   help="bf16: pure bf16 (no fp32 copy); amp_bf16/amp_fp16: fp32 master weights; fp32")
+    p.add_argument("--precision", choices=choices(ft.Precision), help="compute dtype (see --regime)")
+    p.add_argument("--checkpointing", action=argparse.BooleanOptionalAction, default=None)
+    p.add_argument("--checkpointing-mode", choices=choices(ft.Checkpointing), dest="checkpointing_mode")
+    p.add_argument("--activation-offload", action=argparse.BooleanOptionalAction, default=None,
+                   dest="activation_offload")
+    p.add_argument("--attention", choices=choices(ft.Attention))
+    p.add_argument("--loss", choices=choices(ft.Loss),
+                   help="fp32_upcast (Hugging Face >= 4.46), fp32_upcast_forward (older), chunked, fused")
+    p.add_argument("--packing", action=argparse.BooleanOptionalAction, default=None)
+    p.add_argument("--grad-accum", type=int, dest="gradient_accumulation_steps", help="gradient accumulation steps")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_finetune)

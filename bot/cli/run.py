@@ -1,0 +1,209 @@
+"""`rigcheck run` and `rigcheck ask`: the bot on Discord, or the bot and the local sandbox it talks to."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+
+def _bot_argv() -> list[str]:
+    return [sys.executable, "-m", "bot"]
+
+
+def embed_as_text(embed: dict[str, Any]) -> str:
+    """An embed the way a terminal can show it: title, description, fields, footer."""
+    lines = []
+    if embed.get("title"):
+        lines.append(f"== {embed['title']} ==")
+    if embed.get("description"):
+        lines.append(embed["description"])
+    for field in embed.get("fields", []):
+        lines.append(f"-- {field['name']}")
+        lines.append(field["value"])
+    if embed.get("footer", {}).get("text"):
+        lines.append(f"({embed['footer']['text']})")
+    return "\n".join(lines)
+
+
+def _sandbox_env() -> None:
+    """Sandbox runs keep their data under ./data and never clash with a production web port."""
+    os.environ.setdefault("RIGCHECK_HTTP_PORT", "0")
+    if not os.environ.get("DISCORD_TOKEN"):
+        os.environ.pop("DISCORD_TOKEN", None)
+
+
+# --- ask -------------------------------------------------------------------------------------------
+
+
+def cmd_ask(_svc: Any, args: argparse.Namespace) -> int:
+    from bot.sandbox.ask import ask
+
+    _sandbox_env()
+    results = asyncio.run(ask(list(args.commands), bot_argv=_bot_argv(), locale=args.locale, save_dir=args.save,
+                              admin=args.admin))
+    for result in results:
+        if args.json:
+            sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
+            continue
+        private = ", only you can see this" if result["ephemeral"] else ""
+        # No latency: the client refused to send it, so there is no answer to time.
+        took = "not sent" if result["latency_ms"] is None else f"{result['latency_ms']} ms{private}"
+        print(f"> {result['command']}   ({took})")
+        if result["content"]:
+            print(result["content"])
+        for embed in result["embeds"]:
+            print(embed_as_text(embed))
+        for f in result["files"]:
+            print(f"[attached {f['filename']}, {f['bytes']} bytes]")
+        print()
+    # Scripts and CI read the status: one command refused, rejected or unanswered fails the run.
+    return 0 if all(result["ok"] for result in results) else 1
+
+
+def _register_ask(sub: Any) -> None:
+    p = sub.add_parser(
+        "ask", help="run slash commands against the bot in the local sandbox and print the replies",
+        description="Run slash commands against the bot in the local sandbox and print the replies. Exit status: "
+                    "0 when every command was answered; 1 when any was refused by the client, rejected by "
+                    "Discord or got no reply in time (all commands still run and print).")
+    p.add_argument("commands", nargs="+", help='e.g. "/fit gpu:T4 model:qwen3-8b"')
+    p.add_argument("--locale", default="en-US", help="Discord locale, e.g. zh-CN")
+    p.add_argument("--admin", action="store_true", help="ask as a server manager (for /daily, /settings server)")
+    p.add_argument("--json", action="store_true", help="one JSON object per command")
+    p.add_argument("--save", metavar="DIR", help="write attached charts here")
+    p.set_defaults(func=cmd_ask)
+
+
+def _write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+
+
+# --- run -------------------------------------------------------------------------------------------
+
+
+def _stdin_lines(loop: asyncio.AbstractEventLoop) -> asyncio.Queue[str | None]:
+    """Lines from stdin, then None at end of input.
+
+    Read on a daemon thread: a thread blocked in readline() cannot be cancelled, and the event loop's
+    default executor would make the process wait for it at exit.
+    """
+    queue: asyncio.Queue[str | None] = asyncio.Queue()
+
+    def pump() -> None:
+        for line in sys.stdin:
+            loop.call_soon_threadsafe(queue.put_nowait, line)
+        loop.call_soon_threadsafe(queue.put_nowait, None)
+
+    threading.Thread(target=pump, name="stdin", daemon=True).start()
+    return queue
+
+
+async def _prompt(session: Any, args: argparse.Namespace) -> None:
+    """Answer commands typed at the terminal until end of input."""
+    from bot.sandbox.playground import member_permissions
+
+    out_dir = Path(args.save)
+    lines = _stdin_lines(asyncio.get_running_loop())
+    while (line := await lines.get()) is not None:
+        command = line.strip()
+        if not command:
+            continue
+        if not command.startswith("/"):
+            command = "/" + command
+        reply = await session.sandbox.driver.invoke(
+            command, locale=args.locale, member_permissions=member_permissions(args.admin)
+        )
+        if reply.rejected_by_client:
+            print(f"(Discord would not send this: {reply.reason})")
+        if reply.content:
+            print(reply.content)
+        for embed in reply.embeds:
+            print(embed_as_text(embed))
+        for f in reply.files:
+            path = out_dir / f"{reply.interaction_id}-{Path(f.filename).name}"
+            await asyncio.to_thread(_write, path, f.data)
+            print(f"[chart saved to {path}]")
+        print(flush=True)
+
+
+async def _run_sandbox(args: argparse.Namespace) -> int:
+    from bot.sandbox.ask import serve_playground
+
+    _sandbox_env()
+    loop = asyncio.get_running_loop()
+    stopping = asyncio.Event()
+    # SIGTERM (docker/podman stop, systemd) and Ctrl-C both stop the bot child first, then exit: without
+    # this a SIGTERM killed only this process and left the bot running on its own.
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stopping.set)
+    try:
+        session = await serve_playground(_bot_argv(), host="127.0.0.1", port=args.port, admin=args.admin)
+        try:
+            print(
+                f"rigcheck is running against the local Discord sandbox (no DISCORD_TOKEN set).\n"
+                f"Playground: {session.url}\n"
+                f"Type a slash command here (e.g. /fit gpu:T4 model:qwen3-8b), or Ctrl-C to stop.",
+                flush=True,
+            )
+            bot_exit = asyncio.ensure_future(session.wait())
+            waits: list[asyncio.Future[Any]] = [bot_exit, asyncio.ensure_future(stopping.wait())]
+            if sys.stdin.isatty() or args.prompt:
+                waits.append(asyncio.ensure_future(_prompt(session, args)))
+            try:
+                done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for waiting in waits:
+                    waiting.cancel()
+            for finished in done:
+                if finished is not bot_exit and finished.exception() is not None:
+                    raise finished.exception()  # type: ignore[misc]
+            if bot_exit in done:
+                status = int(bot_exit.result())
+                if status:
+                    print(f"rigcheck: the bot exited with status {status}", file=sys.stderr)
+                return status
+            return 0
+        finally:
+            await session.close()
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
+
+
+def cmd_run(_svc: Any, args: argparse.Namespace) -> int:
+    if os.environ.get("DISCORD_TOKEN"):
+        from bot.__main__ import main as bot_main
+
+        return asyncio.run(bot_main())
+    try:
+        return asyncio.run(_run_sandbox(args))
+    except KeyboardInterrupt:
+        return 0
+    except OSError as exc:
+        print(f"rigcheck: cannot start the sandbox on 127.0.0.1:{args.port} ({exc.strerror or exc}); "
+              f"try --port 0 for any free port", file=sys.stderr)
+        return 2
+
+
+def _register_run(sub: Any) -> None:
+    p = sub.add_parser("run", help="run the bot: on Discord with DISCORD_TOKEN, else in the local sandbox")
+    p.add_argument("--port", type=int, default=8765, help="sandbox/playground port on 127.0.0.1 (0 = any free)")
+    p.add_argument("--locale", default="en-US")
+    p.add_argument("--save", default="rigcheck-charts", help="where the terminal prompt saves charts")
+    p.add_argument("--prompt", action="store_true", help="read commands from stdin even when it is not a terminal")
+    p.add_argument("--admin", action="store_true",
+                   help="act as a server manager in the sandbox (try /daily preview, /settings server)")
+    p.set_defaults(func=cmd_run)
+
+
+def register(sub: Any) -> None:
+    _register_ask(sub)
+    _register_run(sub)

@@ -1,1 +1,0 @@
-"""One extension per feature; each ends in `async def setup(bot)`."""

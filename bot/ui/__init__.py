@@ -1,0 +1,1 @@
+"""discord.ui views: the buttons and menus a reply carries (pages, report confirmation, report deletion)."""
