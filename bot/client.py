@@ -12,7 +12,6 @@ import logging
 import os
 import shutil
 import socket
-import sqlite3
 import time
 import uuid
 from collections.abc import Callable
@@ -286,7 +285,6 @@ class RigBot(commands.AutoShardedBot):
         self.web_runner: Any = None
         self.lag_watch: asyncio.Task[None] | None = None
         self.resume_task: asyncio.Task[None] | None = None
-        self.pending: Any = None
         self.render_pool = RenderPool(self.service, settings.rigcheck_render_workers)
         # "name#incarnation": the name survives a restart (a StatefulSet pod keeps its name), the
         # incarnation does not, so a restarted process knows its predecessor's claims are orphaned.
@@ -319,13 +317,20 @@ class RigBot(commands.AutoShardedBot):
         self.resume_task = asyncio.create_task(self.resume_after_ready())
 
     async def resume_after_ready(self) -> None:
-        """Finish what a previous run deferred and never answered (a crash between defer and answer)."""
-        from bot.resume import resume_pending
+        """Finish what a previous run deferred and never answered (a crash between defer and answer),
+        then keep looking: in a fleet, a process that died may not come back under its own name."""
+        from bot.resume import lease, resume_pending
 
         await self.wait_until_ready()
-        count = await resume_pending(self)
-        if count:
-            log.info("looked at %d command(s) a previous run left unanswered", count)
+        while True:
+            try:
+                count = await resume_pending(self)
+            except Exception:
+                log.warning("could not look for unanswered commands", exc_info=True)
+            else:
+                if count:
+                    log.info("took over %d command(s) a previous run left unanswered", count)
+            await asyncio.sleep(lease(self).total_seconds() / 2)
 
     async def watch_loop_lag(self) -> None:
         """Measure how late the loop wakes a short sleep: anything that blocks it shows up here."""
@@ -356,12 +361,6 @@ class RigBot(commands.AutoShardedBot):
         )
         log.info("state in %s; reply cache in %s", "PostgreSQL" if url else data_dir / "state.sqlite3",
                  data_dir / "cache.sqlite3")
-        from bot.store.pending import PendingInteractions
-
-        try:
-            self.pending = await PendingInteractions.open(data_dir / "pending.sqlite3")
-        except (OSError, sqlite3.Error) as exc:
-            log.warning("deferred commands will not survive a restart: %s", exc)
 
     async def start_web(self) -> None:
         if not self.settings.rigcheck_http_enabled:
@@ -417,33 +416,38 @@ class RigBot(commands.AutoShardedBot):
         if self.service.hub is not None:
             await self.service.hub.close()
         self.render_pool.close()
-        for store in (self.cache, self.state, self.pending):
+        for store in (self.cache, self.state):
             if store is not None:
                 await store.close()
 
     async def remember_before_defer(self, interaction: discord.Interaction, command: str, job: str,
                                     args: tuple[Any, ...], key: str | None, locale: str) -> bool:
         """Record the interaction before "thinking…" is shown, so a restart can still answer it."""
-        if self.pending is None:
+        if self.state is None:
             return False
-        from bot.resume import NotResumable, encode_request
+        from bot.resume import NotResumable, encode_request, lease
 
         try:
-            await self.pending.record(
+            await self.state.record_pending(
                 interaction_id=interaction.id, application_id=interaction.application_id, token=interaction.token,
                 command=command, request=encode_request(job, args, key), locale=locale,
-                created_at=interaction.created_at.timestamp())
+                created_at=interaction.created_at, owner=self.claim_owner, lease=lease(self))
         except NotResumable:
             return False
-        except (OSError, sqlite3.Error) as exc:
+        except Exception as exc:
+            if not storage_failure(exc):
+                raise
+            # The answer matters more than its insurance against a crash.
             log.warning("could not record /%s for a restart: %s", command, exc)
             return False
         return True
 
     async def forget_pending(self, interaction_id: int) -> None:
         try:
-            await self.pending.done(interaction_id)
-        except (OSError, sqlite3.Error, RuntimeError) as exc:
+            await self.state.finish_pending(interaction_id)
+        except Exception as exc:
+            if not storage_failure(exc):
+                raise
             log.warning("could not mark interaction %s answered: %s", interaction_id, exc)
 
     async def compute_and_send(

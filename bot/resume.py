@@ -1,8 +1,9 @@
 """Finishing, after a restart, the commands a crash left "thinking…".
 
 `encode_request` turns a render job's arguments (requests, catalog entries, plain values) into JSON for
-the pending-interactions store; `resume_pending` recomputes each still-valid one and delivers it as a
-follow-up with the interaction's token. Only the types the commands pass are accepted on the way back.
+the unanswered interactions in the state store (`bot.store.pending`); `resume_pending` takes over each
+still-valid one whose holder is gone, recomputes it and delivers it as a follow-up with the
+interaction's token. Only the types the commands pass are accepted on the way back.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import logging
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
@@ -79,40 +81,60 @@ async def _still_thinking(application_id: int, token: str) -> bool:
     return bool(int(message.get("flags") or 0) & FLAG_LOADING)
 
 
-async def resume_one(bot: RigBot, row: Pending) -> None:
-    store = bot.pending
-    assert store is not None
-    if not await store.claim(row.interaction_id):
-        return
+def lease(bot: RigBot) -> timedelta:
+    """How long a claim on an unanswered interaction holds before another process may take it over."""
+    return timedelta(seconds=float(bot.settings.rigcheck_resume_lease_s))
+
+
+def orphaned(row: Pending, owner: str, now: datetime) -> bool:
+    """Whether nobody is answering `row`: its holder's lease ran out, or the holder is an earlier
+    incarnation of this instance (this process's own predecessor, restarted)."""
+    holder = row.claimed_by
+    if holder == owner:
+        return False  # this process is answering it live
+    return (holder is None or row.lease_until is None or row.lease_until <= now
+            or holder.split("#", 1)[0] == owner.split("#", 1)[0])
+
+
+async def resume_one(bot: RigBot, row: Pending) -> bool:
+    """Take `row` over and answer it; False when another process took it first."""
+    state = bot.state
+    mine = await state.take_over_pending(row, bot.claim_owner, lease(bot))
+    if mine is None:
+        return False
     try:
-        if not await _still_thinking(row.application_id, row.token):
-            log.info("interaction %s was answered before the restart", row.interaction_id)
-            await store.done(row.interaction_id)
-            return
-        request = row.request
-        reply = await bot.render_pool.render(request["job"], *decode(request["args"]), locale=row.locale)
-        webhook = discord.Webhook.partial(row.application_id, row.token, client=bot)
+        if not await _still_thinking(mine.application_id, mine.token):
+            log.info("interaction %s was answered before the restart", mine.interaction_id)
+            await state.finish_pending(mine.interaction_id)
+            return True
+        request = mine.request
+        reply = await bot.render_pool.render(request["job"], *decode(request["args"]), locale=mine.locale)
+        webhook = discord.Webhook.partial(mine.application_id, mine.token, client=bot)
         await webhook.send(
             embeds=[discord.Embed.from_dict(e) for e in reply.embeds],
             files=[discord.File(io.BytesIO(f.data), filename=f.filename) for f in reply.files],
             ephemeral=reply.ephemeral, wait=True,
         )
-        await store.done(row.interaction_id)
-        log.info("finished /%s (interaction %s) after a restart", row.command, row.interaction_id)
+        await state.finish_pending(mine.interaction_id)
+        log.info("finished /%s (interaction %s) after a restart", mine.command, mine.interaction_id)
     except discord.NotFound:
-        await store.done(row.interaction_id)  # the token expired or the interaction is gone: nothing to finish
+        await state.finish_pending(mine.interaction_id)  # the token expired or the interaction is gone
     except Exception:
-        log.warning("could not finish interaction %s after a restart", row.interaction_id, exc_info=True)
+        log.warning("could not finish interaction %s after a restart", mine.interaction_id, exc_info=True)
+    return True
 
 
 async def resume_pending(bot: RigBot) -> int:
-    """Answer every interaction a previous run deferred and did not finish; returns how many were tried."""
-    if bot.pending is None:
+    """Answer every interaction deferred and left unanswered by a process that is gone; returns how many
+    this process took over."""
+    if bot.state is None:
         return 0
-    rows = await bot.pending.due()
-    for row in rows:
-        await resume_one(bot, row)
-    return len(rows)
+    now = datetime.now(UTC)
+    taken = 0
+    for row in await bot.state.unanswered_interactions():
+        if orphaned(row, bot.claim_owner, now):
+            taken += await resume_one(bot, row)
+    return taken
 
 
-__all__ = ["NotResumable", "decode", "encode", "encode_request", "resume_pending"]
+__all__ = ["NotResumable", "decode", "encode", "encode_request", "lease", "orphaned", "resume_pending"]

@@ -69,6 +69,10 @@ class Settings(BaseSettings):
     rigcheck_daily_sweep_s: float = Field(
         default=60.0, gt=0, description="how often to look for claims whose holder died",
     )
+    rigcheck_resume_lease_s: float = Field(
+        default=60.0, gt=0,
+        description="how long a deferred command's claim holds before another process may answer it instead",
+    )
 
     rigcheck_owner_ids: str = Field(
         default="", description="comma-separated Discord user ids who may moderate community reports",

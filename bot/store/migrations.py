@@ -187,6 +187,32 @@ MIGRATIONS: tuple[Migration, ...] = (
         )
         """,
     ),
+    # 5: commands deferred and not yet answered, so a crash between "thinking…" and the answer loses
+    #    nothing. Rows live as long as the interaction token (15 minutes); a claim names its holder and
+    #    carries a lease, so in a fleet one process finishes each.
+    (
+        """
+        CREATE TABLE pending_interactions (
+            interaction_id INTEGER NOT NULL,
+            application_id INTEGER NOT NULL,
+            -- The interaction token: a credential until the deadline, emptied once the answer is out.
+            token TEXT NOT NULL,
+            command TEXT NOT NULL,
+            -- JSON: the render job and its arguments, enough to compute the answer again.
+            request TEXT NOT NULL,
+            locale TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            deadline TEXT NOT NULL,
+            status TEXT NOT NULL CHECK (status IN ('pending', 'done')),
+            attempts INTEGER NOT NULL DEFAULT 0,
+            claimed_by TEXT,
+            lease_until TEXT,
+            updated_at TEXT NOT NULL,
+            PRIMARY KEY (interaction_id)
+        )
+        """,
+        "CREATE INDEX pending_interactions_due ON pending_interactions (status, deadline)",
+    ),
 )
 
 LATEST_VERSION = len(MIGRATIONS)
@@ -203,4 +229,5 @@ TABLES: tuple[str, ...] = (
     "reports",
     "secrets",
     "report_opt_outs",
+    "pending_interactions",
 )

@@ -1,50 +1,34 @@
-"""Deferred interactions not yet answered, so a crash between "thinking…" and the answer loses nothing.
+"""Deferred interactions not yet answered, in the state database, so a crash between "thinking…" and the
+answer loses nothing.
 
-Before the bot defers a command it records the interaction (id, token, the request to recompute, the
-token's deadline); when the answer has been delivered the row is marked done. After a restart the bot
-answers every row still pending whose token is valid (15 minutes from the interaction) with a follow-up,
-and marks it done. Exactly once: a row is claimed before it is answered, and an interaction whose
-original message is no longer "thinking…" on Discord's side is taken as answered.
+A mixin of `StateStore`, like the report records. Before the bot defers a command it records the
+interaction (id, token, the request to recompute, the token's deadline), claimed by the process that
+answers it live; when the answer has been delivered the row is marked done and its token emptied. After
+a restart, or when a holder's lease runs out in a fleet sharing one PostgreSQL database, a process takes
+the claim over with a compare-and-set (exactly one of several wins) and answers with a follow-up.
 
-Its own small SQLite file beside the state database: the rows live for 15 minutes at most, so a damaged
-file is moved aside and started afresh (what is lost is only what a crash would have lost before).
-Interaction tokens are credentials for 15 minutes; they are stored here and never logged.
+Interaction tokens are credentials for 15 minutes; they are stored here, never logged, and dropped with
+the row once its deadline has passed.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import json
-import logging
-import sqlite3
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
+from datetime import datetime, timedelta
 from typing import Any
 
-import aiosqlite
-
-from bot.store._sqlite import Opening, is_corruption, sidecar_paths
-
-log = logging.getLogger(__name__)
+from bot.store._sqlite import from_db_time, to_db_time
+from bot.store.db import Connection, Row
 
 # Discord accepts follow-ups with an interaction token for 15 minutes after the interaction.
-TOKEN_LIFETIME_S = 15 * 60
+TOKEN_LIFETIME = timedelta(minutes=15)
+# Taken over at most this often, so a request that crashes every process that computes it is given up.
 MAX_ATTEMPTS = 3
-_SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS pending_interactions ("
-    " interaction_id INTEGER PRIMARY KEY,"
-    " application_id INTEGER NOT NULL,"
-    " token TEXT NOT NULL,"
-    " command TEXT NOT NULL,"
-    " request_json TEXT NOT NULL,"
-    " locale TEXT NOT NULL,"
-    " deadline REAL NOT NULL,"
-    " attempts INTEGER NOT NULL DEFAULT 0,"
-    " done INTEGER NOT NULL DEFAULT 0)"
-)
 
 
 @dataclass(frozen=True)
@@ -55,94 +39,130 @@ class Pending:
     command: str
     request: dict[str, Any]
     locale: str
-    deadline: float
+    created_at: datetime
+    deadline: datetime
     attempts: int
+    claimed_by: str | None
+    lease_until: datetime | None
 
 
-class PendingInteractions:
-    def __init__(self, path: Path, clock: Callable[[], float]) -> None:
-        self.path = path
-        self._clock = clock
-        self._db: aiosqlite.Connection | None = None
+def _pending(row: Row) -> Pending | None:
+    try:
+        request = json.loads(row["request"])
+    except ValueError:
+        return None
+    lease = row["lease_until"]
+    return Pending(
+        interaction_id=int(row["interaction_id"]),
+        application_id=int(row["application_id"]),
+        token=str(row["token"]),
+        command=str(row["command"]),
+        request=request,
+        locale=str(row["locale"]),
+        created_at=from_db_time(row["created_at"]),
+        deadline=from_db_time(row["deadline"]),
+        attempts=int(row["attempts"]),
+        claimed_by=row["claimed_by"],
+        lease_until=None if lease is None else from_db_time(lease),
+    )
 
-    @classmethod
-    def open(cls, path: Path | str, *, clock: Callable[[], float] = time.time) -> Opening[PendingInteractions]:
-        store = cls(Path(path), clock)
 
-        async def start() -> PendingInteractions:
-            await store._start()
-            return store
+class PendingRecords:
+    """What StateStore provides; declared here for the type checker."""
 
-        return Opening(start)
+    _clock: Callable[[], datetime]
 
-    async def _start(self) -> None:
-        try:
-            self._db = await self._connect()
-        except sqlite3.DatabaseError as exc:
-            if not is_corruption(exc):
-                raise
-            log.warning("pending-interactions file %s is damaged (%s); starting it afresh", self.path, exc)
-            stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(self._clock()))
-            for part in sidecar_paths(self.path):
-                if part.exists():
-                    part.rename(part.with_name(f"{part.name}.corrupt-{stamp}"))
-            self._db = await self._connect()
+    def _reading(self) -> contextlib.AbstractAsyncContextManager[Connection]:
+        raise NotImplementedError
 
-    async def _connect(self) -> aiosqlite.Connection:
-        db = await aiosqlite.connect(self.path, isolation_level=None)
-        try:
-            await db.execute("PRAGMA journal_mode = WAL")
-            # The row must survive a power cut as surely as the "thinking…" message does.
-            await db.execute("PRAGMA synchronous = FULL")
-            await db.execute(_SCHEMA)
-        except BaseException:
-            await db.close()
-            raise
-        return db
+    def _writing(self) -> contextlib.AbstractAsyncContextManager[Connection]:
+        raise NotImplementedError
 
-    async def close(self) -> None:
-        if self._db is not None:
-            await self._db.close()
-            self._db = None
-
-    def _conn(self) -> aiosqlite.Connection:
-        if self._db is None:
-            raise RuntimeError("pending-interactions store is closed")
-        return self._db
-
-    async def record(self, *, interaction_id: int, application_id: int, token: str, command: str,
-                     request: dict[str, Any], locale: str, created_at: float) -> None:
-        await self._conn().execute(
-            "INSERT OR IGNORE INTO pending_interactions (interaction_id, application_id, token, command,"
-            " request_json, locale, deadline) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (interaction_id, application_id, token, command, json.dumps(request), locale,
-             created_at + TOKEN_LIFETIME_S))
-
-    async def done(self, interaction_id: int) -> None:
-        await self._conn().execute("UPDATE pending_interactions SET done = 1 WHERE interaction_id = ?",
-                                   (interaction_id,))
-
-    async def due(self) -> list[Pending]:
-        """Rows still to answer whose token is valid; expired and finished rows are dropped."""
-        db = self._conn()
+    async def record_pending(
+        self,
+        *,
+        interaction_id: int,
+        application_id: int,
+        token: str,
+        command: str,
+        request: Mapping[str, Any],
+        locale: str,
+        created_at: datetime,
+        owner: str,
+        lease: timedelta,
+    ) -> bool:
+        """Record an interaction about to be deferred, held by `owner`; False if it was recorded before."""
         now = self._clock()
-        await db.execute("DELETE FROM pending_interactions WHERE done = 1 OR deadline <= ?", (now,))
-        rows = await db.execute_fetchall(
-            "SELECT interaction_id, application_id, token, command, request_json, locale, deadline, attempts"
-            " FROM pending_interactions WHERE attempts < ? ORDER BY deadline", (MAX_ATTEMPTS,))
-        out = []
-        for row in rows:
-            with contextlib.suppress(ValueError):
-                out.append(Pending(int(row[0]), int(row[1]), str(row[2]), str(row[3]), json.loads(row[4]),
-                                   str(row[5]), float(row[6]), int(row[7])))
-        return out
+        async with self._writing() as db:
+            added = await db.run(
+                """
+                INSERT INTO pending_interactions
+                    (interaction_id, application_id, token, command, request, locale, created_at, deadline,
+                     status, attempts, claimed_by, lease_until, updated_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?)
+                ON CONFLICT DO NOTHING
+                """,
+                (interaction_id, application_id, token, command, json.dumps(dict(request)), locale,
+                 to_db_time(created_at), to_db_time(created_at + TOKEN_LIFETIME), owner, to_db_time(now + lease),
+                 to_db_time(now)),
+            )
+        return added == 1
 
-    async def claim(self, interaction_id: int) -> bool:
-        """Count an attempt before answering, so a row that crashes the bot is not retried forever."""
-        cursor = await self._conn().execute(
-            "UPDATE pending_interactions SET attempts = attempts + 1"
-            " WHERE interaction_id = ? AND done = 0 AND attempts < ?", (interaction_id, MAX_ATTEMPTS))
-        return cursor.rowcount == 1
+    async def finish_pending(self, interaction_id: int) -> bool:
+        """Mark an interaction answered (its token is no longer kept); False if it was not pending.
+
+        Shielded: once the answer is out, a cancelled caller must not leave it to be answered again."""
+        return await asyncio.shield(self._finish_pending(interaction_id))
+
+    async def _finish_pending(self, interaction_id: int) -> bool:
+        async with self._writing() as db:
+            changed = await db.run(
+                "UPDATE pending_interactions SET status = 'done', token = '', updated_at = ?"
+                " WHERE interaction_id = ? AND status = 'pending'",
+                (to_db_time(self._clock()), interaction_id),
+            )
+        return changed > 0
+
+    async def unanswered_interactions(self) -> list[Pending]:
+        """Interactions still owed an answer whose token is valid, soonest deadline first; rows answered
+        or past their deadline are deleted on the way."""
+        now = to_db_time(self._clock())
+        async with self._writing() as db:
+            await db.run("DELETE FROM pending_interactions WHERE status = 'done' OR deadline <= ?", (now,))
+        async with self._reading() as db:
+            rows = await db.all(
+                "SELECT * FROM pending_interactions WHERE status = 'pending' AND deadline > ? AND attempts < ?"
+                " ORDER BY deadline, interaction_id",
+                (now, MAX_ATTEMPTS),
+            )
+        return [p for p in map(_pending, rows) if p is not None]
+
+    async def take_over_pending(self, pending: Pending, owner: str, lease: timedelta) -> Pending | None:
+        """Become the holder of an unanswered interaction, if nobody changed its claim since `pending` was
+        read: of several processes sweeping at once exactly one wins; the others get None. Counts an
+        attempt, so a request that brings its holder down is not retried forever."""
+        now = self._clock()
+        async with self._writing() as db:
+            row = await db.one(
+                """
+                UPDATE pending_interactions SET claimed_by = ?, lease_until = ?, attempts = attempts + 1,
+                    updated_at = ?
+                WHERE interaction_id = ? AND status = 'pending' AND deadline > ? AND attempts < ?
+                    AND claimed_by IS NOT DISTINCT FROM ? AND lease_until IS NOT DISTINCT FROM ?
+                RETURNING *
+                """,
+                (
+                    owner,
+                    to_db_time(now + lease),
+                    to_db_time(now),
+                    pending.interaction_id,
+                    to_db_time(now),
+                    MAX_ATTEMPTS,
+                    pending.claimed_by,
+                    None if pending.lease_until is None else to_db_time(pending.lease_until),
+                ),
+            )
+        return None if row is None else _pending(row)
 
 
-__all__ = ["TOKEN_LIFETIME_S", "Pending", "PendingInteractions"]
+__all__ = ["MAX_ATTEMPTS", "TOKEN_LIFETIME", "Pending", "PendingRecords"]

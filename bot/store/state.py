@@ -1,4 +1,5 @@
-"""The durable state: settings, subscriptions, deliveries, daily runs, query log, catalog snapshots.
+"""The durable state: settings, subscriptions, deliveries, daily runs, query log, catalog snapshots,
+community reports (`bot.store.reports`) and commands deferred but not yet answered (`bot.store.pending`).
 
 One interface over two databases (`bot.store.db`): a SQLite file for one process, or PostgreSQL
 (RIGCHECK_DATABASE_URL) shared by a fleet, so a guild's settings do not depend on which process its
@@ -32,6 +33,7 @@ from bot.store._sqlite import Opening, from_db_time, to_db_time, utc_now
 from bot.store.db import MARKER_SUFFIX, Connection, Database, Row, open_database
 from bot.store.errors import StateStoreError
 from bot.store.migrations import LATEST_VERSION, MIGRATIONS, TABLES
+from bot.store.pending import PendingRecords
 from bot.store.records import (
     CatalogSnapshot,
     DailyRun,
@@ -64,7 +66,7 @@ def _shielded(method: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, Corout
     return wrapper
 
 
-class StateStore(ReportRecords):
+class StateStore(ReportRecords, PendingRecords):
     """The bot's long-lived records, migrated forward at open.
 
     Open with ``await StateStore.open(target)`` or ``async with StateStore.open(target)``, where the

@@ -49,11 +49,21 @@ async def test_an_answer_delivered_before_the_crash_is_not_sent_again(tmp_path: 
         reply = await sb.invoke("/fit gpu:T4 model:qwen3-8b ctx:22k")
         assert reply.error is None and reply.deferred
         await sb.stop_bot(bot)
-        # As if the process died after the follow-up but before marking the row answered.
-        with sqlite3.connect(tmp_path / "pending.sqlite3") as db:
-            db.execute("UPDATE pending_interactions SET done = 0")
-            assert db.execute("SELECT COUNT(*) FROM pending_interactions").fetchone()[0] == 1
-        await sb.start_bot([sys.executable, "-m", "bot"], env=env, ready_timeout=60, wait_for_sync=False)
-        await asyncio.sleep(2.0)
         record = sb.state.interactions[reply.interaction_id or 0]
+        # The record lives in the state database, and the answered row keeps no token.
+        with sqlite3.connect(tmp_path / "state.sqlite3") as db:
+            assert db.execute("SELECT status, token FROM pending_interactions").fetchall() == [("done", "")]
+            # As if the process died after the follow-up but before marking the row answered.
+            db.execute("UPDATE pending_interactions SET status = 'pending', token = ?", (record.token,))
+        assert not (tmp_path / "pending.sqlite3").exists()
+        await sb.start_bot([sys.executable, "-m", "bot"], env=env, ready_timeout=60, wait_for_sync=False)
+        # Seen as answered on Discord's side (no longer "thinking…"), and marked so.
+        for _ in range(200):
+            with sqlite3.connect(tmp_path / "state.sqlite3") as db:
+                rows = db.execute("SELECT status, token FROM pending_interactions").fetchall()
+            if rows == [("done", "")]:
+                break
+            await asyncio.sleep(0.1)
+        assert rows == [("done", "")]
+        await asyncio.sleep(1.0)
         assert len([e for e in record.exchanges if e.error is None and e.kind == "followup"]) == 1

@@ -64,6 +64,24 @@ CREATE TABLE daily_runs (
     counts TEXT NOT NULL, results TEXT, error TEXT, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
 CREATE INDEX daily_runs_created_at ON daily_runs (created_at);
 """
+# Schema 4 as released: schema 3 plus community reports, the secrets they are hashed with, and opt-outs.
+SCHEMA_V4 = SCHEMA_V3 + """
+CREATE TABLE reports (
+    id INTEGER PRIMARY KEY, reporter TEXT NOT NULL, guild_id INTEGER, created_at TEXT NOT NULL,
+    gpu_id TEXT NOT NULL, gpu_count INTEGER NOT NULL CHECK (gpu_count > 0), model_id TEXT NOT NULL,
+    quant_id TEXT NOT NULL, engine TEXT NOT NULL, build TEXT, ctx INTEGER,
+    decode_tps REAL NOT NULL CHECK (decode_tps > 0), prefill_tps REAL CHECK (prefill_tps > 0),
+    prompt_tokens INTEGER, generated_tokens INTEGER, source TEXT NOT NULL, notes TEXT,
+    estimate_decode_tps REAL, estimate_decode_tps_low REAL, estimate_decode_tps_high REAL,
+    estimate_prefill_tps REAL, estimator_version TEXT,
+    status TEXT NOT NULL CHECK (status IN ('accepted', 'held', 'hidden')), status_reason TEXT,
+    updated_at TEXT NOT NULL);
+CREATE INDEX reports_combo ON reports (gpu_id, model_id, quant_id, engine, status);
+CREATE INDEX reports_reporter_at ON reports (reporter, created_at);
+CREATE INDEX reports_guild_at ON reports (guild_id, created_at);
+CREATE TABLE secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL, created_at TEXT NOT NULL);
+CREATE TABLE report_opt_outs (guild_id INTEGER PRIMARY KEY, created_at TEXT NOT NULL);
+"""
 STAMP = "2026-04-01T00:00:00.000000Z"
 
 
@@ -103,7 +121,24 @@ def build_v1(path: Path, schema: str = SCHEMA_V1, version: int = 1) -> None:
 
 
 def test_the_frozen_fixture_is_the_step_before_the_latest() -> None:
-    assert LATEST_VERSION == 4, "add a hand-written fixture for the previous schema and upgrade test from it"
+    assert LATEST_VERSION == 5, "add a hand-written fixture for the previous schema and upgrade test from it"
+
+
+async def test_upgrades_from_schema_4_keeping_reports_and_adding_unanswered_interactions(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    build_v1(path, SCHEMA_V4, version=4)
+    with sqlite3.connect(path) as db:
+        db.execute("INSERT INTO secrets VALUES ('report_salt', 'pepper', ?)", (STAMP,))
+        db.execute("INSERT INTO report_opt_outs VALUES (7, ?)", (STAMP,))
+    db.close()
+    async with StateStore.open(path) as store:
+        assert await store.report_salt() == "pepper"
+        assert await store.reports_opted_out(7)
+        [sub] = await store.list_subscriptions(7)
+        assert await store.begin_delivery(sub.id, "2026-04-01") is None
+        assert await store.unanswered_interactions() == []
+    assert pragma(path, "user_version") == LATEST_VERSION
+    assert pragma(tmp_path / "state.db.v4.bak", "user_version") == 4
 
 
 async def test_upgrades_from_schema_3_keeping_deliveries_and_adding_reports(tmp_path: Path) -> None:
