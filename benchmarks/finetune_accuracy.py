@@ -238,7 +238,7 @@ def framework_of(row: dict[str, Any]) -> str:
 
 OPTIONAL_KNOBS = (
     "lora_dropout", "lora_head", "activation_offload", "packing", "gradient_accumulation_steps", "base_fp32",
-    "fused_optimizer",
+    "fused_optimizer", "compiled", "unsharded_accumulation",
 )
 
 
@@ -384,9 +384,13 @@ def report(results: list[dict[str, Any]], skipped: list[str]) -> None:
         print(f"fits / out-of-memory called right, {label} rows: {right} of {total} ({rate})")
 
 
-FITTED = ("ACTIVATION_FACTOR", "FRAGMENTATION_FRACTION", "QLORA_SAVED_FRACTION", "VARIABLE_SHAPE_FRAGMENTATION")
+FITTED = (
+    "ACTIVATION_FACTOR", "COMPILED_ACTIVATION_FACTOR", "FRAGMENTATION_FRACTION", "QLORA_SAVED_FRACTION",
+    "VARIABLE_SHAPE_FRAGMENTATION",
+)
 GRID: dict[str, list[float]] = {
     "ACTIVATION_FACTOR": [x / 100 for x in range(80, 201, 2)],
+    "COMPILED_ACTIVATION_FACTOR": [x / 100 for x in range(50, 121, 2)],
     "FRAGMENTATION_FRACTION": [x / 200 for x in range(0, 41)],
     "QLORA_SAVED_FRACTION": [x / 20 for x in range(0, 41)],
     "VARIABLE_SHAPE_FRAGMENTATION": [x / 20 for x in range(0, 61)],

@@ -10,8 +10,14 @@ The peak is built from physical terms, each a function below:
                    in `offloaded`)
     logits         the vocabulary-wide scores and loss buffers
     qlora_buffers  bitsandbytes' dequantized weight and what QLoRA layers keep beyond a LoRA layer
+    gathered       FSDP / ZeRO-3: the unsharded parameters of the blocks being computed (and, accumulating
+                   under no_sync, the unsharded gradients)
     overhead       the CUDA context
     fragmentation  what the caching allocator reserves beyond what is allocated (stated, not in `total`)
+
+Under block checkpointing the logits and a re-run layer do not peak together either: autograd runs the loss's
+and the LM head's backward, which frees the logits, before it re-runs the last block. Without checkpointing
+every layer's activations are still held when the logits are made, so they add.
 
 Gradients and activations do not peak together: backward frees each layer's activations as it creates
 that layer's gradients, so unless gradients are accumulated over micro-batches (they then persist while the
@@ -129,6 +135,11 @@ OFFLOAD_RESIDENT_LAYERS = 1
 # and K. Fitted on the non-holdout rows of estimator/calibration/finetune_peaks.toml by
 # benchmarks/finetune_accuracy.py --fit.
 ACTIVATION_FACTOR = 1.08
+# torch.compile (torchtune `compile: True` compiles each block and the loss): Inductor fuses RMSNorm's fp32
+# upcast and the MLP's pointwise ops into the matmuls' epilogues and its partitioner recomputes cheap
+# pointwise results in backward instead of saving them (pytorch.org/docs/stable/torch.compiler.html, "min-cut
+# rematerialization"), so a compiled block saves this share of what the eager one does. Fitted as above.
+COMPILED_ACTIVATION_FACTOR = 0.7
 
 # --- logits and loss --------------------------------------------------------------------------------------
 # Bytes per (token x vocabulary entry) alive at the loss's peak in backward.
@@ -151,6 +162,22 @@ LOGITS_BYTES_PER_ELEMENT: dict[Loss, float] = {
     "fused": 0.0,
 }
 FUSED_LOSS_BYTES_PER_HIDDEN = 2 * BYTES_FP32
+# A compiled loss (torchtune compile_loss: torch.compile of the cross-entropy) fuses the fp32 upcast, the
+# log-softmax and its backward into kernels that keep only the logits they were given and one logsumexp per
+# token, and write the gradient in the logits' own dtype:
+#   chunked: the model's 16-bit logits 2 + one chunk's 16-bit gradient at a time (2 / LOSS_CHUNKS);
+#   fp32_upcast_forward: the model still returns fp32 logits (the upcast is outside the compiled loss) 4 +
+#     their fp32 gradient 4 + the 16-bit gradient it is cast to 2 = 10;
+#   fp32_upcast: 16-bit logits 2 + their 16-bit gradient 2.
+# torchtune README (commit 1814feb, Llama 3.2 3B): "+ Compile" saves 9.0 GiB at 8,192 tokens x 128,256, i.e.
+# about 8 of the 18 bytes, the rest coming from the compiled blocks.
+LOSS_CHUNKS = 8  # torchtune CEWithChunkedOutputLoss(num_output_chunks=8)
+COMPILED_LOGITS_BYTES_PER_ELEMENT: dict[Loss, float] = {
+    "fp32_upcast": 2.0 * BYTES_16BIT,
+    "fp32_upcast_forward": 2 * BYTES_FP32 + BYTES_16BIT,
+    "chunked": BYTES_16BIT + BYTES_16BIT / LOSS_CHUNKS,
+    "fused": 0.0,
+}
 
 # --- QLoRA --------------------------------------------------------------------------------------------------
 # bitsandbytes' MatMul4Bit dequantizes each 4-bit weight into a compute-dtype copy for every forward and
@@ -163,13 +190,20 @@ QLORA_DEQUANT_BUFFERS = 1
 # Fitted on the non-holdout rows by benchmarks/finetune_accuracy.py --fit.
 QLORA_SAVED_FRACTION = 0.75
 
+# --- sharded parameters (FSDP / ZeRO-3) -----------------------------------------------------------------------
+# FSDP all-gathers one wrapped block's parameters before computing it and frees them after; with the default
+# prefetch (FSDP1 limit_all_gathers / FSDP2's one-module prefetch) the next block's are gathered meanwhile,
+# so two blocks are unsharded at once (docs.pytorch.org/docs/stable/fsdp.html, BackwardPrefetch;
+# pytorch/torchtitan docs/fsdp.md): beyond the rank's own shard, (1 - 1/GPUs) of two blocks' parameters.
+FSDP_GATHERED_BLOCKS = 2
+
 # --- overhead ---------------------------------------------------------------------------------------------
 # CUDA context and kernels loaded by PyTorch + cuBLAS/cuDNN: about 0.5 GiB on recent drivers (it appears in
 # nvidia-smi, never in torch.cuda.memory_allocated or memory_reserved).
 CUDA_CONTEXT_BYTES = 0.5 * GIB
 # Memory the caching allocator reserves but does not hand out, as a share of what is allocated. Fitted by
 # benchmarks/finetune_accuracy.py on the non-holdout "reserved"/"nvidia-smi"/capacity rows.
-FRAGMENTATION_FRACTION = 0.075
+FRAGMENTATION_FRACTION = 0.1
 # Unpacked batches change shape every step, so the allocator cannot reuse the previous step's activation
 # and logits blocks exactly and keeps extra cache beside them (PyTorch's CUDA caching allocator rounds and
 # splits blocks per size class; docs.pytorch.org/docs/stable/notes/cuda.html#memory-management). As a share
@@ -242,6 +276,12 @@ class FinetuneSettings(BaseModel):
     gradient_accumulation: bool = Field(default=False, description="gradients persist across micro-batches")
     gradient_accumulation_steps: int = Field(default=1, ge=1)
     optimizer_in_backward: bool = Field(default=False, description="step fused into backward (torchtune)")
+    compiled: bool = Field(default=False, description="torch.compile of the blocks and the loss (torchtune compile)")
+    unsharded_accumulation: bool = Field(
+        default=False,
+        description="FSDP no_sync while accumulating: every rank holds full, unsharded gradients until the step "
+        "(LitGPT's fabric.no_backward_sync)",
+    )
     fused_optimizer: bool = Field(
         default=True,
         description="torch AdamW(fused=True), the Hugging Face Trainer's default (adamw_torch_fused); False: "
@@ -347,6 +387,7 @@ class FinetuneMemory(BaseModel):
     activations: float
     logits: float
     qlora_buffers: float = 0.0
+    gathered: float = Field(default=0.0, description="FSDP / ZeRO-3 unsharded blocks (and gradients) in backward")
     overhead: float
     fragmentation: float = 0.0
     offloaded: float = Field(default=0.0, description="host memory the offloaded state and activations need")
@@ -522,14 +563,42 @@ def trainable_bytes(model: Model, s: FinetuneSettings) -> float:
 
 
 def gradient_bytes(model: Model, s: FinetuneSettings) -> float:
-    """One gradient per trainable parameter in the weights' dtype (full) or the adapter dtype (LoRA);
-    none kept when the optimizer step runs inside backward, one layer's with parameter offload."""
-    if s.optimizer_in_backward:
-        return 0.0
+    """One gradient per trainable parameter in the weights' dtype (full) or the adapter dtype (LoRA); with
+    the optimizer step inside backward only the gradient waiting for its step, one layer's with parameter
+    offload."""
     width = _stored_weight_bytes(s) if s.method == "full" else _trainable_dtype_bytes(s)
+    if s.optimizer_in_backward:
+        return in_backward_gradient_bytes(model, s) if s.method == "full" else 0.0
     if s.method == "full" and s.offload == "params":
         return layer_params(model) * width
+    if accumulates_unsharded(s):
+        return trainable_params(model, s) * width
     return trainable_params(model, s) * width / _shards(s, 2)
+
+
+def in_backward_gradient_bytes(model: Model, s: FinetuneSettings) -> float:
+    """Stepping each parameter in its post-accumulate-grad hook (torchtune optimizer_in_bwd) frees a gradient
+    as soon as it is complete, but the embedding table's is complete only when backward reaches the embedding:
+    tied to the LM head it accumulates from the head's backward at the start to the embedding's at the end,
+    and untied the head's own gradient (as large) is made while the logits' gradient is alive. One table's
+    gradient, held through the part of backward that peaks."""
+    return model.vocab_size * model.hidden_size * _stored_weight_bytes(s) / _shards(s, 2)
+
+
+def accumulates_unsharded(s: FinetuneSettings) -> bool:
+    """FSDP's no_sync keeps the full gradients on every rank between optimizer steps: "FSDP will accumulate
+    the full model gradients (instead of gradient shards) until the eventual sync" (torch/distributed/fsdp/
+    fully_sharded_data_parallel.py, FullyShardedDataParallel.no_sync)."""
+    return s.unsharded_accumulation and s.gradient_accumulation and s.sharding == "fsdp" and s.gpus > 1
+
+
+def gathered_bytes(model: Model, s: FinetuneSettings) -> float:
+    """FSDP / ZeRO-3 in forward and backward: the other ranks' shares of the gathered blocks' parameters."""
+    if _shards(s, 3) == 1 or s.offload == "params":
+        return 0.0
+    blocks = min(FSDP_GATHERED_BLOCKS, model.layers)
+    width = _stored_weight_bytes(s) if s.method != "qlora" else nf4_bits_per_param(s.double_quant) / 8
+    return blocks * layer_params(model) * width * (1 - 1 / s.gpus)
 
 
 def adafactor_state_elements(model: Model, s: FinetuneSettings) -> float:
@@ -624,7 +693,8 @@ def layer_activation_bytes(model: Model, s: FinetuneSettings) -> float:
         lora_dropout_inputs_per_token(model, s)
     )
     saved = elements * tokens * _compute_bytes(s)
-    return ACTIVATION_FACTOR * saved + attention_score_bytes_per_layer(model, s)
+    factor = ACTIVATION_FACTOR * (COMPILED_ACTIVATION_FACTOR if s.compiled else 1.0)
+    return factor * saved + attention_score_bytes_per_layer(model, s)
 
 
 def checkpoint_input_bytes(model: Model, s: FinetuneSettings) -> float:
@@ -663,7 +733,8 @@ def logits_bytes(model: Model, s: FinetuneSettings) -> float:
         return tokens * model.vocab_size * LOGITS_BYTES_PER_ELEMENT["fp32_upcast_forward"]
     if s.loss == "fused":
         return tokens * model.hidden_size * FUSED_LOSS_BYTES_PER_HIDDEN
-    return tokens * model.vocab_size * LOGITS_BYTES_PER_ELEMENT[s.loss]
+    table = COMPILED_LOGITS_BYTES_PER_ELEMENT if s.compiled else LOGITS_BYTES_PER_ELEMENT
+    return tokens * model.vocab_size * table[s.loss]
 
 
 def qlora_buffer_bytes(model: Model, s: FinetuneSettings) -> float:
@@ -676,6 +747,22 @@ def qlora_buffer_bytes(model: Model, s: FinetuneSettings) -> float:
     kept = 1 if (s.checkpointing_used == "block" or s.activation_offload) else model.layers
     # The kept share follows the weights it is a share of: partitioned when they are (ZeRO-3 / FSDP).
     return dequant + QLORA_SAVED_FRACTION * kept * layer_4bit / _shards(s, 3)
+
+
+def backward_transient_bytes(
+    model: Model, s: FinetuneSettings, activations: float, logits: float, qlora: float
+) -> float:
+    """The peak of what backward holds beside the weights and gradients. With block checkpointing the saved
+    block inputs are held throughout; the logits (at the loss) and one re-run block with its QLoRA buffers
+    (after the LM head's backward freed the logits) come one after the other. Otherwise (and with a fused
+    loss) all of it at once."""
+    # Fused losses compute the hidden states' gradient in forward and keep it for backward
+    # (linkedin/Liger-Kernel fused_linear_cross_entropy.py saves grad_input in ctx), so it meets the re-run block.
+    if s.checkpointing_used != "block" or s.loss == "fused":
+        return activations + logits + qlora
+    layer = layer_activation_bytes(model, s)
+    inputs = activations - layer
+    return inputs + max(layer + qlora, logits)
 
 
 def fragmentation_bytes(allocated_bytes: float, transient_bytes: float = 0.0, packed: bool = True) -> float:
@@ -693,8 +780,12 @@ def finetune_memory(model: Model, s: FinetuneSettings) -> FinetuneMemory:
     activations, activations_host = activation_split(model, s)
     logits = logits_bytes(model, s)
     qlora = qlora_buffer_bytes(model, s)
-    transient = activations + logits + qlora
-    backward = gradients + transient if s.gradient_accumulation else max(gradients, transient)
+    gathered = gathered_bytes(model, s)
+    transient = backward_transient_bytes(model, s, activations, logits, qlora) + gathered
+    # Accumulated gradients persist through the next micro-batch; a gradient waiting for its in-backward step
+    # is held while backward peaks; otherwise gradients grow as the activations are freed.
+    together = s.gradient_accumulation or s.optimizer_in_backward
+    backward = gradients + transient if together else max(gradients, transient)
     # The step runs after backward: all gradients, the state and the step's own temporaries at once.
     step = gradients + optimizer_step_temporary_bytes(model, s)
     allocated = weights + trainable + optimizer + max(backward, step)
@@ -716,6 +807,7 @@ def finetune_memory(model: Model, s: FinetuneSettings) -> FinetuneMemory:
         activations=activations,
         logits=logits,
         qlora_buffers=qlora,
+        gathered=gathered,
         overhead=overhead,
         fragmentation=fragmentation,
         offloaded=activations_host + host_state,
@@ -773,6 +865,21 @@ def memory_verdict(mem: FinetuneMemory, usable_per_gpu_bytes: float) -> Verdict:
     return verdict
 
 
+def spilled_paged_bytes(mem: FinetuneMemory, usable_per_gpu_bytes: float) -> float:
+    """The paged optimizer state a run that fits only by paging moves to host memory (0 when it fits
+    without paging, or does not fit at all)."""
+    if mem.pageable <= 0 or mem.total <= usable_per_gpu_bytes:
+        return 0.0
+    if memory_verdict(mem, usable_per_gpu_bytes) == "does_not_fit":
+        return 0.0
+    return mem.pageable
+
+
+def _change(key: str, value: str, mem: FinetuneMemory, usable: float) -> Change:
+    return Change(key=key, value=value, total=mem.total, verdict=memory_verdict(mem, usable),
+                  paged=spilled_paged_bytes(mem, usable))
+
+
 def finetune_verdict(model: Model, settings: FinetuneSettings, usable_per_gpu_bytes: float) -> Verdict:
     return memory_verdict(finetune_memory(model, settings), usable_per_gpu_bytes)
 
@@ -817,6 +924,7 @@ class Change(BaseModel):
     value: str
     total: float
     verdict: Verdict
+    paged: float = Field(default=0.0, description="paged optimizer state it fits only by spilling to host memory")
 
 
 class SeqCurve(BaseModel):
@@ -887,26 +995,23 @@ def _changes(model: Model, s: FinetuneSettings, usable: float) -> list[Change]:
     out: list[Change] = []
     for key, value, update in candidates:
         mem = finetune_memory(model, s.with_(**update))
-        total, verdict = mem.total, memory_verdict(mem, usable)
-        if verdict != "does_not_fit":
-            out.append(Change(key=key, value=value, total=total, verdict=verdict))
+        if memory_verdict(mem, usable) != "does_not_fit":
+            out.append(_change(key, value, mem, usable))
     if s.method != "qlora" and not any(c.key == "qlora" for c in out):
         qlora = s.with_(method="qlora")
         qlora_seq = max_seq(model, qlora, usable, step=SEQ_STEP)
         if qlora_seq is not None and qlora_seq < s.seq:
             mem = finetune_memory(model, qlora.model_copy(update={"seq": qlora_seq}))
-            out.append(Change(key="qlora_seq", value=str(qlora_seq), total=mem.total,
-                              verdict=memory_verdict(mem, usable)))
+            out.append(_change("qlora_seq", str(qlora_seq), mem, usable))
     best_seq = max_seq(model, s, usable, step=SEQ_STEP)
     if best_seq is not None and best_seq < s.seq:
         mem = finetune_memory(model, s.model_copy(update={"seq": best_seq}))
-        out.append(Change(key="seq", value=str(best_seq), total=mem.total, verdict=memory_verdict(mem, usable)))
+        out.append(_change("seq", str(best_seq), mem, usable))
     if s.batch > 1:
         best_batch = max_batch(model, s, usable)
         if best_batch is not None and best_batch < s.batch:
             mem = finetune_memory(model, s.model_copy(update={"batch": best_batch}))
-            out.append(Change(key="batch", value=str(best_batch), total=mem.total,
-                              verdict=memory_verdict(mem, usable)))
+            out.append(_change("batch", str(best_batch), mem, usable))
     return sorted(out, key=lambda c: c.total)
 
 

@@ -27,6 +27,8 @@ KNOBS = (
     "train_embeddings",
     "optimizer",
     "optimizer_in_backward",
+    "compiled",
+    "unsharded_accumulation",
     "fused_optimizer",
     "precision",
     "regime",
@@ -43,7 +45,7 @@ KNOBS = (
     "offload",
 )
 TERMS = ("weights", "trainable", "gradients", "optimizer", "activations", "overhead")
-EXTRA_TERMS = ("logits", "qlora_buffers", "fragmentation", "offloaded", "pageable", "required")
+EXTRA_TERMS = ("logits", "qlora_buffers", "gathered", "fragmentation", "offloaded", "pageable", "required")
 
 
 def finetune_settings(svc: Service, gpu: GPU, query: dict[str, Any]) -> ft.FinetuneSettings:
@@ -105,7 +107,8 @@ def finetune_json(svc: Service, query: dict[str, Any]) -> dict[str, Any]:
         "max_seq": plan.max_seq,
         "max_batch": plan.max_batch,
         "changes": [
-            {"change": c.key, "to": c.value, "total_gb": _gib(c.total), "verdict": c.verdict} for c in plan.changes
+            {"change": c.key, "to": c.value, "total_gb": _gib(c.total), "verdict": c.verdict, "paged_gb": _gib(c.paged)}
+            for c in plan.changes
         ],
         "curve": [
             {"method": c.method, "seq": list(c.seq), "total_gb": [_gib(t) for t in c.total_bytes], "max_seq": c.max_seq}
@@ -145,7 +148,9 @@ def cmd_finetune(svc: Any, args: argparse.Namespace) -> int:
     print(f"  largest seq {data['max_seq'] or 'none fits'}, largest micro-batch {data['max_batch'] or 'none fits'}"
           f" (at seq {s['seq']})")
     for c in data["changes"]:
-        print(f"  try {_FINETUNE_CHANGE_FLAGS[c['change']].format(c['to'])}: {c['total_gb']:.2f} GiB ({c['verdict']})")
+        paged = f", only by paging {c['paged_gb']:.2f} GiB of optimizer state to CPU memory" if c["paged_gb"] else ""
+        flags = _FINETUNE_CHANGE_FLAGS[c["change"]].format(c["to"])
+        print(f"  try {flags}: {c['total_gb']:.2f} GiB ({c['verdict']}{paged})")
     return 0
 
 
@@ -189,6 +194,11 @@ def register(sub: Any) -> None:
                    dest="optimizer_in_backward")
     p.add_argument("--fused-optimizer", action=argparse.BooleanOptionalAction, default=None, dest="fused_optimizer",
                    help="torch AdamW(fused=True): no foreach step temporaries")
+    p.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None, dest="compiled",
+                   help="torch.compile of the blocks and the loss (torchtune compile: True)")
+    p.add_argument("--unsharded-accumulation", action=argparse.BooleanOptionalAction, default=None,
+                   dest="unsharded_accumulation",
+                   help="FSDP no_sync while accumulating: full gradients on every GPU until the step")
     p.add_argument("--regime", choices=choices(ft.Regime),
                    help="bf16: pure bf16 (no fp32 copy); amp_bf16/amp_fp16: fp32 master weights; fp32")
     p.add_argument("--precision", choices=choices(ft.Precision), help="compute dtype (see --regime)")

@@ -463,7 +463,8 @@ def finetune_reply(
     plan = ft.finetune_plan(model, settings, usable)
     mem = plan.memory
     loc = locale_key(locale)
-    advice = [t(locale, f"ft.change.{c.key}", value=_change_value(c), gib=f"{c.total / GIB:.1f}") for c in plan.changes]
+    advice = [t(locale, f"ft.change.{c.key}", value=_change_value(c), gib=f"{c.total / GIB:.1f}")
+              + (t(locale, "ft.change.paged", gib=f"{c.paged / GIB:.1f}") if c.paged else "") for c in plan.changes]
     names = ("weights", "trainable", "gradients", "optimizer", "activations", "logits", "qlora_buffers", "overhead")
     terms = {k: getattr(mem, k) for k in names}
     parts = [settings.framework or t(locale, "ft.framework.default"), settings.regime_used, settings.optimizer_used,

@@ -123,7 +123,10 @@ def test_gradients_sharded_from_zero2_and_dropped_in_backward() -> None:
         2 * TINY_PARAMS
     )
     assert ft.gradient_bytes(EXACT, s.model_copy(update={"gpus": 2, "sharding": "zero2"})) == pytest.approx(TINY_PARAMS)
-    assert ft.gradient_bytes(EXACT, s.model_copy(update={"optimizer_in_backward": True})) == 0
+    # Stepped inside backward, only the embedding table's gradient waits (16-bit, vocab x hidden).
+    in_bwd = s.model_copy(update={"optimizer_in_backward": True})
+    assert ft.gradient_bytes(EXACT, in_bwd) == pytest.approx(2 * EXACT.vocab_size * EXACT.hidden_size)
+    assert ft.gradient_bytes(EXACT, in_bwd.model_copy(update={"method": "lora"})) == 0
 
 
 def test_activation_bytes_by_hand() -> None:
@@ -149,7 +152,7 @@ def test_logits_bytes() -> None:
 
 
 def test_total_is_the_peak_of_its_terms() -> None:
-    s = FinetuneSettings(method="full", seq=512)
+    s = FinetuneSettings(method="full", seq=512, checkpointing=False)
     m = ft.finetune_memory(EXACT, s)
     allocated = m.weights + m.trainable + m.optimizer + max(m.gradients, m.activations + m.logits)
     assert m.allocated == pytest.approx(allocated)
@@ -167,6 +170,55 @@ def test_total_is_the_peak_of_its_terms() -> None:
     assert m.gb("weights") == pytest.approx(m.weights / 1e9)
     acc = ft.finetune_memory(EXACT, s.model_copy(update={"gradient_accumulation": True}))
     assert acc.total > m.total
+
+
+def test_block_checkpointing_logits_and_the_rerun_block_come_one_after_the_other() -> None:
+    s = FinetuneSettings(method="full", seq=512, checkpointing_mode="block", packing=True)
+    m = ft.finetune_memory(EXACT, s)
+    layer = ft.layer_activation_bytes(EXACT, s)
+    inputs = (EXACT.layers - 1) * ft.checkpoint_input_bytes(EXACT, s)
+    assert m.activations == pytest.approx(inputs + layer)
+    backward = inputs + max(layer, m.logits)
+    assert m.allocated == pytest.approx(m.weights + m.trainable + m.optimizer + max(m.gradients, backward))
+    # A fused loss keeps the hidden states' gradient from forward: it meets the re-run block.
+    fused = s.model_copy(update={"loss": "fused"})
+    mf = ft.finetune_memory(EXACT, fused)
+    assert mf.allocated == pytest.approx(
+        mf.weights + mf.trainable + mf.optimizer + max(mf.gradients, mf.activations + mf.logits)
+    )
+
+
+def test_compile_shrinks_saved_activations_and_the_loss_buffers() -> None:
+    s = FinetuneSettings(method="lora", seq=100, batch=2, checkpointing=False, loss="chunked")
+    c = s.model_copy(update={"compiled": True})
+    eager_layer, compiled_layer = ft.layer_activation_bytes(EXACT, s), ft.layer_activation_bytes(EXACT, c)
+    assert compiled_layer == pytest.approx(ft.COMPILED_ACTIVATION_FACTOR * eager_layer)
+    tokens_vocab = 200 * EXACT.vocab_size
+    assert ft.logits_bytes(EXACT, s) == pytest.approx(4 * tokens_vocab)
+    # 16-bit logits plus one of 8 chunks' 16-bit gradient.
+    assert ft.logits_bytes(EXACT, c) == pytest.approx((2 + 2 / 8) * tokens_vocab)
+    upcast = c.model_copy(update={"loss": "fp32_upcast_forward"})
+    assert ft.logits_bytes(EXACT, upcast) == pytest.approx(10 * tokens_vocab)
+
+
+def test_fsdp_no_sync_accumulation_holds_unsharded_gradients() -> None:
+    s = FinetuneSettings(method="full", gpus=4, sharding="fsdp", gradient_accumulation_steps=4)
+    full_grads = 2 * EXACT.params
+    assert ft.gradient_bytes(EXACT, s) == pytest.approx(full_grads / 4)
+    no_sync = s.model_copy(update={"unsharded_accumulation": True})
+    assert ft.gradient_bytes(EXACT, no_sync) == pytest.approx(full_grads)
+    # Without accumulation there is nothing to keep unsynced.
+    one_step = FinetuneSettings(method="full", gpus=4, sharding="fsdp", unsharded_accumulation=True)
+    assert ft.gradient_bytes(EXACT, one_step) == pytest.approx(full_grads / 4)
+    assert ft.finetune_memory(EXACT, no_sync).total > ft.finetune_memory(EXACT, s).total
+
+
+def test_fsdp_gathers_two_blocks_beyond_its_shard() -> None:
+    s = FinetuneSettings(method="lora", gpus=4, sharding="fsdp")
+    assert ft.gathered_bytes(EXACT, s) == pytest.approx(2 * ft.layer_params(EXACT) * 2 * (1 - 1 / 4))
+    assert ft.gathered_bytes(EXACT, s.model_copy(update={"sharding": "ddp"})) == 0
+    assert ft.gathered_bytes(EXACT, FinetuneSettings(method="lora")) == 0
+    assert ft.finetune_memory(EXACT, s).gathered == pytest.approx(ft.gathered_bytes(EXACT, s))
 
 
 def _state_bytes_per_param(s: FinetuneSettings) -> float:
@@ -323,6 +375,22 @@ def test_paged_optimizer_state_may_spill_to_the_host() -> None:
     assert ft.memory_verdict(m, m.required * 0.9) == "does_not_fit"
     plain = ft.finetune_memory(qwen3_8b(), s.model_copy(update={"optimizer": "adamw8bit"}))
     assert plain.pageable == 0 and plain.required == plain.total
+
+
+def test_a_change_that_fits_only_by_paging_carries_the_spilled_state() -> None:
+    s = FinetuneSettings(method="full", regime="bf16", optimizer="paged_adamw8bit", seq=256)
+    m = ft.finetune_memory(qwen3_8b(), s)
+    assert ft.spilled_paged_bytes(m, (m.required + m.total) / 2) == pytest.approx(m.pageable)
+    assert ft.spilled_paged_bytes(m, m.total * 1.2) == 0
+    assert ft.spilled_paged_bytes(m, m.required * 0.9) == 0
+    # torchtune's full run (paged 8-bit AdamW, step in backward) at 16k on 24 GiB: a shorter sequence fits
+    # only with its paged state in host memory.
+    long = FinetuneSettings(method="full", framework="torchtune", seq=16384)
+    plan = ft.finetune_plan(qwen3_8b(), long, 24 * 2**30)
+    seq = next(c for c in plan.changes if c.key == "seq")
+    shorter = ft.finetune_memory(qwen3_8b(), long.model_copy(update={"seq": int(seq.value)}))
+    assert seq.verdict == "tight" and seq.paged == pytest.approx(shorter.pageable) and seq.paged > 0
+    assert all(c.paged == 0 for c in plan.changes if c.key in ("qlora", "lora"))
 
 
 def test_verdict_and_what_to_change() -> None:

@@ -30,3 +30,15 @@ def test_a_run_that_fits_by_paging_says_so(svc: Service) -> None:
     text = description(svc, "4090", "llama-3.1-8b", "full", 4096, {"framework": "torchtune"})
     assert "with little headroom" in text.splitlines()[1]
     assert "spills to CPU memory: it runs, slower" in text
+
+
+def test_a_suggestion_that_fits_only_by_paging_says_so(svc: Service) -> None:
+    # At 16k tokens torchtune's full run is over the card; shortening the sequence brings what must stay on
+    # the GPU under the line, but the paged optimizer state then lives in host memory.
+    reply = finetune_reply(svc, svc.gpu("4090"), svc.model("llama-3.1-8b")[0], "full", 16384, 1, 1,
+                           {"framework": "torchtune"}, locale="en-US")
+    lines = next(f["value"] for f in reply.embeds[0]["fields"] if f["name"] == "What to change").splitlines()
+    shorter = [line for line in lines if line.startswith("• sequence length ≤")]
+    assert shorter and shorter[0].endswith("(fits only by paging 15.0 GiB of optimizer state to CPU memory: slower)")
+    qlora = [line for line in lines if line.startswith("• QLoRA instead")]
+    assert qlora and "paging" not in qlora[0]
