@@ -23,8 +23,7 @@ from estimator.fit import default_formats
 from estimator.memory import memory
 from estimator.query import Query
 from estimator.rank import rank
-
-GIB = 1024**3
+from estimator.units import GIB
 
 
 def cases() -> dict[str, Callable[[], bytes]]:

@@ -31,8 +31,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from catalog import Model, load_catalog  # noqa: E402
+from estimator.units import GIB  # noqa: E402
 
-GIB = 2**30
 DEFAULT_MODELS = ("llama-3.2-1b", "llama-3.2-3b", "llama-3.1-8b")
 METHODS = ("full", "lora")
 REGIMES = ("bf16", "amp_bf16")

@@ -23,7 +23,17 @@ from estimator.curve import VramCurves, vram_curves
 from estimator.engines import DEFAULT_FORMAT, DEFAULT_LEVELS, supports
 from estimator.fit import FitResult, default_formats, fit
 from estimator.memory import memory
-from estimator.query import ENGINES, KV_DTYPES, MAX_BATCH, MAX_GPUS, Engine, KVDtype, Query
+from estimator.query import (
+    DEFAULT_CTX,
+    DEFAULT_PROMPT_TOKENS,
+    ENGINES,
+    KV_DTYPES,
+    MAX_BATCH,
+    MAX_GPUS,
+    Engine,
+    KVDtype,
+    Query,
+)
 from estimator.rank import RankRow, Sort, rank
 
 
@@ -33,8 +43,8 @@ class FitRequest:
     model: str
     quant: str | None = None
     engine: str = "llama.cpp"
-    ctx: str | int = 8192
-    prompt: str | int = 2048
+    ctx: str | int = DEFAULT_CTX
+    prompt: str | int = DEFAULT_PROMPT_TOKENS
     kv: str = "f16"
     gpus: int = 1
     batch: int = 1
@@ -43,7 +53,7 @@ class FitRequest:
 @dataclass(frozen=True)
 class RankRequest:
     gpu: str
-    ctx: str | int = 8192
+    ctx: str | int = DEFAULT_CTX
     sort: str = "quality"
     kv: str = "f16"
     gpus: int = 1
@@ -264,7 +274,7 @@ class Service:
         return gpu, rows[: req.limit] if req.limit else rows
 
     def capability(
-        self, gpu: GPU, *, ctx: int = 8192, gpus: int = 1, engine: Engine = "llama.cpp"
+        self, gpu: GPU, *, ctx: int = DEFAULT_CTX, gpus: int = 1, engine: Engine = "llama.cpp"
     ) -> list[LargestModel]:
         out = []
         for level in ("int4", "int8", "fp16"):

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict
 from catalog.schema import GPU, Model, QuantFormat
 from estimator.capability import LargestModel, largest_that_fits
 from estimator.memory import memory
-from estimator.query import Engine, Query
+from estimator.query import DEFAULT_CTX, Engine, Query
 from estimator.speed import speed
 
 LONG_CONTEXT = 32 * 1024
@@ -48,7 +48,7 @@ def recommend(
     engine: Engine = "llama.cpp",
 ) -> Recommendation:
     return Recommendation(
-        comfortable_high_precision=largest_that_fits(models, q8, "int8", gpu, ctx=8192, engine=engine),
+        comfortable_high_precision=largest_that_fits(models, q8, "int8", gpu, ctx=DEFAULT_CTX, engine=engine),
         long_context_q4=largest_that_fits(models, q4, "int4", gpu, ctx=LONG_CONTEXT, engine=engine),
         reference_speeds=tuple(reference_speed(gpu, m, q4, engine) for m in references),
         # Decode moves every weight per token but does 2 FLOPs per weight: at batch 1 even the slowest

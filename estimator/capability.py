@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict
 
 from catalog.schema import GPU, Model, QuantFormat
 from estimator.memory import memory
-from estimator.query import Engine, KVDtype, Query
+from estimator.query import DEFAULT_CTX, Engine, KVDtype, Query
 
 # Size classes people talk in ("a 14B model"), from the sizes open models are released at.
 SIZE_CLASSES_B = (
@@ -64,7 +64,7 @@ def largest_that_fits(
     gpu: GPU,
     *,
     gpus: int = 1,
-    ctx: int = 8192,
+    ctx: int = DEFAULT_CTX,
     engine: Engine = "llama.cpp",
     kv: KVDtype = "f16",
 ) -> LargestModel:
@@ -123,7 +123,7 @@ def reference_models(models: tuple[Model, ...], classes: tuple[str, ...] | None 
 
 
 def largest_class_that_fits(
-    models: tuple[Model, ...], fmt: QuantFormat, gpu: GPU, *, gpus: int = 1, ctx: int = 8192,
+    models: tuple[Model, ...], fmt: QuantFormat, gpu: GPU, *, gpus: int = 1, ctx: int = DEFAULT_CTX,
     engine: Engine = "llama.cpp", kv: KVDtype = "f16",
 ) -> tuple[str, Model] | None:
     """The largest reference class whose model fits at `ctx` in `fmt`, or None."""

@@ -6,8 +6,7 @@ Fitted constants (efficiencies, utilisations, per-token latencies) live in
 
 from __future__ import annotations
 
-GIB = 2**30
-MIB = 2**20
+from estimator.units import GIB
 
 # Bytes per cached K or V element. q8_0 / q4_0 are ggml blocks of 32 (34 and 18 bytes).
 KV_BYTES_PER_ELEMENT: dict[str, float] = {"f16": 2.0, "bf16": 2.0, "fp8": 1.0, "q8_0": 34 / 32, "q4_0": 18 / 32}
@@ -19,6 +18,10 @@ RECURRENT_STATE_BYTES_PER_ELEMENT = 4.0
 # CUDA context + cuBLAS workspace that the engine's own memory log does not count (nvidia-smi shows
 # 250–500 MiB per process on Ampere/Hopper before any allocation).
 CUDA_CONTEXT_BYTES = 0.45 * GIB
+# A PyTorch training process loads more into the same context (its own kernels, cuBLAS and cuDNN): about
+# 0.5 GiB on recent drivers. It appears in nvidia-smi, never in torch.cuda.memory_allocated or
+# memory_reserved, so fine-tuning peaks add it on top of what the allocator holds.
+TORCH_CUDA_CONTEXT_BYTES = 0.5 * GIB
 # Metal and ROCm runtimes reserve less outside the engine's buffers.
 OTHER_CONTEXT_BYTES = 0.25 * GIB
 

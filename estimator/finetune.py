@@ -45,8 +45,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from catalog.arch import attention_params_per_layer, embedding_params
 from catalog.schema import GPU, Model
 from estimator.capability import training_precision
+from estimator.constants import TORCH_CUDA_CONTEXT_BYTES
 from estimator.finetune_presets import FRAMEWORKS, Framework, preset_values
 from estimator.memory import Verdict, verdict_for
+from estimator.units import GB_DECIMAL, GIB
 
 Method = Literal["full", "lora", "qlora"]
 Targets = Literal["qv", "attention", "all"]
@@ -62,9 +64,6 @@ Offload = Literal["none", "optimizer", "params"]
 Loss = Literal["fp32_upcast", "fp32_upcast_forward", "chunked", "fused"]
 Checkpointing = Literal["none", "block", "selective"]
 Attention = Literal["flash", "sdpa", "eager"]
-
-GIB = 2**30
-GB = 10**9
 
 # --- storage widths -------------------------------------------------------------------------------------
 BYTES_FP32 = 4
@@ -198,9 +197,6 @@ QLORA_SAVED_FRACTION = 0.75
 FSDP_GATHERED_BLOCKS = 2
 
 # --- overhead ---------------------------------------------------------------------------------------------
-# CUDA context and kernels loaded by PyTorch + cuBLAS/cuDNN: about 0.5 GiB on recent drivers (it appears in
-# nvidia-smi, never in torch.cuda.memory_allocated or memory_reserved).
-CUDA_CONTEXT_BYTES = 0.5 * GIB
 # Memory the caching allocator reserves but does not hand out, as a share of what is allocated. Fitted by
 # benchmarks/finetune_accuracy.py on the non-holdout "reserved"/"nvidia-smi"/capacity rows.
 FRAGMENTATION_FRACTION = 0.1
@@ -398,7 +394,7 @@ class FinetuneMemory(BaseModel):
         return float(getattr(self, term)) / GIB
 
     def gb(self, term: str = "total") -> float:
-        return float(getattr(self, term)) / GB
+        return float(getattr(self, term)) / GB_DECIMAL
 
     @property
     def total_gib(self) -> float:
@@ -406,7 +402,7 @@ class FinetuneMemory(BaseModel):
 
     @property
     def total_gb(self) -> float:
-        return self.total / GB
+        return self.total / GB_DECIMAL
 
     @property
     def allocated(self) -> float:
@@ -790,7 +786,7 @@ def finetune_memory(model: Model, s: FinetuneSettings) -> FinetuneMemory:
     step = gradients + optimizer_step_temporary_bytes(model, s)
     allocated = weights + trainable + optimizer + max(backward, step)
     fragmentation = fragmentation_bytes(allocated, activations + logits, s.packing)
-    overhead = CUDA_CONTEXT_BYTES
+    overhead = TORCH_CUDA_CONTEXT_BYTES
     host_state = 0.0
     if s.offload != "none":
         host_state += optimizer_state_bytes(model, s)

@@ -20,6 +20,13 @@ KV_DTYPES: tuple[KVDtype, ...] = ("f16", "bf16", "q8_0", "q4_0", "fp8")
 MAX_GPUS = 8
 MAX_BATCH = 256
 
+# What a question means when it leaves a knob out; the bot, the CLI and the estimator all start from these.
+DEFAULT_CTX = 8192
+DEFAULT_PROMPT_TOKENS = 2048
+
+# The compute backend llama.cpp and vLLM use on each vendor's GPUs.
+BACKEND_OF_VENDOR: dict[str, Backend] = {"nvidia": "cuda", "amd": "rocm", "apple": "metal", "intel": "sycl"}
+
 
 class Query(BaseModel):
     """One normalised question: this model, in this format, on these GPUs, with this workload."""
@@ -31,8 +38,10 @@ class Query(BaseModel):
     model: Model
     quant: QuantFormat
     engine: Engine = "llama.cpp"
-    ctx: int = Field(default=8192, ge=1, description="context the KV cache is sized for, tokens")
-    prompt_tokens: int = Field(default=2048, ge=0, description="prompt length for TTFT; decode runs after it")
+    ctx: int = Field(default=DEFAULT_CTX, ge=1, description="context the KV cache is sized for, tokens")
+    prompt_tokens: int = Field(
+        default=DEFAULT_PROMPT_TOKENS, ge=0, description="prompt length for TTFT; decode runs after it"
+    )
     kv: KVDtype = "f16"
     batch: int = Field(default=1, ge=1, le=MAX_BATCH, description="concurrent sequences")
 
@@ -42,4 +51,4 @@ class Query(BaseModel):
 
 def backend_of(gpu: GPU) -> Backend:
     """The compute backend llama.cpp and vLLM use on this vendor's GPUs."""
-    return {"nvidia": "cuda", "amd": "rocm", "apple": "metal", "intel": "sycl"}[gpu.vendor]  # type: ignore[return-value]
+    return BACKEND_OF_VENDOR[gpu.vendor]

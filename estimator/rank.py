@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict
 
 from catalog.schema import GPU, Model, QuantFormat
 from estimator.memory import MemoryBreakdown, memory_of, total_bytes, usable_vram_bytes
-from estimator.query import Engine, KVDtype
+from estimator.query import DEFAULT_CTX, Engine, KVDtype
 from estimator.speed import Speed, speed_of
 
 Sort = Literal["quality", "speed", "size"]
@@ -93,7 +93,7 @@ def rank(
     gpu: GPU,
     *,
     gpus: int = 1,
-    ctx: int = 8192,
+    ctx: int = DEFAULT_CTX,
     engine: Engine = "llama.cpp",
     kv: KVDtype = "f16",
     prompt_tokens: int = 2048,

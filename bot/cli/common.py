@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bot.service import FitRequest, Service
+from estimator.query import DEFAULT_CTX, DEFAULT_PROMPT_TOKENS
 
 EXIT_USAGE = 2
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a tool whose reader went away
@@ -41,8 +42,8 @@ def fit_request(d: dict[str, Any]) -> FitRequest:
         model=str(d["model"]),
         quant=d.get("quant"),
         engine=str(d.get("engine") or "llama.cpp"),
-        ctx=d.get("ctx") or 8192,
-        prompt=d["prompt"] if d.get("prompt") is not None else 2048,
+        ctx=d.get("ctx") or DEFAULT_CTX,
+        prompt=d["prompt"] if d.get("prompt") is not None else DEFAULT_PROMPT_TOKENS,
         kv=str(d.get("kv") or "f16"),
         # 0 is refused like any other count out of range, not taken for "not given".
         gpus=int(d["gpus"]) if d.get("gpus") is not None else 1,

@@ -12,6 +12,8 @@ from bot.cli.common import CliError, at_least_one, fetch_hf, fit_request, print_
 from bot.params import BadValue, format_tokens, parse_tokens
 from bot.service import RankRequest, Service
 from catalog.resolve import NotFound
+from estimator.query import DEFAULT_CTX, DEFAULT_PROMPT_TOKENS
+from estimator.units import to_gib
 
 
 def cmd_fit(svc: Service, args: argparse.Namespace) -> int:
@@ -212,9 +214,9 @@ def cmd_whatgpu(svc: Service, args: argparse.Namespace) -> int:
             "setups": [{"gpu": s.gpu.id, "name": s.gpu.name, "count": s.count, "quant": s.quant.id,
                         "decode_tps": round(s.decode_tps, 1), "ttft_s": round(s.ttft_s, 3), "price_usd": s.price_usd,
                         "power_w": s.power_w, "verdict": s.memory.verdict,
-                        "memory_gb": {"total": json_shapes.gb(s.memory.total_bytes),
-                                      "usable": json_shapes.gb(s.memory.usable_bytes)},
-                        "headroom_gb": json_shapes.gb(s.headroom_bytes)} for s in rows[: args.limit]],
+                        "memory_gb": {"total": to_gib(s.memory.total_bytes),
+                                      "usable": to_gib(s.memory.usable_bytes)},
+                        "headroom_gb": to_gib(s.headroom_bytes)} for s in rows[: args.limit]],
         })
         return 0
     print(f"GPU setups for {model.name} at {format_tokens(parse_tokens(args.ctx))} context ({engine})")
@@ -223,7 +225,7 @@ def cmd_whatgpu(svc: Service, args: argparse.Namespace) -> int:
         return 0
     print(table(["setup", "format", "tok/s", "TTFT s", "price $", "W", "headroom GiB"], [
         [f"{s.count}× {s.gpu.name}", s.quant.name, round(s.decode_tps, 1), round(s.ttft_s, 2), s.price_usd or "?",
-         s.power_w or "?", json_shapes.gb(s.headroom_bytes)] for s in rows[: args.limit]]))
+         s.power_w or "?", to_gib(s.headroom_bytes)] for s in rows[: args.limit]]))
     return 0
 
 
@@ -233,8 +235,8 @@ def add_fit_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True, help="model: 'qwen3-8b', 'Qwen/Qwen3-8B', 'llama3.1:8b-instruct-q4_K_M'")
     p.add_argument("--quant", help="format (Q4_K_M, Q8_0, AWQ …) or level (int4, int8, fp16); default: compare three")
     p.add_argument("--engine", default="llama.cpp", help="llama.cpp (also Ollama, LM Studio), vllm or mlx")
-    p.add_argument("--ctx", default="8k", help="context length: 8192, 32k, 128K, 1M")
-    p.add_argument("--prompt", default="2048", help="prompt tokens for TTFT (0 = empty context)")
+    p.add_argument("--ctx", default=format_tokens(DEFAULT_CTX), help="context length: 8192, 32k, 128K, 1M")
+    p.add_argument("--prompt", default=str(DEFAULT_PROMPT_TOKENS), help="prompt tokens for TTFT (0 = empty context)")
     p.add_argument("--kv", default="f16", help="KV cache precision: f16, q8_0, q4_0, fp8")
     p.add_argument("--gpus", type=int, default=1, help="number of GPUs (1-8)")
     p.add_argument("--batch", type=int, default=1, help="concurrent sequences")
@@ -249,7 +251,7 @@ def register(sub: Any) -> None:
 
     p = sub.add_parser("rank", help="the best models that fit a GPU setup")
     p.add_argument("--gpu", required=True)
-    p.add_argument("--ctx", default="8k")
+    p.add_argument("--ctx", default=format_tokens(DEFAULT_CTX))
     p.add_argument("--sort", default="quality", choices=["quality", "speed", "size"])
     p.add_argument("--kv", default="f16")
     p.add_argument("--gpus", type=int, default=1)
@@ -261,7 +263,7 @@ def register(sub: Any) -> None:
 
     p = sub.add_parser("gpu", help="a GPU's spec card: capability, fine-tuning, recommendation")
     p.add_argument("--gpu", required=True)
-    p.add_argument("--ctx", default="8k")
+    p.add_argument("--ctx", default=format_tokens(DEFAULT_CTX))
     p.add_argument("--gpus", type=int, default=1)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_gpu)
@@ -273,7 +275,7 @@ def register(sub: Any) -> None:
     p.add_argument("--model", required=True, help="catalog model or hf:org/name")
     p.add_argument("--quant", help="format or level (default int4)")
     p.add_argument("--engine", default="llama.cpp")
-    p.add_argument("--ctx", default="8k")
+    p.add_argument("--ctx", default=format_tokens(DEFAULT_CTX))
     p.add_argument("--kv", default="f16")
     p.add_argument("--min-tps", type=float, dest="min_tps", help="at least this many tokens/s")
     p.add_argument("--max-gpus", type=int, default=8, dest="max_gpus")

@@ -14,8 +14,8 @@ from bot.params import BadValue, parse_tokens
 from bot.service import Service
 from catalog.schema import GPU
 from estimator import finetune as ft
-from estimator.constants import GIB
 from estimator.memory import usable_vram_bytes
+from estimator.units import to_gib
 
 # Request keys passed to the estimator as they are (None: not given, the framework or default decides).
 KNOBS = (
@@ -67,10 +67,6 @@ def finetune_settings(svc: Service, gpu: GPU, query: dict[str, Any]) -> ft.Finet
         raise BadValue(f"{'.'.join(map(str, first['loc']))}: {first['msg']}") from None
 
 
-def _gib(value: float) -> float:
-    return round(value / GIB, 2)
-
-
 def finetune_json(svc: Service, query: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(query, dict) or not query.get("gpu") or not query.get("model"):
         raise BadValue("finetune needs gpu and model")
@@ -81,13 +77,13 @@ def finetune_json(svc: Service, query: dict[str, Any]) -> dict[str, Any]:
     budget = usable_vram_bytes(gpu)
     plan = ft.finetune_plan(model, settings, budget)
     mem = plan.memory
-    memory_gb = {t: _gib(getattr(mem, t)) for t in TERMS}
+    memory_gb = {t: to_gib(getattr(mem, t)) for t in TERMS}
     # Logits and loss buffers are reported with the activations they peak alongside.
-    memory_gb["activations"] = _gib(mem.activations + mem.logits)
-    memory_gb["total"] = _gib(mem.total)
-    memory_gb.update({t: _gib(getattr(mem, t)) for t in EXTRA_TERMS})
-    memory_gb["allocated"] = _gib(mem.allocated)
-    memory_gb["reserved"] = _gib(mem.reserved)
+    memory_gb["activations"] = to_gib(mem.activations + mem.logits)
+    memory_gb["total"] = to_gib(mem.total)
+    memory_gb.update({t: to_gib(getattr(mem, t)) for t in EXTRA_TERMS})
+    memory_gb["allocated"] = to_gib(mem.allocated)
+    memory_gb["reserved"] = to_gib(mem.reserved)
     return {
         "gpu": gpu_brief(gpu, settings.gpus),
         "model": model_brief(model),
@@ -101,17 +97,19 @@ def finetune_json(svc: Service, query: dict[str, Any]) -> dict[str, Any]:
             "attention": settings.attention_used,
         },
         "memory_gb": memory_gb,
-        "usable_gb": _gib(budget),
+        "usable_gb": to_gib(budget),
         "fits": plan.verdict != "does_not_fit",
         "verdict": plan.verdict,
         "max_seq": plan.max_seq,
         "max_batch": plan.max_batch,
         "changes": [
-            {"change": c.key, "to": c.value, "total_gb": _gib(c.total), "verdict": c.verdict, "paged_gb": _gib(c.paged)}
+            {"change": c.key, "to": c.value, "total_gb": to_gib(c.total), "verdict": c.verdict,
+             "paged_gb": to_gib(c.paged)}
             for c in plan.changes
         ],
         "curve": [
-            {"method": c.method, "seq": list(c.seq), "total_gb": [_gib(t) for t in c.total_bytes], "max_seq": c.max_seq}
+            {"method": c.method, "seq": list(c.seq), "total_gb": [to_gib(t) for t in c.total_bytes],
+             "max_seq": c.max_seq}
             for c in plan.curves
         ],
     }

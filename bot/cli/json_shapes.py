@@ -6,14 +6,9 @@ from typing import Any
 
 from catalog.schema import GPU, Model
 from estimator.capability import LargestModel
-from estimator.constants import GIB
 from estimator.fit import FitResult
 from estimator.rank import RankRow
-
-
-def gb(nbytes: float) -> float:
-    """Bytes → GiB rounded for display; engines log GiB and vendors' memory 'GB' are GiB."""
-    return round(nbytes / GIB, 2)
+from estimator.units import to_gib
 
 
 def gpu_brief(gpu: GPU, count: int = 1) -> dict[str, Any]:
@@ -41,12 +36,12 @@ def fit_json(result: FitResult) -> dict[str, Any]:
                 "fits": o.fits,
                 "verdict": o.memory.verdict,
                 "memory_gb": {
-                    "weights": gb(o.memory.weights_bytes),
-                    "kv_cache": gb(o.memory.kv_cache_bytes),
-                    "overhead": gb(o.memory.overhead_bytes),
-                    "total": gb(o.memory.total_bytes),
-                    "usable": gb(o.memory.usable_bytes),
-                    "headroom": gb(o.memory.headroom_bytes),
+                    "weights": to_gib(o.memory.weights_bytes),
+                    "kv_cache": to_gib(o.memory.kv_cache_bytes),
+                    "overhead": to_gib(o.memory.overhead_bytes),
+                    "total": to_gib(o.memory.total_bytes),
+                    "usable": to_gib(o.memory.usable_bytes),
+                    "headroom": to_gib(o.memory.headroom_bytes),
                 },
                 "decode_tps": round(o.speed.decode_tps, 1),
                 "decode_tps_low": round(o.speed.decode_tps_low, 1),
@@ -84,7 +79,7 @@ def rank_json(gpu: GPU, gpus: int, ctx: int, rows: list[RankRow]) -> dict[str, A
                 "ttft_s": round(r.best.speed.ttft_s, 3),
                 "ttft_s_low": round(r.best.speed.ttft_s_low, 3),
                 "ttft_s_high": round(r.best.speed.ttft_s_high, 3),
-                "memory_gb": {"total": gb(r.best.memory.total_bytes), "usable": gb(r.best.memory.usable_bytes)},
+                "memory_gb": {"total": to_gib(r.best.memory.total_bytes), "usable": to_gib(r.best.memory.usable_bytes)},
                 "verdict": r.best.memory.verdict,
                 "fitting_quants": [f.quant.id for f in r.fitting],
             }

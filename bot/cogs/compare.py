@@ -19,6 +19,7 @@ from bot.cogs.common import (
 from bot.cogs.settings import defaults_for
 from bot.params import BadValue, parse_tokens
 from bot.service import FitRequest
+from estimator.query import DEFAULT_CTX
 
 if TYPE_CHECKING:
     from bot.client import RigBot
@@ -59,7 +60,7 @@ class Compare(commands.Cog):
             raise BadValue.of("compare.needs_second")
         defaults = await defaults_for(self.bot, interaction)
         first_gpu = defaults.require_gpu(gpu)
-        tokens = parse_tokens(defaults.take("ctx", ctx) or 8192)
+        tokens = parse_tokens(defaults.take("ctx", ctx) or DEFAULT_CTX)
         engine = defaults.take("engine", engine) or "llama.cpp"
         kv = defaults.take("kv", None) or "f16"
         reqs = [

@@ -14,6 +14,7 @@ from discord.ext import commands
 from bot.daily.delivery import MAX_GPUS, DailyJob, parse_webhook_url
 from bot.params import BadValue, format_tokens, parse_tokens
 from bot.render.embeds import locale_key
+from estimator.query import DEFAULT_CTX
 
 if TYPE_CHECKING:
     from bot.client import RigBot
@@ -123,7 +124,7 @@ class DailyCog(
                     "请用 gpus:… 指定显卡，或先用 /settings server gpu:… 设置本服务器的默认显卡。" if zh
                     else "Say which GPUs with gpus:…, or set this server's GPU first with /settings server gpu:…"
                 )
-        tokens = parse_tokens(ctx) if ctx else (settings.ctx or 8192)
+        tokens = parse_tokens(ctx) if ctx else (settings.ctx or DEFAULT_CTX)
         sub = await self.bot.state.add_subscription(
             interaction.guild_id,
             channel.id if channel else None,

@@ -25,6 +25,7 @@ from bot.cogs.settings import defaults_for, join_notes
 from bot.params import parse_tokens
 from bot.render.replies import choice_note
 from bot.service import FitRequest
+from estimator.query import DEFAULT_CTX, DEFAULT_PROMPT_TOKENS
 
 if TYPE_CHECKING:
     from bot.client import RigBot
@@ -68,8 +69,8 @@ class Fit(commands.Cog):
             model=model,
             quant=quant,
             engine=defaults.take("engine", engine) or "llama.cpp",
-            ctx=parse_tokens(defaults.take("ctx", ctx) or 8192),
-            prompt=parse_tokens(prompt or 2048, name="prompt", allow_zero=True),
+            ctx=parse_tokens(defaults.take("ctx", ctx) or DEFAULT_CTX),
+            prompt=parse_tokens(prompt or DEFAULT_PROMPT_TOKENS, name="prompt", allow_zero=True),
             kv=defaults.take("kv", kv) or "f16",
             gpus=gpus,
             batch=batch,

@@ -12,6 +12,7 @@ from bot.cogs.common import HEAVY_COMMAND_PER_S, HEAVY_COMMAND_RATE, gpu_autocom
 from bot.cogs.settings import defaults_for, join_notes
 from bot.params import parse_tokens
 from bot.render.replies import choice_note
+from estimator.query import DEFAULT_CTX
 
 if TYPE_CHECKING:
     from bot.client import RigBot
@@ -30,7 +31,7 @@ class Gpu(commands.Cog):
         defaults = await defaults_for(self.bot, interaction)
         choice = svc.gpu_choice(defaults.require_gpu(gpu))
         found = choice.gpu
-        tokens = parse_tokens(defaults.take("ctx", ctx) or 8192)
+        tokens = parse_tokens(defaults.take("ctx", ctx) or DEFAULT_CTX)
         locale = str(interaction.locale.value)
         note = join_notes(choice_note(choice, locale), defaults.note(locale, {"gpu": found.name}))
         await self.bot.answer(

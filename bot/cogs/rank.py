@@ -25,6 +25,7 @@ from bot.render.replies import choice_note
 from bot.render.reply import Reply
 from bot.service import RankRequest
 from bot.ui.pages import pages_view
+from estimator.query import DEFAULT_CTX
 
 if TYPE_CHECKING:
     from bot.client import RigBot
@@ -61,7 +62,7 @@ class Rank(commands.Cog):
         defaults = await defaults_for(self.bot, interaction)
         req = RankRequest(
             gpu=defaults.require_gpu(gpu),
-            ctx=parse_tokens(defaults.take("ctx", ctx) or 8192),
+            ctx=parse_tokens(defaults.take("ctx", ctx) or DEFAULT_CTX),
             sort=sort,
             kv=defaults.take("kv", kv) or "f16",
             gpus=gpus,

@@ -38,7 +38,7 @@ from bot.service import FitRequest
 from bot.store.reports import ReportDraft
 from bot.ui.report import MINE_MAX, ConfirmReport, MineView, interaction_locale, report_embed
 from estimator import ESTIMATOR_VERSION
-from estimator.query import Query
+from estimator.query import DEFAULT_CTX, Query
 
 if TYPE_CHECKING:
     from bot.client import RigBot
@@ -149,7 +149,7 @@ class ReportCog(commands.GroupCog, group_name="report",
         build_text = build_text or measured.build
         ctx_tokens = parse_tokens(ctx) if ctx else None
         svc = self.bot.service
-        req = FitRequest(gpu=gpu, model=model, quant=quant, engine=engine, ctx=ctx_tokens or 8192, gpus=gpus)
+        req = FitRequest(gpu=gpu, model=model, quant=quant, engine=engine, ctx=ctx_tokens or DEFAULT_CTX, gpus=gpus)
         q, formats = svc.base_query(req)
         option = svc.fit(req).options[0]
         reporter = await self.ctx.reporter(interaction.user.id)

@@ -21,6 +21,7 @@ from bot.cogs.settings import defaults_for
 from bot.params import parse_tokens
 from bot.render.reply import Reply
 from bot.ui.pages import pages_view
+from estimator.query import DEFAULT_CTX
 
 if TYPE_CHECKING:
     from bot.client import RigBot
@@ -57,7 +58,7 @@ class WhatGpu(commands.Cog):
         engine = defaults.take("engine", engine) or "llama.cpp"
         await prefetch_model(interaction, svc, model)
         found, _ = svc.model(model)
-        tokens = parse_tokens(defaults.take("ctx", ctx) or 8192)
+        tokens = parse_tokens(defaults.take("ctx", ctx) or DEFAULT_CTX)
         # Checked before any defer, so a bad option gets a private answer at once.
         if quant:
             svc.formats(svc.engine(engine), quant)

@@ -40,6 +40,7 @@ from bot.render.replies import rank_rows_view
 from bot.render.reply import Reply, ReplyFile
 from bot.service import RankRequest, Service
 from catalog.resolve import NotFound
+from estimator.query import DEFAULT_CTX
 
 if TYPE_CHECKING:
     from bot.store.records import CatalogSnapshot, Delivery, QueryStats, Subscription
@@ -50,7 +51,6 @@ TOP_MODELS = 5
 MAX_GPUS = 4
 CHART_NAME = "daily.png"
 DEFAULT_GPU = "rtx 4090"
-DEFAULT_CTX = 8192
 # 429s and 5xx are retried until this long after the first attempt; a trigger answers within it.
 RETRY_DEADLINE_S = 45.0
 FIRST_BACKOFF_S = 0.5

@@ -33,11 +33,11 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLoca
 from bot.params import format_tokens
 from estimator.curve import VramCurves
 from estimator.rank import RankRow
+from estimator.units import GIB
 
 Theme = Literal["dark", "light"]
 
 WIDTH_PX, HEIGHT_PX, DPI = 1200, 675, 100
-GIB = 1024**3
 
 # Sizes in points at 100 dpi. Discord shrinks a 1200 px image to roughly a third of that on a
 # phone, so anything smaller than ~14 pt becomes illegible there.

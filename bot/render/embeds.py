@@ -23,7 +23,7 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
 from bot.params import format_tokens
-from estimator.constants import GIB
+from estimator.units import gib_text
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 LOCALES = ("en", "zh-CN")
@@ -161,10 +161,6 @@ def parse_sections(text: str, more: str) -> dict[str, Any]:
     return builder.build()
 
 
-def _gib(nbytes: float) -> str:
-    return f"{nbytes / GIB:.1f}"
-
-
 def _tps(value: float) -> str:
     return f"{value:.0f}" if value >= 10 else f"{value:.1f}"
 
@@ -197,7 +193,7 @@ def environment() -> Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
-    env.filters.update(gib=_gib, tps=_tps, secs=_secs, secs_span=_secs_span, tokens=format_tokens, params=_params)
+    env.filters.update(gib=gib_text, tps=_tps, secs=_secs, secs_span=_secs_span, tokens=format_tokens, params=_params)
     return env
 
 

@@ -14,13 +14,13 @@ from bot.render.table import Column, render_table, setup_label, short_gpu_name, 
 from bot.render.text import t
 from bot.service import FitRequest, GpuChoice, RankRequest, Service
 from catalog.schema import GPU, QuantFormat
-from estimator.constants import GIB
 from estimator.curve import VramCurves
 from estimator.finetune import Method
 from estimator.fit import FitResult
 from estimator.memory import memory
-from estimator.query import Query
+from estimator.query import DEFAULT_CTX, Query
 from estimator.rank import RankRow
+from estimator.units import GIB, gib_text
 
 PAGE_SIZE = 10
 VERDICTS = {
@@ -180,7 +180,7 @@ def rank_rows_view(rows: list[RankRow], start: int) -> list[dict[str, Any]]:
                 "quant": r.best.quant.name,
                 "tps": f"{r.best.speed.decode_tps:.0f}",
                 "ttft": _ttft_cell(r.best.speed.ttft_s),
-                "gib": f"{r.best.memory.total_bytes / GIB:.1f}",
+                "gib": gib_text(r.best.memory.total_bytes),
             }
         )
     return out
@@ -338,7 +338,7 @@ def recommendation_text(svc: Service, gpu: GPU, locale: str) -> str:
 
 
 def gpu_reply(
-    svc: Service, gpu_text: str, ctx: int = 8192, *, locale: str, theme: charts.Theme = "dark"
+    svc: Service, gpu_text: str, ctx: int = DEFAULT_CTX, *, locale: str, theme: charts.Theme = "dark"
 ) -> Reply:
     from estimator import finetune
     from estimator.capability import CHART_CLASSES, largest_class_that_fits, reference_models, training_precision
@@ -463,8 +463,8 @@ def finetune_reply(
     plan = ft.finetune_plan(model, settings, usable)
     mem = plan.memory
     loc = locale_key(locale)
-    advice = [t(locale, f"ft.change.{c.key}", value=_change_value(c), gib=f"{c.total / GIB:.1f}")
-              + (t(locale, "ft.change.paged", gib=f"{c.paged / GIB:.1f}") if c.paged else "") for c in plan.changes]
+    advice = [t(locale, f"ft.change.{c.key}", value=_change_value(c), gib=gib_text(c.total))
+              + (t(locale, "ft.change.paged", gib=gib_text(c.paged)) if c.paged else "") for c in plan.changes]
     names = ("weights", "trainable", "gradients", "optimizer", "activations", "logits", "qlora_buffers", "overhead")
     terms = {k: getattr(mem, k) for k in names}
     parts = [settings.framework or t(locale, "ft.framework.default"), settings.regime_used, settings.optimizer_used,
@@ -530,7 +530,7 @@ def whatgpu_table(shown: list[Any], locale: str) -> list[str]:
                Column(t(locale, "col.tps"), 5, ">"), Column(t(locale, "col.ttft"), 5, ">"),
                Column(t(locale, "col.free"), 8, ">")]
     rows = [[setup_label(s.gpu, s.count, short=True, width=WHATGPU_SETUP_WIDTH), s.quant.name[:8],
-             _tps_cell(s.decode_tps), _ttft_cell(s.ttft_s), f"{s.headroom_bytes / GIB:.1f}"] for s in shown]
+             _tps_cell(s.decode_tps), _ttft_cell(s.ttft_s), gib_text(s.headroom_bytes)] for s in shown]
     return render_table(columns, rows)
 
 

@@ -156,13 +156,13 @@ def test_total_is_the_peak_of_its_terms() -> None:
     m = ft.finetune_memory(EXACT, s)
     allocated = m.weights + m.trainable + m.optimizer + max(m.gradients, m.activations + m.logits)
     assert m.allocated == pytest.approx(allocated)
-    assert m.total == pytest.approx(allocated + ft.CUDA_CONTEXT_BYTES)
+    assert m.total == pytest.approx(allocated + ft.TORCH_CUDA_CONTEXT_BYTES)
     # Unpacked batches vary in shape: the allocator's cache grows with the step's transient memory.
     transient = m.activations + m.logits
     frag = ft.FRAGMENTATION_FRACTION * allocated + ft.VARIABLE_SHAPE_FRAGMENTATION * transient
     assert m.fragmentation == pytest.approx(frag)
     assert m.reserved == pytest.approx(allocated + frag)
-    assert m.nvidia_smi == pytest.approx(allocated + frag + ft.CUDA_CONTEXT_BYTES)
+    assert m.nvidia_smi == pytest.approx(allocated + frag + ft.TORCH_CUDA_CONTEXT_BYTES)
     packed = ft.finetune_memory(EXACT, s.model_copy(update={"packing": True}))
     assert packed.fragmentation == pytest.approx(ft.FRAGMENTATION_FRACTION * allocated)
     assert packed.total == pytest.approx(m.total)
