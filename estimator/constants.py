@@ -28,6 +28,9 @@ OTHER_CONTEXT_BYTES = 0.25 * GIB
 # llama.cpp's physical micro-batch (n_ubatch default 512, common/common.h) sizes its compute buffer and
 # how many prompt tokens share one pass over the weights.
 LLAMACPP_UBATCH = 512
+# Prompt tokens that share one read of a weight tile in the prefill matrix multiplies (llama.cpp's MMQ
+# kernels take up to 128 token columns per tile, mmq_x in ggml-cuda/mmq.cuh; cuBLAS tiles are 128–256).
+PREFILL_WEIGHT_TILE_TOKENS = 128
 # llama.cpp compute buffer: logits for a micro-batch in fp32 plus the FFN and attention intermediates
 # of one layer (flash attention on: no n_ctx x n_ubatch score matrix).
 COMPUTE_BUFFER_FLOATS_PER_TOKEN_FACTOR = 1.0

@@ -21,6 +21,7 @@ from estimator.calibration.model import (
     arch_group,
     memory_group,
     situation_groups,
+    watts_per_tflops,
 )
 from estimator.query import Backend, Engine, backend_of
 
@@ -154,6 +155,7 @@ class DecodeCoefficients:
     dequant_ops_per_weight: float
     layer_overhead_s: float
     moe_layer_overhead_s: float
+    recurrent_layer_overhead_s: float
     token_overhead_s: float
 
 
@@ -164,6 +166,21 @@ class PrefillCoefficients:
     inv_pass_efficiency: float
     moe_matmul_extra: float
     request_overhead_s: float
+    tile_dequant_ops_per_weight: float
+    recurrent_step_s: float
+    prefill_layer_overhead_s: float
+
+
+def covariates(gpu: GPU) -> dict[str, float]:
+    """The continuous GPU properties some coefficients scale with.
+
+    `power_per_flop`: log of the board's watts per peak TFLOPS over its architecture's median (over the
+    catalog). Within one architecture, a board with few watts for its datasheet FLOPS (T4, A30, RTX 6000 Ada,
+    H100 PCIe) cannot hold its boost clock under a long matrix load, and one with many (GeForce flagships) can.
+    """
+    w = watts_per_tflops(gpu)
+    ref = fitted.ARCH_WATTS_PER_TFLOPS.get(arch_group(gpu))
+    return {"power_per_flop": math.log(w / ref) if w and ref else 0.0}
 
 
 def floor_of(p: Param, gpu: GPU) -> float:
@@ -171,16 +188,18 @@ def floor_of(p: Param, gpu: GPU) -> float:
 
 
 def coefficient(
-    p: Param, groups: dict[str, str], offsets: dict[tuple[str, str, str], Offset], floor: float = 0.0
+    p: Param, groups: dict[str, str], offsets: dict[tuple[str, str, str], Offset], floor: float = 0.0,
+    values: dict[str, float] | None = None,
 ) -> float:
-    """floor + (prior − floor) × exp(Σ over the levels of the group offsets this situation has)."""
+    """floor + (prior − floor) × exp(Σ over the levels of the group offsets this situation has); a covariate
+    level's fitted slope is multiplied by the situation's value of it."""
     log = 0.0
     for level in p.levels:
         key = (p.name, level, groups[level])
         log += PRIOR_LOG_OFFSET.get(key, 0.0)
         hit = offsets.get(key)
         if hit is not None:
-            log += hit.value
+            log += hit.value * (values or {}).get(level, 1.0)
     return floor + (p.prior - floor) * math.exp(log)
 
 
@@ -197,7 +216,8 @@ def decode_coefficients(engine: Engine, fmt: QuantFormat, gpu: GPU) -> DecodeCoe
     if hit is not None and hit[0] is gpu:
         return hit[1]
     groups = situation_groups(engine, gpu, key[2], key[3])
-    values = {p.name: coefficient(p, groups, fitted.DECODE_OFFSETS, floor_of(p, gpu)) for p in DECODE_PARAMS}
+    cov = covariates(gpu)
+    values = {p.name: coefficient(p, groups, fitted.DECODE_OFFSETS, floor_of(p, gpu), cov) for p in DECODE_PARAMS}
     _DECODE_MEMO[key] = (gpu, DecodeCoefficients(**values))
     return _DECODE_MEMO[key][1]
 
@@ -208,7 +228,9 @@ def prefill_coefficients(engine: Engine, fmt: QuantFormat, gpu: GPU) -> PrefillC
     if hit is not None and hit[0] is gpu:
         return hit[1]
     groups = situation_groups(engine, gpu, key[2], key[3])
-    values = {p.name: coefficient(p, groups, fitted.PREFILL_OFFSETS, floor_of(p, gpu)) for p in PREFILL_PARAMS}
+    cov = covariates(gpu)
+    values = {p.name: coefficient(p, groups, fitted.PREFILL_OFFSETS, floor_of(p, gpu), cov)
+              for p in PREFILL_PARAMS}
     _PREFILL_MEMO[key] = (gpu, PrefillCoefficients(**values))
     return _PREFILL_MEMO[key][1]
 

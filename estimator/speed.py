@@ -4,13 +4,20 @@
                     + (inv_weight_efficiency + expert_extra) × routed-expert bytes / achieved bandwidth
                     + inv_kv_efficiency      × KV-cache bytes at this depth / achieved bandwidth
                     + dequant_ops_per_weight × quantized weights / sustained ALU ops per second
-                    + layer_overhead_s × layers + moe_layer_overhead_s × MoE layers + token_overhead_s
+                    + layer_overhead_s × layers + moe_layer_overhead_s × MoE layers
+                    + recurrent_layer_overhead_s × linear-attention/SSM layers + token_overhead_s
                     [+ tensor-parallel all-reduces]
     prefill s       = inv_matmul_utilisation    × matmul FLOPs / peak
                     + moe_matmul_extra           × routed-expert FLOPs / peak
                     + inv_attention_utilisation × attention FLOPs / peak
                     + inv_pass_efficiency       × micro-batch passes × weight bytes / achieved bandwidth
+                    + tile_dequant_ops_per_weight × prompt tiles × quantized weights / ALU rate
+                    + recurrent_step_s          × prompt tokens × linear-attention/SSM layers
+                    + prefill_layer_overhead_s  × micro-batch passes × layers
                     + request_overhead_s (servers)
+
+The compute coefficients also scale with the board's watts per datasheet TFLOPS against its architecture's
+median (a covariate with a fitted slope): a power-starved board does not hold its boost clock.
 
 Each coefficient is fitted with partial pooling on published measurements (estimator/calibration); the
 terms are computed here from the catalog alone, so the fit and the estimate use the same physics.
@@ -103,6 +110,7 @@ class DecodeTerms:
     dequant_op_s: float  # quantized weights / sustained ALU ops per second (one op per weight)
     layers: int
     moe_layers: int
+    recurrent_layers: int
     matmul_compute_s: float  # 2 FLOPs per active weight per sequence / peak (binds only at large batch)
 
 
@@ -120,6 +128,7 @@ def decode_terms(
         dequant_op_s=quantized / alu_ops_per_s(gpu),
         layers=model.layers,
         moe_layers=moe_layers(model),
+        recurrent_layers=model.recurrent_layers,
         matmul_compute_s=2 * model.active_params * sequences / (compute_tflops(engine, fmt, gpu) * 1e12),
     )
 
@@ -131,7 +140,8 @@ def decode_seconds_from(t: DecodeTerms, c: DecodeCoefficients) -> float:
         + c.inv_kv_efficiency * t.kv_read_s
         + c.dequant_ops_per_weight * t.dequant_op_s
     )
-    fixed_s = c.layer_overhead_s * t.layers + c.moe_layer_overhead_s * t.moe_layers + c.token_overhead_s
+    fixed_s = (c.layer_overhead_s * t.layers + c.moe_layer_overhead_s * t.moe_layers
+               + c.recurrent_layer_overhead_s * t.recurrent_layers + c.token_overhead_s)
     return max(memory_s, t.matmul_compute_s) + fixed_s
 
 
@@ -152,7 +162,8 @@ def decode_seconds_per_step(
         split = DecodeTerms(
             dense_weights_s=terms.dense_weights_s / gpus, expert_weights_s=terms.expert_weights_s / gpus,
             kv_read_s=terms.kv_read_s / gpus, dequant_op_s=terms.dequant_op_s / gpus, layers=terms.layers,
-            moe_layers=terms.moe_layers, matmul_compute_s=terms.matmul_compute_s / gpus,
+            moe_layers=terms.moe_layers, recurrent_layers=terms.recurrent_layers,
+            matmul_compute_s=terms.matmul_compute_s / gpus,
         )
         allreduce_s = model.layers * k.ALLREDUCES_PER_LAYER * k.ALLREDUCE_LATENCY_S[interconnect_kind(gpu)]
         return decode_seconds_from(split, c) + allreduce_s
@@ -200,6 +211,9 @@ class PrefillTerms:
     attention_s: float  # attention FLOPs / peak
     weight_passes_s: float  # micro-batch passes × weight bytes / achieved bandwidth
     request: float  # 1 for an engine that pays a per-request cost, else 0
+    tile_dequant_s: float = 0.0  # quantized weights unpacked per tile of prompt tokens / ALU rate
+    recurrent_token_layers: float = 0.0  # prompt tokens × recurrent (linear-attention / SSM) layers
+    layer_passes: float = 0.0  # micro-batch passes × layers (kernel launches per layer per pass)
 
 
 def prefill_terms(
@@ -219,6 +233,10 @@ def prefill_terms(
         # A big prompt batch routes to every expert, so each pass streams the whole model.
         weight_passes_s=passes * weight_bytes(model, fmt) / (achieved_bandwidth_gbs(gpu) * 1e9),
         request=1.0 if engine in SERVER_ENGINES else 0.0,
+        tile_dequant_s=0.0 if fmt.kernel == "f16" else prompt_tokens / k.PREFILL_WEIGHT_TILE_TOKENS
+        * (dense + routed + embedding_table_params(model)) / alu_ops_per_s(gpu),
+        recurrent_token_layers=float(prompt_tokens * model.recurrent_layers),
+        layer_passes=float(passes * model.layers),
     )
 
 
@@ -229,6 +247,9 @@ def prefill_seconds_from(t: PrefillTerms, c: PrefillCoefficients) -> float:
         + c.inv_attention_utilisation * t.attention_s
         + c.inv_pass_efficiency * t.weight_passes_s
         + c.request_overhead_s * t.request
+        + c.tile_dequant_ops_per_weight * t.tile_dequant_s
+        + c.recurrent_step_s * t.recurrent_token_layers
+        + c.prefill_layer_overhead_s * t.layer_passes
     )
 
 
@@ -242,7 +263,8 @@ def prefill_seconds(
     parallel = gpus if tensor_parallel(engine) else 1
     if parallel > 1:
         t = PrefillTerms(t.matmul_s / parallel, t.expert_matmul_s / parallel, t.attention_s / parallel,
-                         t.weight_passes_s / parallel, t.request)
+                         t.weight_passes_s / parallel, t.request, t.tile_dequant_s / parallel,
+                         t.recurrent_token_layers / parallel, t.layer_passes)
     return prefill_seconds_from(t, prefill_coefficients(engine, fmt, gpu))
 
 

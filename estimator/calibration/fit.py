@@ -37,6 +37,7 @@ from estimator import speed
 from estimator.calibration import constants as fitted
 from estimator.calibration.measurements import Row, llamacpp_rows, server_rows
 from estimator.calibration.model import (
+    COVARIATE_LEVELS,
     DECODE_PARAMS,
     MIN_GROUP_ROWS,
     MIN_GROUP_SOURCES,
@@ -48,8 +49,9 @@ from estimator.calibration.model import (
     arch_group,
     memory_group,
     situation_groups,
+    watts_per_tflops,
 )
-from estimator.engines import compute_class, family, floor_of, forget_fits, memory_family
+from estimator.engines import compute_class, covariates, family, floor_of, forget_fits, memory_family
 
 CONSTANTS_PATH = Path(__file__).with_name("constants.py")
 
@@ -60,7 +62,7 @@ CONSTANTS_PATH = Path(__file__).with_name("constants.py")
 RIDGE_SCALE = 0.05
 RIDGE: dict[str, float] = {level: RIDGE_SCALE * strength for level, strength in {
     "all": 1.0, "family": 2.0, "engine": 3.0, "backend": 2.0, "memory": 3.0, "arch": 3.0, "gpu": 4.0, "kernel": 2.0,
-    "compute": 2.0, "dp4a": 2.0, "power": 3.0, "fa": 2.0, "era": 2.0}.items()}
+    "compute": 2.0, "die": 3.0, "dp4a": 2.0, "power": 3.0, "fa": 2.0, "era": 2.0, "power_per_flop": 4.0}.items()}
 # A row counts toward a group's size only where the group's term is at least this share of its time.
 MATERIAL_SHARE = 0.03
 # Row weight halves every this many years of build age (relative to the newest row), down to the floor.
@@ -121,7 +123,8 @@ def decode_features(row: Row) -> list[float]:
     weights = t.dense_weights_s + t.expert_weights_s
     values = {"inv_weight_efficiency": weights, "expert_extra": t.expert_weights_s, "inv_kv_efficiency": t.kv_read_s,
               "dequant_ops_per_weight": t.dequant_op_s, "layer_overhead_s": float(t.layers),
-              "moe_layer_overhead_s": float(t.moe_layers), "token_overhead_s": 1.0}
+              "moe_layer_overhead_s": float(t.moe_layers), "recurrent_layer_overhead_s": float(t.recurrent_layers),
+              "token_overhead_s": 1.0}
     return [values[p.name] for p in DECODE_PARAMS]
 
 
@@ -129,7 +132,8 @@ def prefill_features(row: Row) -> list[float]:
     t = speed.prefill_terms(row.model, row.quant, row.gpu, row.engine, row.tokens, row.depth, ubatch=row.ubatch)
     values = {"inv_matmul_utilisation": t.matmul_s, "moe_matmul_extra": t.expert_matmul_s,
               "inv_attention_utilisation": t.attention_s, "inv_pass_efficiency": t.weight_passes_s,
-              "request_overhead_s": t.request}
+              "request_overhead_s": t.request, "tile_dequant_ops_per_weight": t.tile_dequant_s,
+              "recurrent_step_s": t.recurrent_token_layers, "prefill_layer_overhead_s": t.layer_passes}
     return [values[p.name] for p in PREFILL_PARAMS]
 
 
@@ -147,6 +151,7 @@ class Design:
     weight: np.ndarray
     groups: list[dict[str, str]]
     sources: list[str]
+    covariates: list[dict[str, float]]
     material: np.ndarray = field(init=False)  # rows × params
 
     def __post_init__(self) -> None:
@@ -166,7 +171,8 @@ def design(kind: str, rows: list[Row]) -> Design:
     return Design(kind=kind, params=params, rows=mine, features=feats.reshape(len(mine), len(params)),
                   base_log=base.reshape(len(mine), len(params)), floors=floors.reshape(len(mine), len(params)),
                   log_t=np.log(np.array([measured_seconds(r) for r in mine], dtype=float)),
-                  weight=row_weights(mine), groups=groups, sources=[r.source for r in mine])
+                  weight=row_weights(mine), groups=groups, sources=[r.source for r in mine],
+                  covariates=[covariates(r.gpu) for r in mine])
 
 
 def row_weights(rows: list[Row]) -> np.ndarray:
@@ -214,8 +220,8 @@ def eligible_columns(d: Design, train: np.ndarray) -> list[Column]:
     return sorted(
         c for c, (n, s) in found.items()
         if n >= MIN_GROUP_ROWS and len(s) >= MIN_GROUP_SOURCES
-        # A group holding every row of its term adds nothing to "all".
-        and (c[1] == "all" or n < total[c[0]])
+        # A group holding every row of its term adds nothing to "all" (a covariate's slope does).
+        and (c[1] == "all" or c[1] in COVARIATE_LEVELS or n < total[c[0]])
     )
 
 
@@ -224,7 +230,7 @@ def membership(d: Design, idx: np.ndarray, cols: list[Column]) -> np.ndarray:
     for j, (_, level, group) in enumerate(cols):
         for a, i in enumerate(idx):
             if d.groups[i][level] == group:
-                m[a, j] = 1.0
+                m[a, j] = d.covariates[i][level] if level in COVARIATE_LEVELS else 1.0
     return m
 
 
@@ -358,16 +364,27 @@ def bandwidth_ratios() -> dict[str, float]:
     return out
 
 
+def arch_watts_per_tflops() -> dict[str, float]:
+    """Median board watts per peak TFLOPS of each architecture's catalog GPUs (the `power_per_flop` reference)."""
+    by_arch: dict[str, list[float]] = defaultdict(list)
+    for g in load_catalog().gpus:
+        w = watts_per_tflops(g)
+        if w:
+            by_arch[arch_group(g)].append(w)
+    return {a: round(statistics.median(v), 4) for a, v in sorted(by_arch.items())}
+
+
 @contextmanager
-def bandwidth_prior(ratios: dict[str, float]) -> Iterator[None]:
-    """Estimate with these achieved-bandwidth ratios while fitting (the terms of every row depend on them)."""
-    saved = fitted.ACHIEVED_BANDWIDTH_RATIO
-    fitted.ACHIEVED_BANDWIDTH_RATIO = ratios
+def catalog_priors(ratios: dict[str, float], watts: dict[str, float]) -> Iterator[None]:
+    """Estimate with these achieved-bandwidth ratios and per-architecture power references while fitting (the
+    terms and covariates of every row depend on them)."""
+    saved = fitted.ACHIEVED_BANDWIDTH_RATIO, fitted.ARCH_WATTS_PER_TFLOPS
+    fitted.ACHIEVED_BANDWIDTH_RATIO, fitted.ARCH_WATTS_PER_TFLOPS = ratios, watts
     forget_fits()
     try:
         yield
     finally:
-        fitted.ACHIEVED_BANDWIDTH_RATIO = saved
+        fitted.ACHIEVED_BANDWIDTH_RATIO, fitted.ARCH_WATTS_PER_TFLOPS = saved
         forget_fits()
 
 
@@ -490,6 +507,7 @@ class Result:
     decode: dict[tuple[str, str, str], Offset]
     prefill: dict[tuple[str, str, str], Offset]
     ratios: dict[str, float]
+    watts: dict[str, float]
     bands: dict[Situation, Band]
     tails: dict[str, float]
     known: dict[str, tuple[str, ...]]
@@ -504,7 +522,8 @@ def fit_all(rows: list[Row]) -> Result:
     logo: list[Residual] = []
     loso: list[Residual] = []
     ratios = bandwidth_ratios()
-    with bandwidth_prior(ratios):
+    watts = arch_watts_per_tflops()
+    with catalog_priors(ratios, watts):
         designs = [design(kind, rows) for kind in ("decode", "prefill")]
     for d in designs:
         kind = d.kind
@@ -519,7 +538,7 @@ def fit_all(rows: list[Row]) -> Result:
     tails = choose_tails(unseen)
     # "known" bands: rows whose GPU still owned offsets of its own when their source was left out.
     bands = band_table(unseen + [r for r in loso if r.known], tails)
-    return Result(decode_offsets, prefill_offsets, ratios, bands, tails, known, logo, loso)
+    return Result(decode_offsets, prefill_offsets, ratios, watts, bands, tails, known, logo, loso)
 
 
 def dataclass_replace_known(r: Residual, known: bool) -> Residual:
@@ -614,7 +633,11 @@ def render_constants(result: Result) -> str:
         "ACHIEVED_BANDWIDTH_RATIO: dict[str, float] = {",
     ]
     lines += [f"    {k!r}: {v:.4f}," for k, v in sorted(result.ratios.items())]
-    lines += ["}", "# (coefficient, level, group): fitted log-offset, with the rows and sources it rests on.",
+    lines += ["}", "# Median board watts per peak FP16 TFLOPS of each architecture's catalog GPUs.",
+              "ARCH_WATTS_PER_TFLOPS: dict[str, float] = {"]
+    lines += [f"    {k!r}: {v:.4f}," for k, v in sorted(result.watts.items())]
+    lines += ["}", "# (coefficient, level, group): fitted log-offset (a slope for a covariate level), with the rows",
+              "# and sources it rests on.",
               "DECODE_OFFSETS: dict[tuple[str, str, str], Offset] = {"]
     lines += [f"    {k!r}: Offset({o.value:.4f}, {o.rows}, {o.sources})," for k, o in sorted(result.decode.items())]
     lines += ["}", "PREFILL_OFFSETS: dict[tuple[str, str, str], Offset] = {"]

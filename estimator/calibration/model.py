@@ -3,7 +3,9 @@
 Every speed term is `coefficient × physical quantity`. A coefficient is its stated prior times
 exp(sum of the fitted log-offsets of the groups the situation belongs to), one group per level:
 
-    all → engine family → engine → backend → memory type → architecture → GPU    (+ format, precision, …)
+    all → engine family → engine → backend → memory type → architecture (or die) → GPU    (+ format, precision, …)
+
+A covariate level (`power_per_flop`) holds a slope instead: its log-offset is slope × the GPU's value.
 
 Each level's offset is shrunk toward zero (toward its parents' value) by a ridge penalty, so a group with
 few rows stays close to its parent. A group owns an offset only when at least `MIN_GROUP_ROWS` rows from
@@ -46,6 +48,10 @@ POWER_LIMITED_MAX_TDP_W = 75.0
 # kernels; their rows get an "era" group (never applied to an estimate, which is for current builds).
 OLD_BUILD_BEFORE = "2024-06"
 
+# Levels whose "group" is a continuous property of the GPU: the fitted value is a slope, multiplied by
+# the property (see `covariates`), not an offset shared by a set of rows.
+COVARIATE_LEVELS = frozenset({"power_per_flop"})
+
 
 @dataclass(frozen=True)
 class Param:
@@ -66,7 +72,7 @@ class Param:
 # Decode: seconds per token = Σ coefficient × term (see estimator.speed.decode_terms).
 DECODE_PARAMS: tuple[Param, ...] = (
     Param("inv_weight_efficiency", 1.25, "achieved-bandwidth seconds per second", (
-        "all", "family", "engine", "backend", "memory", "arch", "gpu", "kernel"),
+        "all", "family", "engine", "backend", "memory", "die", "gpu", "kernel"),
         "weights stream at a kernel-specific share of the card's achieved bandwidth", datasheet_floor=True),
     Param("expert_extra", 0.3, "extra seconds per achieved-bandwidth second of routed experts", (
         "all", "family", "backend", "era"),
@@ -74,19 +80,21 @@ DECODE_PARAMS: tuple[Param, ...] = (
     Param("inv_kv_efficiency", 1.5, "achieved-bandwidth seconds per second", ("all", "family", "backend", "fa"),
           "the attention kernel reads the cache in small per-head tiles (flash attention on or off)"),
     Param("dequant_ops_per_weight", 2.0, "non-overlapped ALU ops per quantized weight", (
-        "all", "family", "backend", "kernel", "dp4a", "power", "arch"),
+        "all", "family", "backend", "kernel", "dp4a", "power", "power_per_flop", "die"),
         "unpacking and scaling each quantized weight is integer/FP work the memory stream does not hide"),
-    Param("layer_overhead_s", 6e-5, "s per layer per token", ("all", "family", "engine", "backend", "arch", "era"),
+    Param("layer_overhead_s", 6e-5, "s per layer per token", ("all", "family", "engine", "backend", "die", "era"),
           "kernel launches and synchronisation per layer (fewer with CUDA graphs)"),
     Param("moe_layer_overhead_s", 3e-5, "s per MoE layer per token", ("all", "family", "backend", "era"),
           "router, top-k and expert gather per MoE layer"),
+    Param("recurrent_layer_overhead_s", 3e-5, "s per recurrent layer per token", ("all", "family", "backend"),
+          "a linear-attention / SSM layer runs its convolution, gates and state update as extra small kernels"),
     Param("token_overhead_s", 3e-4, "s per token", ("all", "family", "engine"),
           "graph build, sampling and host work once per token"),
 )
 # Prefill: seconds = Σ coefficient × term (see estimator.speed.prefill_terms).
 PREFILL_PARAMS: tuple[Param, ...] = (
     Param("inv_matmul_utilisation", 2.5, "peak-FLOPS seconds per second", (
-        "all", "family", "engine", "backend", "compute", "arch", "gpu", "power", "era"),
+        "all", "family", "engine", "backend", "compute", "arch", "gpu", "power", "power_per_flop", "era"),
         "the engine's GEMM kernels reach a per-architecture share of the datasheet peak"),
     Param("inv_attention_utilisation", 4.0, "peak-FLOPS seconds per second", ("all", "family", "backend", "fa"),
           "attention over the prompt and the cached depth runs below the GEMM rate"),
@@ -97,12 +105,21 @@ PREFILL_PARAMS: tuple[Param, ...] = (
         "each expert sees only its share of the micro-batch: small GEMMs plus token routing"),
     Param("request_overhead_s", 0.02, "s per request", ("all", "engine"),
           "a server's tokenisation, scheduling and first-step setup before the first token"),
+    Param("tile_dequant_ops_per_weight", 2.0, "ALU ops per quantized weight per tile of prompt tokens", (
+        "all", "family", "backend", "kernel", "dp4a", "power_per_flop"),
+        "the int8 matrix kernels unpack each quantized weight tile once per tile of prompt tokens"),
+    Param("recurrent_step_s", 5e-6, "s per prompt token per recurrent layer", ("all", "family", "backend"),
+          "linear-attention / SSM layers scan the prompt in order, a chunk at a time, with many small kernels"),
+    Param("prefill_layer_overhead_s", 1e-4, "s per layer per micro-batch pass", ("all", "family", "backend"),
+          "each layer's kernels are launched once per micro-batch, whatever its size"),
 )
 # Prior log-offsets of groups whose effect the source code states before any data: without dp4a
 # (compute capability < 6.1, GGML_CUDA_CC_DP4A in ggml/src/ggml-cuda/common.cuh) ggml_cuda_dp4a falls back
-# to four byte multiply-adds plus unpacking for what is one instruction on sm_61+.
+# to four byte multiply-adds plus unpacking for what is one instruction on sm_61+: four byte extracts and four
+# multiply-adds, the latter XMAD on Maxwell/Pascal, whose instruction set has no 32-bit IMAD (CUDA Binary
+# Utilities, "Maxwell and Pascal Instruction Set" vs "Volta Instruction Set"): eight instructions for one.
 PRIOR_LOG_OFFSET: dict[tuple[str, str, str], float] = {
-    ("dequant_ops_per_weight", "dp4a", "none"): 1.386,  # ln 4
+    ("dequant_ops_per_weight", "dp4a", "none"): 2.079,  # ln 8
 }
 
 
@@ -110,8 +127,24 @@ def memory_group(gpu: GPU) -> str:
     return (gpu.memory_type or "unknown").lower()
 
 
+# Architectures whose name spans dies with different memory systems: a data-center HBM die (GP100, GA100,
+# GB100) beside GDDR parts (GP10x, GA10x, GB20x) and LPDDR modules (Jetson Orin's GA10B, GB10). Their dies
+# differ in caches, memory controllers and instruction support (GP100 has no dp4a), so each is its own group.
+MIXED_MEMORY_ARCHITECTURES = frozenset({"nvidia/Pascal", "nvidia/Ampere", "nvidia/Blackwell"})
+
+
 def arch_group(gpu: GPU) -> str:
     return f"{gpu.vendor}/{gpu.architecture.split(' (')[0].split(' + ')[0]}"
+
+
+def die_group(gpu: GPU) -> str:
+    """The architecture, split by memory system where one name spans several dies."""
+    arch = arch_group(gpu)
+    if arch in MIXED_MEMORY_ARCHITECTURES:
+        t = memory_group(gpu)
+        fam = next((f for f in ("hbm", "gddr", "lpddr") if t.startswith(f)), "other")
+        return f"{arch} {fam.upper()}"
+    return arch
 
 
 def compute_capability(gpu: GPU) -> float | None:
@@ -142,6 +175,11 @@ def power_limited(gpu: GPU) -> bool:
     return (gpu.tdp_w is not None and gpu.tdp_w <= POWER_LIMITED_MAX_TDP_W) or "laptop" in gpu.form_factor.lower()
 
 
+def watts_per_tflops(gpu: GPU) -> float | None:
+    peak = gpu.fp16_tflops or gpu.bf16_tflops
+    return gpu.tdp_w / peak if gpu.tdp_w and peak else None
+
+
 def situation_groups(
     engine: str, gpu: GPU, kernel: str, compute: str, *, date: str = "", flash_attn: bool | None = None
 ) -> dict[str, str]:
@@ -153,6 +191,7 @@ def situation_groups(
         "backend": BACKEND_OF_VENDOR[gpu.vendor],
         "memory": memory_group(gpu),
         "arch": arch_group(gpu),
+        "die": die_group(gpu),
         "gpu": gpu.id,
         "kernel": f"{ENGINE_FAMILY.get(engine, engine)}/{kernel or 'other'}",
         "compute": f"{ENGINE_FAMILY.get(engine, engine)}/{compute}",
@@ -160,6 +199,7 @@ def situation_groups(
         "power": "limited" if power_limited(gpu) else "full",
         "fa": "off" if flash_attn is False else "on",
         "era": "old" if date and date < OLD_BUILD_BEFORE else "current",
+        "power_per_flop": "slope",
     }
     return groups
 

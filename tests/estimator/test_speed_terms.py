@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from catalog import load_catalog
 from catalog.schema import GPU, Model, QuantFormat
-from estimator.calibration.model import compute_capability, has_int8_dot, power_limited
+from estimator.calibration.model import arch_group, compute_capability, die_group, has_int8_dot, power_limited
 from estimator.engines import achieved_bandwidth_gbs, decode_coefficients, prefill_coefficients
 from estimator.query import Engine
 from estimator.speed import decode_seconds_per_step, decode_terms, prefill_seconds, prefill_terms, speed_of
@@ -124,3 +124,33 @@ def test_every_estimate_carries_a_band_around_it() -> None:
             assert s.decode_tps_low < s.decode_tps < s.decode_tps_high
             assert s.prefill_tps_low < s.prefill_tps < s.prefill_tps_high
             assert s.ttft_s_low < s.ttft_s < s.ttft_s_high
+
+
+def test_hybrid_linear_prefill_pays_a_step_per_token_per_recurrent_layer() -> None:
+    hybrid = model("qwen3.5-35b-a3b")
+    dense = model("qwen3-8b")
+    g, q = gpu("nvidia-rtx-3090"), quant("q4_k_m")
+    assert prefill_terms(hybrid, q, g, "llama.cpp", 512).recurrent_token_layers == 512 * hybrid.recurrent_layers
+    assert prefill_terms(dense, q, g, "llama.cpp", 512).recurrent_token_layers == 0
+    assert prefill_coefficients("llama.cpp", q, g).recurrent_step_s > 0
+
+
+def test_quantized_prefill_unpacks_weight_tiles_and_f16_does_not() -> None:
+    m, g = model("qwen3-8b"), gpu("nvidia-rtx-4090")
+    assert prefill_terms(m, quant("q4_k_m"), g, "llama.cpp", 512).tile_dequant_s > 0
+    assert prefill_terms(m, quant("f16"), g, "llama.cpp", 512).tile_dequant_s == 0
+
+
+def test_a_board_with_few_watts_for_its_flops_prefills_below_its_datasheet_share() -> None:
+    """T4 (70 W for 65 TFLOPS) cannot hold its clock under a matrix load; the RTX 2080 Ti (250 W) can."""
+    q = quant("q4_k_m")
+    t4 = prefill_coefficients("llama.cpp", q, gpu("nvidia-t4")).inv_matmul_utilisation
+    ti = prefill_coefficients("llama.cpp", q, gpu("nvidia-rtx-2080-ti")).inv_matmul_utilisation
+    assert t4 > ti
+
+
+def test_gp100_is_its_own_die_within_pascal() -> None:
+    p100, p40 = gpu("nvidia-p100-pcie-16gb"), gpu("nvidia-tesla-p40")
+    assert arch_group(p100) == arch_group(p40)
+    assert die_group(p100) != die_group(p40)
+    assert die_group(gpu("nvidia-h100-sxm")) == arch_group(gpu("nvidia-h100-sxm"))
