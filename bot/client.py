@@ -342,12 +342,9 @@ class RigBot(commands.AutoShardedBot):
                 self.metrics.loop_lag(loop.time() - started - LAG_PROBE_S)
 
     async def open_stores(self, data_dir: Path) -> None:
-        try:
-            from bot.store.cache import ReplyCache
-            from bot.store.state import StateStore
-        except ImportError:  # the stores are optional only while building; production always has them
-            log.warning("stores unavailable; answers are not cached")
-            return
+        from bot.store.cache import ReplyCache
+        from bot.store.state import StateStore
+
         url = self.settings.database_url
         if url:
             # First, before anything is written locally: a wrong URL stops start-up with nothing changed.
@@ -365,10 +362,8 @@ class RigBot(commands.AutoShardedBot):
     async def start_web(self) -> None:
         if not self.settings.rigcheck_http_enabled:
             return
-        try:
-            from bot.web.app import start_web
-        except ImportError:
-            return
+        from bot.web.app import start_web
+
         self.web_runner = await start_web(self)
 
     async def sync_if_changed(self, data_dir: Path) -> None:

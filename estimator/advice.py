@@ -1,14 +1,29 @@
-"""Facts behind the recommendation text of a GPU card: where the card is comfortable, and how fast
-bandwidth lets it generate."""
+"""The advice rules: what to change when a model does not fit, and what a GPU's card says (where the card
+is comfortable, how fast bandwidth lets it generate, what it can fine-tune). Replies only word them."""
 
 from __future__ import annotations
+
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from catalog.schema import GPU, Model, QuantFormat
-from estimator.capability import LargestModel, largest_that_fits
-from estimator.memory import memory
-from estimator.query import DEFAULT_CTX, Engine, Query
+from catalog.store import Catalog
+from estimator import finetune
+from estimator.capability import (
+    CHART_CLASSES,
+    LargestModel,
+    largest_class_that_fits,
+    largest_that_fits,
+    reference_models,
+    training_precision,
+)
+from estimator.curve import VramCurves, vram_curves
+from estimator.engines import DEFAULT_FORMAT, DEFAULT_LEVELS
+from estimator.fit import FitOption, FitResult
+from estimator.memory import Verdict, memory, usable_vram_bytes
+from estimator.offload import OffloadPlan, offload_plan
+from estimator.query import DEFAULT_CTX, MAX_GPUS, Engine, Query
 from estimator.speed import speed
 
 LONG_CONTEXT = 32 * 1024
@@ -55,3 +70,144 @@ def recommend(
         # tensor cores finish long before the memory does.
         bandwidth_bound=True,
     )
+
+
+# --- what to change when a model does not fit -----------------------------------------------------------
+
+# Smaller formats tried in turn, largest first, each only if the engine has one at that level.
+SMALLER_LEVELS = ("int4", "int3", "int2")
+# Below this the largest context that fits is not worth suggesting.
+MIN_SUGGESTED_CTX = 1024
+
+TipKind = Literal["smaller", "kv", "ctx", "gpus", "need"]
+
+
+class Tip(BaseModel):
+    """One change that makes the question fit, each checked with `memory`, never assumed."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: TipKind
+    quant: QuantFormat  # the format the tip is about
+    ctx: int | None = None  # "ctx": the largest context that fits in `quant`
+    gpus: int | None = None  # "gpus": the fewest GPUs of this kind that hold it
+    need_bytes: float | None = None  # "need": what one GPU would have to hold
+
+
+def overall_verdict(result: FitResult) -> Verdict:
+    """The answer's headline: fits if any format fits, else tight if any is tight."""
+    verdicts = [o.memory.verdict for o in result.options]
+    for v in ("fits", "tight"):
+        if v in verdicts:
+            return v  # type: ignore[return-value]
+    return "does_not_fit"
+
+
+def smallest_option(result: FitResult) -> FitOption:
+    return min(result.options, key=lambda o: o.quant.bits_per_weight)
+
+
+def what_to_change(result: FitResult, catalog: Catalog) -> list[Tip]:
+    """When nothing fits (or it is tight), what would: a smaller format, a quantized KV cache, less
+    context, more GPUs; when none of those does, the memory one GPU would need."""
+    if overall_verdict(result) == "fits":
+        return []
+    q = result.query
+    tips: list[Tip] = []
+    lowest_bits = min(o.quant.bits_per_weight for o in result.options)
+    for level in SMALLER_LEVELS:
+        fmt_id = DEFAULT_FORMAT[q.engine].get(level)
+        if fmt_id is None:
+            continue
+        fmt = catalog.quant(fmt_id)
+        if fmt.bits_per_weight >= lowest_bits:
+            continue
+        if memory(q.model_copy(update={"quant": fmt})).verdict == "fits":
+            tips.append(Tip(kind="smaller", quant=fmt))
+            break
+    smallest = smallest_option(result)
+    kv_q8 = q.model_copy(update={"quant": smallest.quant, "kv": "q8_0"})
+    if q.kv in ("f16", "bf16") and memory(kv_q8).verdict == "fits":
+        tips.append(Tip(kind="kv", quant=smallest.quant))
+    if smallest.max_ctx >= MIN_SUGGESTED_CTX:
+        tips.append(Tip(kind="ctx", quant=smallest.quant, ctx=smallest.max_ctx))
+    if q.gpus < MAX_GPUS and not q.gpu.unified_memory:
+        for count in range(q.gpus + 1, MAX_GPUS + 1):
+            if memory(q.model_copy(update={"quant": smallest.quant, "gpus": count})).verdict != "does_not_fit":
+                tips.append(Tip(kind="gpus", quant=smallest.quant, gpus=count))
+                break
+    if not tips:
+        tips.append(Tip(kind="need", quant=smallest.quant, need_bytes=smallest.memory.total_bytes))
+    return tips
+
+
+def partial_offload(result: FitResult) -> OffloadPlan | None:
+    """llama.cpp with some layers in system RAM, for the smallest format, when no format fits at all."""
+    if overall_verdict(result) != "does_not_fit" or result.query.engine != "llama.cpp":
+        return None
+    return offload_plan(result.query.model_copy(update={"quant": smallest_option(result).quant}))
+
+
+# --- a GPU's card -----------------------------------------------------------------------------------------
+
+# The models whose speeds a card quotes, when the catalog has them.
+REFERENCE_SPEED_MODELS = ("llama-3.1-8b", "llama-3.3-70b")
+
+
+class LevelCapability(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    largest: LargestModel
+    reference_class: tuple[str, Model] | None  # the largest reference class that fits at this level
+
+
+class ClassCurve(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    label: str  # "8B"
+    model: Model
+    curves: VramCurves
+
+
+class GpuCard(BaseModel):
+    """What `/gpu` and `rigcheck gpu` say about one GPU setup."""
+
+    model_config = ConfigDict(frozen=True)
+
+    gpu: GPU
+    gpus: int
+    ctx: int
+    usable_bytes: float  # one GPU's
+    levels: tuple[LevelCapability, ...]  # int4, int8, fp16
+    finetune: dict[finetune.Method, Model | None]  # largest trainable per method, per-GPU peak against one GPU's memory
+    precision: str  # the 16-bit format a trainer uses on it
+    recommendation: Recommendation
+
+
+def gpu_card(catalog: Catalog, gpu: GPU, *, ctx: int = DEFAULT_CTX, gpus: int = 1,
+             engine: Engine = "llama.cpp") -> GpuCard:
+    models = catalog.models
+    levels = []
+    for level in DEFAULT_LEVELS:
+        fmt = catalog.quant(DEFAULT_FORMAT[engine][level])
+        largest = largest_that_fits(models, fmt, level, gpu, gpus=gpus, ctx=ctx, engine=engine)
+        ref = largest_class_that_fits(models, fmt, gpu, gpus=gpus, ctx=ctx, engine=engine)
+        levels.append(LevelCapability(largest=largest, reference_class=ref))
+    usable = usable_vram_bytes(gpu)
+    best = finetune.largest_trainable(models, finetune.settings_on(gpu, method="qlora", gpus=gpus), usable)
+    q4 = catalog.quant(DEFAULT_FORMAT[engine]["int4"])
+    q8 = catalog.quant(DEFAULT_FORMAT[engine]["int8"])
+    refs = tuple(m for i in REFERENCE_SPEED_MODELS for m in models if m.id == i)
+    return GpuCard(gpu=gpu, gpus=gpus, ctx=ctx, usable_bytes=usable, levels=tuple(levels), finetune=best,
+                   precision=training_precision(gpu), recommendation=recommend(gpu, models, q4, q8, refs, engine))
+
+
+def class_curves(catalog: Catalog, gpu: GPU, *, ctx: int = DEFAULT_CTX, gpus: int = 1,
+                 engine: Engine = "llama.cpp") -> list[ClassCurve]:
+    """VRAM against context of the chart's reference classes at the engine's 4-bit format."""
+    q4 = catalog.quant(DEFAULT_FORMAT[engine]["int4"])
+    return [
+        ClassCurve(label=label, model=model,
+                   curves=vram_curves(Query(gpu=gpu, gpus=gpus, model=model, quant=q4, engine=engine, ctx=ctx), [q4]))
+        for label, model in reference_models(catalog.models, CHART_CLASSES)
+    ]

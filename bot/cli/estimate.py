@@ -111,45 +111,26 @@ def cmd_rank(svc: Service, args: argparse.Namespace) -> int:
 
 
 def gpu_card(svc: Service, gpu_text: str, ctx: int, gpus: int = 1) -> dict[str, Any]:
-    from estimator.advice import recommend
-    from estimator.fit import format_for
+    from estimator import advice
 
     gpu = svc.gpu(gpu_text)
-    card: dict[str, Any] = {"gpu": json_shapes.gpu_facts(gpu), "ctx": ctx}
-    card["capability"] = json_shapes.capability_json(svc.capability(gpu, ctx=ctx, gpus=gpus))
-    refs = tuple(svc.catalog.model(i) for i in ("llama-3.1-8b", "llama-3.3-70b") if has_model(svc, i))
-    rec = recommend(
-        gpu,
-        svc.catalog.models,
-        format_for(svc.catalog, "llama.cpp", "int4"),
-        format_for(svc.catalog, "llama.cpp", "int8"),
-        refs,
-    )
-    card["recommendation"] = {
-        "comfortable_8bit": json_shapes.capability_json([rec.comfortable_high_precision])["int8"],
-        "long_context_4bit": json_shapes.capability_json([rec.long_context_q4])["int4"],
-        "reference_speeds": [
-            {"model": r.model.id, "quant": r.quant.id, "decode_tps": round(r.decode_tps, 1), "fits": r.fits}
-            for r in rec.reference_speeds
-        ],
-        "bandwidth_bound": rec.bandwidth_bound,
+    card = advice.gpu_card(svc.catalog, gpu, ctx=ctx, gpus=gpus)
+    rec = card.recommendation
+    return {
+        "gpu": json_shapes.gpu_facts(gpu),
+        "ctx": ctx,
+        "capability": json_shapes.capability_json([lv.largest for lv in card.levels]),
+        "recommendation": {
+            "comfortable_8bit": json_shapes.capability_json([rec.comfortable_high_precision])["int8"],
+            "long_context_4bit": json_shapes.capability_json([rec.long_context_q4])["int4"],
+            "reference_speeds": [
+                {"model": r.model.id, "quant": r.quant.id, "decode_tps": round(r.decode_tps, 1), "fits": r.fits}
+                for r in rec.reference_speeds
+            ],
+            "bandwidth_bound": rec.bandwidth_bound,
+        },
+        "finetune": {method: json_shapes.model_brief(m) if m else None for method, m in card.finetune.items()},
     }
-    card["finetune"] = finetune_capability(svc, gpu, gpus)
-    return card
-
-
-def has_model(svc: Service, model_id: str) -> bool:
-    return any(m.id == model_id for m in svc.catalog.models)
-
-
-def finetune_capability(svc: Service, gpu: Any, gpus: int = 1) -> dict[str, Any]:
-    from estimator import finetune
-    from estimator.memory import usable_vram_bytes
-
-    best = finetune.largest_trainable(
-        svc.catalog.models, finetune.settings_on(gpu, method="qlora", gpus=gpus), usable_vram_bytes(gpu)
-    )
-    return {method: json_shapes.model_brief(m) if m else None for method, m in best.items()}
 
 
 def cmd_gpu(svc: Service, args: argparse.Namespace) -> int:

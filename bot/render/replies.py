@@ -14,10 +14,18 @@ from bot.render.table import Column, render_table, setup_label, short_gpu_name, 
 from bot.render.text import t
 from bot.service import FitRequest, GpuChoice, RankRequest, Service
 from catalog.schema import GPU, QuantFormat
+from estimator.advice import (
+    Recommendation,
+    class_curves,
+    gpu_card,
+    overall_verdict,
+    partial_offload,
+    what_to_change,
+)
 from estimator.curve import VramCurves
 from estimator.finetune import Method
 from estimator.fit import FitResult
-from estimator.memory import memory
+from estimator.offload import OffloadPlan
 from estimator.query import DEFAULT_CTX, Query
 from estimator.rank import RankRow
 from estimator.units import GIB, gib_text
@@ -33,49 +41,22 @@ HEADLINES = {
 }
 
 
-def _verdict_of(result: FitResult) -> str:
-    verdicts = [o.memory.verdict for o in result.options]
-    for v in ("fits", "tight"):
-        if v in verdicts:
-            return v
-    return "does_not_fit"
-
-
 def advice(svc: Service, result: FitResult, locale: str) -> list[str]:
-    """When nothing fits (or it is tight), what would: a smaller format, a quantized KV cache, less
-    context, one more GPU — each checked with the estimator, never assumed."""
-    if _verdict_of(result) == "fits":
-        return []
+    """The estimator's changes that would make it fit, worded."""
     q = result.query
-    tips: list[str] = []
-    for level in ("int4", "int3", "int2"):
-        try:
-            fmt = svc.quant(level, q.engine)
-        except ValueError:
-            continue
-        if fmt.bits_per_weight >= min(o.quant.bits_per_weight for o in result.options):
-            continue
-        if memory(q.model_copy(update={"quant": fmt})).verdict == "fits":
-            tips.append(t(locale, "advice.smaller", fmt=fmt.name))
-            break
-    smallest = min(result.options, key=lambda o: o.quant.bits_per_weight)
-    if q.kv in ("f16", "bf16"):
-        kv_q = q.model_copy(update={"quant": smallest.quant, "kv": "q8_0"})
-        if memory(kv_q).verdict == "fits":
-            tips.append(t(locale, "advice.kv"))
-    if smallest.max_ctx >= 1024:
-        ctx = format_tokens(smallest.max_ctx)
-        tips.append(t(locale, "advice.ctx", ctx=ctx, fmt=smallest.quant.name))
-    if q.gpus < 8 and not q.gpu.unified_memory:
-        for count in range(q.gpus + 1, 9):
-            more = q.model_copy(update={"quant": smallest.quant, "gpus": count})
-            if memory(more).verdict != "does_not_fit":
-                tips.append(t(locale, "advice.gpus", count=count, gpu=q.gpu.name))
-                break
-    if not tips:
-        need = smallest.memory.total_bytes / GIB
-        tips.append(t(locale, "advice.need", gib=f"{need:.0f}", fmt=smallest.quant.name))
-    return tips
+    lines = []
+    for tip in what_to_change(result, svc.catalog):
+        if tip.kind == "smaller":
+            lines.append(t(locale, "advice.smaller", fmt=tip.quant.name))
+        elif tip.kind == "kv":
+            lines.append(t(locale, "advice.kv"))
+        elif tip.kind == "ctx":
+            lines.append(t(locale, "advice.ctx", ctx=format_tokens(tip.ctx or 0), fmt=tip.quant.name))
+        elif tip.kind == "gpus":
+            lines.append(t(locale, "advice.gpus", count=tip.gpus, gpu=q.gpu.name))
+        else:
+            lines.append(t(locale, "advice.need", gib=f"{(tip.need_bytes or 0) / GIB:.0f}", fmt=tip.quant.name))
+    return lines
 
 
 def choice_note(choice: GpuChoice, locale: str) -> str | None:
@@ -110,12 +91,7 @@ def prompt_note(q: Query, asked: int, locale: str) -> str | None:
     return t(locale, "prompt.capped", asked=format_tokens(asked), ctx=format_tokens(q.ctx), prompt=q.prompt_tokens)
 
 
-def offload_text(q: Query, locale: str) -> str | None:
-    try:
-        from estimator.offload import offload_plan
-    except ImportError:
-        return None
-    plan = offload_plan(q)
+def offload_text(plan: OffloadPlan | None, locale: str) -> str | None:
     if plan is None:
         return None
     return t(locale, "offload", on=plan.gpu_layers, total=plan.total_layers, tps=f"{plan.decode_tps:.1f}")
@@ -128,12 +104,9 @@ def fit_reply(svc: Service, req: FitRequest, locale: str, theme: charts.Theme = 
 
     result = fit(q, formats)
     loc = locale_key(locale)
-    verdict = _verdict_of(result)
+    verdict = overall_verdict(result)
     usable = result.options[0].memory.usable_bytes
-    offload = None
-    if verdict == "does_not_fit" and q.engine == "llama.cpp":
-        smallest = min(result.options, key=lambda o: o.quant.bits_per_weight)
-        offload = offload_text(q.model_copy(update={"quant": smallest.quant}), locale)
+    offload = offload_text(partial_offload(result), locale)
     embed = render_embed(
         "fit",
         locale,
@@ -316,11 +289,7 @@ def gpu_label(gpu: GPU, count: int) -> str:
 
 
 
-def recommendation_text(svc: Service, gpu: GPU, locale: str) -> str:
-    from estimator.advice import recommend
-
-    refs = tuple(m for m in svc.catalog.models if m.id in ("llama-3.1-8b", "llama-3.3-70b"))
-    rec = recommend(gpu, svc.catalog.models, svc.quant("int4", "llama.cpp"), svc.quant("int8", "llama.cpp"), refs)
+def recommendation_text(rec: Recommendation, locale: str) -> str:
     hp, lc = rec.comfortable_high_precision.model, rec.long_context_q4.model
     lines = []
     if hp:
@@ -340,41 +309,33 @@ def recommendation_text(svc: Service, gpu: GPU, locale: str) -> str:
 def gpu_reply(
     svc: Service, gpu_text: str, ctx: int = DEFAULT_CTX, *, locale: str, theme: charts.Theme = "dark"
 ) -> Reply:
-    from estimator import finetune
-    from estimator.capability import CHART_CLASSES, largest_class_that_fits, reference_models, training_precision
-    from estimator.curve import vram_curves
-    from estimator.memory import usable_vram_bytes
-
     gpu = svc.gpu(gpu_text)
-    capability = []
-    for c in svc.capability(gpu, ctx=ctx):
-        ref = largest_class_that_fits(svc.catalog.models, c.quant, gpu, ctx=ctx)
-        capability.append({"label": t(locale, f"level.{c.level}"), "quant": c.quant, "model": c.model,
-                           "klass": ref[0] if ref else None, "reference": ref[1] if ref else None})
-    usable = usable_vram_bytes(gpu)
-    precision = training_precision(gpu)
-    best = finetune.largest_trainable(
-        svc.catalog.models, finetune.settings_on(gpu, method="qlora"), usable
-    )
-    ft = [{"method": t(locale, f"method.{m}"), "model": best[m]} for m in ("qlora", "lora", "full")]
+    card = gpu_card(svc.catalog, gpu, ctx=ctx)
+    capability = [
+        {"label": t(locale, f"level.{lv.largest.level}"), "quant": lv.largest.quant, "model": lv.largest.model,
+         "klass": lv.reference_class[0] if lv.reference_class else None,
+         "reference": lv.reference_class[1] if lv.reference_class else None}
+        for lv in card.levels
+    ]
+    ft = [{"method": t(locale, f"method.{m}"), "model": card.finetune[m]} for m in ("qlora", "lora", "full")]
     embed = render_embed(
         "gpu",
         locale,
         gpu=gpu,
-        usable=usable,
+        usable=card.usable_bytes,
         ctx=ctx,
         capability=capability,
         finetune=ft,
-        precision=precision,
-        recommendation=recommendation_text(svc, gpu, locale),
+        precision=card.precision,
+        recommendation=recommendation_text(card.recommendation, locale),
         image="vram.png",
     )
     q4 = svc.quant("int4", "llama.cpp")
     curves = []
     base: VramCurves | None = None
-    for label, model in reference_models(svc.catalog.models, CHART_CLASSES):
-        base = vram_curves(Query(gpu=gpu, model=model, quant=q4, ctx=ctx), [q4])
-        line = t(charts.text_locale(locale), "gpu.class_line", klass=label, model=short_model_name(model, 16))
+    for cc in class_curves(svc.catalog, gpu, ctx=ctx):
+        base = cc.curves
+        line = t(charts.text_locale(locale), "gpu.class_line", klass=cc.label, model=short_model_name(cc.model, 16))
         curves.append(base.curves[0].model_copy(update={"label": line}))
     title = t(charts.text_locale(locale), "gpu.chart_title", gpu=gpu.name, quant=q4.name)
     if base is None:

@@ -220,6 +220,33 @@ def test_rank_respects_context(capsys: pytest.CaptureFixture[str]) -> None:
 
 # --- gpu -------------------------------------------------------------------------------------------
 
+@pytest.mark.parametrize(("gpu", "gpus"), [("t4", 1), ("t4", 2), ("rtx 4090", 1), ("a100 40gb", 2)])
+def test_gpu_card_and_finetune_name_the_same_trainable_models(gpu: str, gpus: int,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """Each model `rigcheck gpu` names as the largest to fine-tune with a method is one `rigcheck finetune`
+    says fits with that method on the same setup."""
+    card = run_json(["gpu", "--gpu", gpu, "--gpus", str(gpus)], capsys)
+    for method, best in card["finetune"].items():
+        if best is None:
+            continue
+        ft = run_json(["finetune", "--gpu", gpu, "--gpus", str(gpus), "--model", best["id"], "--method", method],
+                      capsys)
+        assert ft["fits"], (method, best["id"], ft["memory_gb"], ft["usable_gb"])
+
+
+@pytest.mark.parametrize("gpus", [1, 2, 4])
+def test_mixtral_qlora_on_t4s_gets_one_answer(gpus: int, capsys: pytest.CaptureFixture[str]) -> None:
+    """`rigcheck finetune` fitting Mixtral-8x7B with QLoRA on T4s and `rigcheck gpu` naming nothing that
+    large for QLoRA there would be two answers to one question; the largest model the card names must be at
+    least as large as any the fine-tuning estimate says fits."""
+    card = run_json(["gpu", "--gpu", "t4", "--gpus", str(gpus)], capsys)
+    ft = run_json(["finetune", "--gpu", "t4", "--gpus", str(gpus), "--model", "mixtral-8x7b", "--method", "qlora"],
+                  capsys)
+    best = card["finetune"]["qlora"]
+    if ft["fits"]:
+        assert best is not None and best["params_b"] >= ft["model"]["params_b"], (best, ft["memory_gb"])
+
+
 def test_gpu_card_json(capsys: pytest.CaptureFixture[str]) -> None:
     data = run_json(["gpu", "--gpu", "t4"], capsys)
     assert {"gpu", "ctx", "capability", "finetune", "recommendation"} <= set(data)
