@@ -64,6 +64,7 @@ Offload = Literal["none", "optimizer", "params"]
 Loss = Literal["fp32_upcast", "fp32_upcast_forward", "chunked", "fused"]
 Checkpointing = Literal["none", "block", "selective"]
 Attention = Literal["flash", "sdpa", "eager"]
+QuantBackend = Literal["bitsandbytes", "torchao"]
 
 # --- storage widths -------------------------------------------------------------------------------------
 BYTES_FP32 = 4
@@ -121,6 +122,16 @@ PLAIN_MLP_SAVED_PER_CHANNEL = 2
 # Korthikanti's 5 bytes per score (2 + 2 + 1-byte dropout mask) less the dropout mask. SDPA on CUDA in 16-bit
 # dispatches to the flash or memory-efficient kernel, which keep none.
 ATTN_SCORE_BYTES_EAGER = 4
+# Those counts are for trained weights: a linear layer's weight gradient needs its input. A frozen 16-bit
+# linear layer (the LoRA base) needs only its weight for the input's gradient, and autograd saves only what the
+# gradients asked for need (derivatives.yaml: mm saves `self` only to compute mat2's gradient), so three of the
+# inputs above are saved only where something else needs them: the QKV input, the up/gate input (h each) and
+# the down input (one per channel). A LoRA adapter on that projection needs it, unless LoRA dropout gives the
+# adapter its own copy (counted below). bitsandbytes' 4-bit matmul saves its input whatever it is used for
+# (bitsandbytes/autograd/_functions.py, MatMul4Bit.forward: ctx.tensors = (A, B)); torchao's NF4 linear keeps
+# only the weight (torchao/dtypes/nf4tensor.py, LinearNF4.forward: ctx.nf4_weight = weight).
+FROZEN_UNSAVED_HIDDEN_INPUTS = 2
+FROZEN_UNSAVED_INPUTS_PER_CHANNEL = 1
 # Checkpointing keeps each layer's input (one h-wide vector per token) and re-runs one layer at a time.
 CHECKPOINT_SAVED_HIDDEN_MULTIPLE = 1
 # LoRA dropout (PEFT, LitGPT) applies its own nn.Dropout to the input of every adapted projection: a copy of
@@ -133,12 +144,12 @@ OFFLOAD_RESIDENT_LAYERS = 1
 # Real kernels keep more than the textbook list: RMSNorm upcasts to fp32, RoPE writes rotated copies of Q
 # and K. Fitted on the non-holdout rows of estimator/calibration/finetune_peaks.toml by
 # benchmarks/finetune_accuracy.py --fit.
-ACTIVATION_FACTOR = 1.08
+ACTIVATION_FACTOR = 1.22
 # torch.compile (torchtune `compile: True` compiles each block and the loss): Inductor fuses RMSNorm's fp32
 # upcast and the MLP's pointwise ops into the matmuls' epilogues and its partitioner recomputes cheap
 # pointwise results in backward instead of saving them (pytorch.org/docs/stable/torch.compiler.html, "min-cut
 # rematerialization"), so a compiled block saves this share of what the eager one does. Fitted as above.
-COMPILED_ACTIVATION_FACTOR = 0.7
+COMPILED_ACTIVATION_FACTOR = 0.84
 
 # --- logits and loss --------------------------------------------------------------------------------------
 # Bytes per (token x vocabulary entry) alive at the loss's peak in backward.
@@ -179,15 +190,16 @@ COMPILED_LOGITS_BYTES_PER_ELEMENT: dict[Loss, float] = {
 }
 
 # --- QLoRA --------------------------------------------------------------------------------------------------
-# bitsandbytes' MatMul4Bit dequantizes each 4-bit weight into a compute-dtype copy for every forward and
-# backward matmul (bitsandbytes/autograd/_functions.py, dequantize_4bit), freed after use: the caching
-# allocator keeps a block the size of the largest quantized matrix.
-QLORA_DEQUANT_BUFFERS = 1
-# Measured QLoRA peaks (LitGPT bnb.nf4 / nf4-dq, no checkpointing) exceed the LoRA peak of the same run by
-# more than the weight saving explains; the excess scales with the 4-bit bytes of the layers whose
-# activations are kept, as if each kept layer held another share of its quantized weight for backward.
-# Fitted on the non-holdout rows by benchmarks/finetune_accuracy.py --fit.
-QLORA_SAVED_FRACTION = 0.75
+# bitsandbytes' MatMul4Bit (and torchao's NF4 linear) dequantize each 4-bit weight into a compute-dtype copy
+# for every forward and backward matmul (bitsandbytes/autograd/_functions.py, dequantize_4bit), freed after
+# use. Counted in blocks the size of the largest quantized matrix; fitted by benchmarks/finetune_accuracy.py
+# --fit, it lands at about one block's matrices in 16 bit (4 on a Llama block's 4 + 3 matrices, the largest
+# being the MLP's), what a re-run block's matmuls hold while its backward dequantizes again.
+QLORA_DEQUANT_BUFFERS = 4
+# What measured QLoRA peaks without checkpointing still hold per kept layer beyond the saved 4-bit-matmul
+# inputs (counted in the activations), as a share of the layer's 4-bit bytes. Fitted as above; near zero
+# since those inputs are counted.
+QLORA_SAVED_FRACTION = 0.05
 
 # --- sharded parameters (FSDP / ZeRO-3) -----------------------------------------------------------------------
 # FSDP all-gathers one wrapped block's parameters before computing it and frees them after; with the default
@@ -199,13 +211,15 @@ FSDP_GATHERED_BLOCKS = 2
 # --- overhead ---------------------------------------------------------------------------------------------
 # Memory the caching allocator reserves but does not hand out, as a share of what is allocated. Fitted by
 # benchmarks/finetune_accuracy.py on the non-holdout "reserved"/"nvidia-smi"/capacity rows.
-FRAGMENTATION_FRACTION = 0.1
+FRAGMENTATION_FRACTION = 0.06
 # Unpacked batches change shape every step, so the allocator cannot reuse the previous step's activation
 # and logits blocks exactly and keeps extra cache beside them (PyTorch's CUDA caching allocator rounds and
 # splits blocks per size class; docs.pytorch.org/docs/stable/notes/cuda.html#memory-management). As a share
 # of the step's transient memory; packed or padded-to-length batches have fixed shapes and leave none.
-# Fitted on the non-holdout "reserved" rows of unpacked runs.
-VARIABLE_SHAPE_FRAGMENTATION = 0.25
+# Fitted on the non-holdout "reserved" rows of unpacked runs (only ms-swift's publish them): the cache
+# reaches about the transient memory again and a quarter, so the reserved peak of unpacked long-sequence
+# runs is far above what must fit (which leaves this cache out: the allocator frees it before failing).
+VARIABLE_SHAPE_FRAGMENTATION = 1.25
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -262,6 +276,9 @@ class FinetuneSettings(BaseModel):
     regime: Regime | None = Field(default=None, description="input only: sets precision and master weights")
     base_fp32: bool = Field(default=False, description="weights loaded in fp32 (TRL with a model id)")
     double_quant: bool = True
+    quant_backend: QuantBackend = Field(
+        default="bitsandbytes", description="QLoRA's 4-bit kernels: bitsandbytes (PEFT, LitGPT) or torchao (torchtune)"
+    )
     checkpointing: bool = True
     checkpointing_mode: Checkpointing | None = None
     activation_offload: bool = False
@@ -672,7 +689,21 @@ def layer_activation_elements_per_token(model: Model, s: FinetuneSettings) -> fl
     attn = h * (ATTN_SAVED_HIDDEN_MULTIPLE + 2 * kv_share)
     per_channel = GATED_MLP_SAVED_PER_CHANNEL if model.mlp == "gated" else PLAIN_MLP_SAVED_PER_CHANNEL
     mlp = h * MLP_SAVED_HIDDEN_MULTIPLE + per_channel * _mlp_channels(model)
-    return attn + mlp
+    return attn + mlp - unsaved_frozen_input_elements_per_token(model, s)
+
+
+def unsaved_frozen_input_elements_per_token(model: Model, s: FinetuneSettings) -> float:
+    """The linear inputs of the count above that a frozen base does not keep (see the constants): the QKV
+    input where no adapter (or only dropout-fed ones) reads it, the up/gate and down inputs likewise."""
+    if s.method == "full" or (s.method == "qlora" and s.quant_backend == "bitsandbytes"):
+        return 0.0
+    dropout = s.lora_dropout > 0
+    # Every target set adapts q, so the QKV input feeds an adapter; the MLP's only under "all".
+    attention_unsaved = dropout
+    mlp_unsaved = dropout or s.targets != "all"
+    hidden = (attention_unsaved + mlp_unsaved) * FROZEN_UNSAVED_HIDDEN_INPUTS / 2
+    channels = FROZEN_UNSAVED_INPUTS_PER_CHANNEL * _mlp_channels(model) if mlp_unsaved else 0.0
+    return hidden * model.hidden_size + channels
 
 
 def attention_score_bytes_per_layer(model: Model, s: FinetuneSettings) -> float:

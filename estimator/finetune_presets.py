@@ -146,6 +146,7 @@ PRESETS: dict[Framework, Preset] = {
                 "targets": ("all", f"{_TT}/recipes/configs/llama3_1/8B_qlora_single_device.yaml (q_proj, v_proj, output_proj + apply_lora_to_mlp)"),
                 "lora_dropout": (0.0, f"{_TT}/recipes/configs/llama3_1/8B_qlora_single_device.yaml (lora_dropout: 0.0)"),
                 "double_quant": (True, "https://github.com/pytorch/ao (torchao NF4Tensor: 64-element blocks, scalers quantized in blocks of 256)"),
+                "quant_backend": ("torchao", f"{_TT}/torchtune/modules/low_precision/nf4_linear.py (FrozenNF4Linear: torchao's linear_nf4)"),
             },
         ),
         _preset(

@@ -29,6 +29,7 @@ KNOBS = (
     "optimizer_in_backward",
     "compiled",
     "unsharded_accumulation",
+    "quant_backend",
     "fused_optimizer",
     "precision",
     "regime",
@@ -197,6 +198,8 @@ def register(sub: Any) -> None:
     p.add_argument("--unsharded-accumulation", action=argparse.BooleanOptionalAction, default=None,
                    dest="unsharded_accumulation",
                    help="FSDP no_sync while accumulating: full gradients on every GPU until the step")
+    p.add_argument("--quant-backend", choices=choices(ft.QuantBackend), dest="quant_backend",
+                   help="QLoRA 4-bit kernels: bitsandbytes keeps each 4-bit layer's input, torchao does not")
     p.add_argument("--regime", choices=choices(ft.Regime),
                    help="bf16: pure bf16 (no fp32 copy); amp_bf16/amp_fp16: fp32 master weights; fp32")
     p.add_argument("--precision", choices=choices(ft.Precision), help="compute dtype (see --regime)")

@@ -306,12 +306,28 @@ def test_eager_attention_is_quadratic_and_selective_checkpointing_drops_it() -> 
     assert ft.activation_bytes(TINY, selective) == pytest.approx(ft.activation_bytes(TINY, base))
 
 
+def test_frozen_layers_keep_no_inputs_but_bitsandbytes_4bit_ones_do() -> None:
+    s = FinetuneSettings(method="lora", seq=10, checkpointing=False, targets="qv")
+    per_token = ft.layer_activation_elements_per_token
+    full = per_token(TINY, s.model_copy(update={"method": "full"}))
+    # q and v adapted: the QKV input is kept for them; the frozen MLP keeps neither its input (64) nor the
+    # down projection's (128 channels).
+    assert per_token(TINY, s) == pytest.approx(full - 64 - 128)
+    assert per_token(TINY, s.model_copy(update={"targets": "all"})) == pytest.approx(full)
+    bnb = s.model_copy(update={"method": "qlora"})
+    assert per_token(TINY, bnb) == pytest.approx(full)
+    torchao = bnb.model_copy(update={"quant_backend": "torchao"})
+    assert per_token(TINY, torchao) == pytest.approx(per_token(TINY, s))
+    assert FinetuneSettings(method="qlora", framework="torchtune").quant_backend == "torchao"
+
+
 def test_lora_dropout_head_and_embeddings() -> None:
     s = FinetuneSettings(method="lora", seq=10, checkpointing=False, targets="qv")
     dropped = s.model_copy(update={"lora_dropout": 0.05})
-    # q and v each copy their 64-wide input: 1.5 elements (copy + mask) of 2 bytes per input element.
+    # q and v each copy their 64-wide input: 1.5 elements (copy + mask) of 2 bytes per input element; the
+    # adapters then read their copies, so the frozen QKV layer's own 64-wide input is no longer kept.
     extra = ft.activation_bytes(TINY, dropped) - ft.activation_bytes(TINY, s)
-    assert extra == pytest.approx(TINY.layers * ft.ACTIVATION_FACTOR * 1.5 * (64 + 64) * 10 * 2)
+    assert extra == pytest.approx(TINY.layers * ft.ACTIVATION_FACTOR * (1.5 * (64 + 64) - 64) * 10 * 2)
     head = s.model_copy(update={"lora_head": True})
     assert ft.lora_params(TINY, head) - ft.lora_params(TINY, s) == 16 * (64 + 1000)
     emb = s.model_copy(update={"train_embeddings": True})
@@ -512,7 +528,9 @@ def test_qlora_below_lora_below_full(model: Model, s: FinetuneSettings) -> None:
     # LoRA dropout copies adapter inputs, a knob full fine-tuning does not have: compare like with like. On one
     # GPU: sharded over many, each GPU's share of QLoRA's weight saving can fall below the one unsharded matrix
     # bitsandbytes dequantizes.
-    common = {"optimizer": None, "lora_dropout": 0.0, "gpus": 1, "sharding": "none"}
+    # On every linear layer: with fewer targets bitsandbytes' 4-bit matmuls keep inputs that frozen 16-bit
+    # layers do not (test_frozen_layers_keep_no_inputs_but_bitsandbytes_4bit_ones_do).
+    common = {"optimizer": None, "lora_dropout": 0.0, "gpus": 1, "sharding": "none", "targets": "all"}
     assert total(model, s, method="qlora", **common) < total(model, s, method="lora", **common)
     assert total(model, s, method="lora", **common) < total(model, s, method="full", **common)
 
