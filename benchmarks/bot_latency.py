@@ -97,6 +97,27 @@ def rss_kib(pid: int) -> int:
     return total
 
 
+def cpu_s(pid: int) -> tuple[float, float]:
+    """CPU seconds (user + system) used so far by the bot process and by its descendants (the render workers)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    own = workers = 0.0
+    todo = [(pid, True)]
+    while todo:
+        current, is_bot = todo.pop()
+        try:
+            fields = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
+            used = (int(fields[11]) + int(fields[12])) / tick
+            if is_bot:
+                own += used
+            else:
+                workers += used
+            for task in Path(f"/proc/{current}/task").iterdir():
+                todo += [(int(c), False) for c in (task / "children").read_text().split()]
+        except (OSError, IndexError, ValueError):
+            continue
+    return own, workers
+
+
 async def run(total: int, concurrency: int, seed: int) -> None:
     rng = random.Random(seed)
     fresh = iter(queries())
@@ -115,6 +136,8 @@ async def run(total: int, concurrency: int, seed: int) -> None:
                 await sb.invoke(text, user=next(users))
                 answered.append(text)
             rss_before = rss_kib(bot.pid)
+            cpu_before = cpu_s(bot.pid)
+            harness_before = time.process_time()
             peak = rss_before
             sem = asyncio.Semaphore(concurrency)
 
@@ -148,6 +171,8 @@ async def run(total: int, concurrency: int, seed: int) -> None:
             await asyncio.gather(*(one(i) for i in range(total)))
             elapsed = time.perf_counter() - started
             peak = max(peak, rss_kib(bot.pid))
+            cpu_after = cpu_s(bot.pid)
+            harness_cpu = time.process_time() - harness_before
     print(f"{total} commands, {concurrency} in flight, {elapsed:.1f} s ({total / elapsed:.1f}/s), "
           f"{len(refused)} refused with a reason, {len(failures)} failed; "
           f"cores visible: {len(os.sched_getaffinity(0))}, load average {os.getloadavg()[0]:.1f}")
@@ -159,6 +184,10 @@ async def run(total: int, concurrency: int, seed: int) -> None:
         chosen = [s for s in samples if s.command == command and not s.cached]
         print(line(f"  {command} uncached, chart", [s.chart_s for s in chosen if s.chart_s is not None]))
     print(f"RSS (bot + render workers): {rss_before / 1024:.0f} MiB after warm-up, {peak / 1024:.0f} MiB peak")
+    bot_cpu, worker_cpu = (after - before for after, before in zip(cpu_after, cpu_before, strict=True))
+    print(f"CPU per command: bot process {bot_cpu / total * 1000:.0f} ms, "
+          f"render workers {worker_cpu / total * 1000:.0f} ms, loopback Discord and this client "
+          f"{harness_cpu / total * 1000:.0f} ms")
     for failure in failures[:10]:
         print("failed:", failure)
 

@@ -6,7 +6,9 @@ import io
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from matplotlib.figure import Figure
 from matplotlib.image import imread
+from matplotlib.transforms import Bbox
 
 from bot.render import charts
 from bot.render.charts import ctx_label, gpu_chart, png_size, rank_chart, vram_chart
@@ -172,3 +174,95 @@ def test_oversized_png_is_reencoded_with_a_palette(catalog, monkeypatch):
     assert png_size(png) == (1200, 675)
     assert len(png) < 60 * 1024
     assert_good_png(png)
+
+
+# --- the single-pass layout ------------------------------------------------------------------------
+
+def chart_cases(catalog, rows, points):
+    formats = [catalog.quant(q) for q in ("q2_k", "q3_k_m", "q4_k_m", "q5_k_m", "q6_k", "q8_0", "f16")]
+    long_ctx = vram_curves(Query(gpu=catalog.gpu("nvidia-rtx-4090"), model=catalog.model("glm-4-9b-chat-1m"),
+                                 quant=formats[0]), formats)
+    return {
+        "vram en": lambda: vram_chart(curves_for(catalog, 1), title="Qwen3-8B on T4", gpu_label="T4"),
+        "vram 2 zh": lambda: vram_chart(curves_for(catalog, 2), title="Qwen3-8B · 2× T4", gpu_label="2× T4",
+                                        locale="zh-CN", theme="light"),
+        "vram 7 formats": lambda: vram_chart(long_ctx, title="GLM-4-9B-Chat-1M on RTX 4090", gpu_label="RTX 4090"),
+        "rank en": lambda: rank_chart(rows, title="Best on NVIDIA T4 @ 8k"),
+        "rank zh": lambda: rank_chart(rows, title="NVIDIA T4 @ 8k", locale="zh-CN", theme="light"),
+        "rank one": lambda: rank_chart(rows[:1], title="One"),
+        "gpu": lambda: gpu_chart(points, usable_gib=15.0, title="NVIDIA T4 · 16 GB"),
+        "setups": lambda: charts.setups_chart([("1× NVIDIA A100 80GB PCIe", 41.5, 12.0), ("2× RTX 4090", 60.2, 3.1)],
+                                              title="Qwen3-32B Q4_K_M"),
+        "empty": lambda: rank_chart([], title="Best on NVIDIA T4 @ 1M"),
+    }
+
+
+CASES = ("vram en", "vram 2 zh", "vram 7 formats", "rank en", "rank zh", "rank one", "gpu", "setups", "empty")
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_each_chart_is_drawn_once(monkeypatch, catalog, rows, points, case):
+    draws = []
+    original = Figure.draw
+
+    def counting(self, renderer):
+        draws.append(self)
+        return original(self, renderer)
+
+    monkeypatch.setattr(Figure, "draw", counting)
+    assert_good_png(chart_cases(catalog, rows, points)[case]())
+    assert len(draws) == 1, "laid out once, drawn once: no layout engine, no tight bbox, no measuring draw"
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_the_layout_keeps_every_text_on_the_canvas_and_apart(monkeypatch, catalog, rows, points, case):
+    figures = []
+    original = charts._png
+
+    def keeping(fig, described=None):
+        figures.append(fig)
+        return original(fig, described)
+
+    monkeypatch.setattr(charts, "_png", keeping)
+    chart_cases(catalog, rows, points)[case]()
+    (fig,) = figures
+    renderer = fig.canvas.get_renderer()
+    ax = fig.axes[0]
+    box = ax.get_window_extent(renderer)
+    canvas = Bbox.from_bounds(0, 0, charts.WIDTH_PX, charts.HEIGHT_PX)
+
+    def inside(extent, outer, what):
+        assert (extent.x0 >= outer.x0 - 0.5 and extent.x1 <= outer.x1 + 0.5 and extent.y0 >= outer.y0 - 0.5
+                and extent.y1 <= outer.y1 + 0.5), f"{what} {extent} outside {outer}"
+
+    title = fig.texts[0].get_window_extent(renderer)
+    inside(title, canvas, "title")
+    assert title.y0 >= box.y1, "the title sits above the plot"
+    legend = ax.get_legend()
+    if legend is not None:
+        held = legend.get_window_extent(renderer)
+        inside(held, canvas, "legend")
+        assert held.y0 >= box.y1 and held.y1 <= title.y0, "the legend sits between the title and the plot"
+    for text in ax.texts:  # notes, OOM labels, messages: inside the plot area
+        if text.get_visible() and text.get_text():
+            inside(text.get_window_extent(renderer), box, repr(text.get_text()))
+    if ax.axison:
+        def drawn(labels, limits, index):  # ticks past the axis limits are not drawn
+            lo, hi = sorted(limits)
+            return [t for t in labels if t.get_text() and lo <= t.get_position()[index] <= hi]
+
+        x_ticks = drawn(ax.get_xticklabels(), ax.get_xlim(), 0)
+        y_ticks = drawn(ax.get_yticklabels(), ax.get_ylim(), 1)
+        assert x_ticks and y_ticks
+        for label in x_ticks + y_ticks:
+            inside(label.get_window_extent(renderer), canvas, f"tick label {label.get_text()!r}")
+        ylabels = [t.get_window_extent(renderer) for t in y_ticks]
+        for axis_label in (ax.xaxis.label, ax.yaxis.label):
+            if axis_label.get_text():
+                inside(axis_label.get_window_extent(renderer), canvas, axis_label.get_text())
+        if ax.yaxis.label.get_text() and ylabels:
+            assert ax.yaxis.label.get_window_extent(renderer).x1 <= min(e.x0 for e in ylabels)
+        xlabels = [t.get_window_extent(renderer) for t in x_ticks]
+        if ax.xaxis.label.get_text() and xlabels:
+            assert ax.xaxis.label.get_window_extent(renderer).y1 <= min(e.y0 for e in xlabels)
+        assert box.width > charts.WIDTH_PX * 0.5 and box.height > charts.HEIGHT_PX * 0.5, "the plot keeps the room"
