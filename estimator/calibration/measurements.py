@@ -44,6 +44,12 @@ GPU_NAMES: dict[str, str] = {
     "m1 max": "apple-m1-max-64gb",
     "m1 ultra": "apple-m1-ultra-128gb",
     'm3 pro 18gb (macbook pro 14")': "apple-m3-pro-18gb",
+    "apple m5 (memory not printed)": "apple-m5-16gb",
+    # The catalog's M2 Max entries cover both GPU bins (30 and 38 cores, 400 GB/s each); 30 cores came with 32 GB.
+    "m2 max (30-core gpu)": "apple-m2-max-32gb",
+    "apple m4 (mac mini, 10-core, 16gb)": "apple-m4-16gb",
+    # Both RX 9060 XT memory options have 32 CUs on a 128-bit 20 Gbps bus (320 GB/s); only capacity differs.
+    "rx 9060 xt": "amd-rx-9060-xt-16gb",
     # "H100-80GB-HBM3" is the SXM part (the PCIe card carries HBM2e); 8×H200 servers are HGX (SXM) boards.
     "h100-80gb-hbm3": "nvidia-h100-sxm",
     "h200": "nvidia-h200-sxm",
@@ -65,6 +71,21 @@ MODEL_NAMES: dict[str, str] = {
 }
 # Spellings of GGUF types that are not their catalog id; any other catalog id (q4_k_s, iq4_xs, ...) matches as is.
 QUANT_NAMES: dict[str, str] = {"bf16": "bf16", "fp16": "f16", "f16": "f16", "mxfp4_moe": "mxfp4"}
+# The quantization behind an Ollama library tag that rows name as "Ollama default for <tag>", where Ollama's own
+# metadata documents it (`ollama list` / `/api/tags` / `ollama show`: digest and quantization_level) and the tag
+# has kept that digest since before the rows' dates. Tags whose quant changed over time (llama3.1:8b went from
+# Q4_0, digest 62757c860e01, to Q4_K_M, 46e0c10c039e) or was not found stay unmapped.
+#   deepseek-r1:14b  ea35dfe18182, Q4_K_M, listed 2025-01-25 and through 2026 (/api/tags outputs in public repos)
+#   deepseek-r1:7b   0a8c26691023, Q4_K_M (/api/tags output, 2025-03-19)
+#   llama3.2:3b      a80c4f17acd5, Q4_K_M from 2024-09-26 (a day after release) through 2026; the same digest is
+#                    listed as llama3.2:3b-instruct-q4_K_M
+#   llama3.2:1b      baf6a787fdff, Q8_0 from 2024-09-26 through 2026 (1.3 GB, 8.50 BPW as loaded)
+#   qwen2.5:7b       845dbda0ea48, Q4_K_M; the same digest is listed as qwen2.5:7b-instruct-q4_K_M (early 2025)
+OLLAMA_DEFAULTS: dict[str, str] = {
+    "deepseek-r1:14b": "q4_k_m", "deepseek-r1:7b": "q4_k_m", "llama3.2:3b": "q4_k_m", "llama3.2:1b": "q8_0",
+    "qwen2.5:7b": "q4_k_m",
+}
+_OLLAMA_DEFAULT = re.compile(r"^ollama default for (\S+)")
 BACKENDS = {"CUDA": "cuda", "ROCm": "rocm", "Metal": "metal", "SYCL": "sycl"}
 
 Kind = Literal["decode", "prefill"]
@@ -148,6 +169,9 @@ LLAMACPP_ENGINES: dict[str, Engine] = {"llama.cpp": "llama.cpp", "llama-bench": 
 
 def _quant(catalog: Catalog, name: str) -> QuantFormat | None:
     key = name.strip().lower()
+    default = _OLLAMA_DEFAULT.match(key)
+    if default:
+        key = OLLAMA_DEFAULTS.get(default.group(1), key)
     try:
         return catalog.quant(QUANT_NAMES.get(key, key))
     except KeyError:
