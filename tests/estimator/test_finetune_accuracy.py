@@ -57,3 +57,26 @@ def test_fits_or_out_of_memory_mostly_called_right(results: list[dict[str, objec
     right = sum(r["outcome"] == r["predicted"] for r in checked)
     assert {r["outcome"] for r in checked} == {"ran", "oom"}
     assert right / len(checked) >= 0.85
+
+
+def test_leave_one_source_out_never_fits_on_the_rows_it_judges(monkeypatch: pytest.MonkeyPatch) -> None:
+    bench = _bench()
+    catalog = load_catalog()
+    models, gpus = {m.id: m for m in catalog.models}, {g.id: g for g in catalog.gpus}
+    rows = bench.load_rows()
+    seen: list[set[str]] = []
+
+    def fake_fit(train: list[dict[str, object]], _models: object) -> tuple[dict[str, float], float]:
+        seen.append({bench.source_of(r) for r in train})
+        return dict(bench.NEUTRAL), 0.0
+
+    monkeypatch.setattr(bench, "fit_constants", fake_fit)
+    results, constants = bench.leave_one_source_out(rows, models, gpus)
+    assert len(seen) == len(constants) >= 5
+    for source, train_sources in zip(constants, seen, strict=True):
+        assert source not in train_sources
+    judged = {r["source_group"] for r in results}
+    assert judged == set(constants)
+    assert bench.source_of({"source": "https://github.com/pytorch/torchtune/blob/abc/README.md"}) == (
+        "github.com/pytorch/torchtune"
+    )
