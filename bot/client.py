@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import discord
 import yarl
@@ -36,6 +36,13 @@ from bot.service import Service
 from bot.settings import Settings
 from bot.sharding import resolve_shards
 from catalog.resolve import NotFound
+
+if TYPE_CHECKING:
+    from aiohttp import web
+
+    from bot.store.cache import ReplyCache
+    from bot.store.state import StateStore
+    from bot.web.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
@@ -279,10 +286,10 @@ class RigBot(commands.AutoShardedBot):
         self.settings = settings
         self.service = service or Service()
         self.started_at = time.monotonic()
-        self.cache: Any = None
-        self.state: Any = None
-        self.metrics: Any = None
-        self.web_runner: Any = None
+        self.cache: ReplyCache | None = None
+        self.state: StateStore | None = None
+        self.metrics: Metrics | None = None
+        self.web_runner: web.AppRunner | None = None
         self.lag_watch: asyncio.Task[None] | None = None
         self.resume_task: asyncio.Task[None] | None = None
         self.render_pool = RenderPool(self.service, settings.rigcheck_render_workers)
@@ -438,6 +445,8 @@ class RigBot(commands.AutoShardedBot):
         return True
 
     async def forget_pending(self, interaction_id: int) -> None:
+        if self.state is None:  # nothing was recorded without a state store
+            return
         try:
             await self.state.finish_pending(interaction_id)
         except Exception as exc:

@@ -99,6 +99,7 @@ def orphaned(row: Pending, owner: str, now: datetime) -> bool:
 async def resume_one(bot: RigBot, row: Pending) -> bool:
     """Take `row` over and answer it; False when another process took it first."""
     state = bot.state
+    assert state is not None, "resuming needs the state store it reads from"
     mine = await state.take_over_pending(row, bot.claim_owner, lease(bot))
     if mine is None:
         return False

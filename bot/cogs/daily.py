@@ -18,6 +18,7 @@ from estimator.query import DEFAULT_CTX
 
 if TYPE_CHECKING:
     from bot.client import RigBot
+    from bot.store.state import StateStore
 
 log = logging.getLogger(__name__)
 
@@ -76,8 +77,10 @@ class DailyCog(
                 log.exception("sweeping unfinished daily deliveries failed; trying again later")
             await asyncio.sleep(self.bot.settings.rigcheck_daily_sweep_s)
 
-    def _unavailable(self) -> bool:
-        return self.bot.state is None
+    def _state(self) -> StateStore:
+        if self.bot.state is None:
+            raise BadValue("Subscriptions are unavailable right now.")
+        return self.bot.state
 
     # default_permissions only hides the commands; server admins can grant them to anyone, so the
     # permission is checked again on every call.
@@ -108,9 +111,8 @@ class DailyCog(
                 parse_webhook_url(webhook_url, self.bot.settings.discord_api_base)
             except ValueError as exc:
                 raise BadValue(str(exc)) from None
-        if self._unavailable():
-            raise BadValue("Subscriptions are unavailable right now.")
-        settings = await self.bot.state.get_guild_settings(interaction.guild_id)
+        state = self._state()
+        settings = await state.get_guild_settings(interaction.guild_id)
         if gpus:
             wanted = [g.strip() for g in gpus.split(",") if g.strip()]
             if len(wanted) > MAX_GPUS:
@@ -125,7 +127,7 @@ class DailyCog(
                     else "Say which GPUs with gpus:…, or set this server's GPU first with /settings server gpu:…"
                 )
         tokens = parse_tokens(ctx) if ctx else (settings.ctx or DEFAULT_CTX)
-        sub = await self.bot.state.add_subscription(
+        sub = await state.add_subscription(
             interaction.guild_id,
             channel.id if channel else None,
             webhook_url,
@@ -151,9 +153,7 @@ class DailyCog(
     ) -> None:
         zh = _zh(interaction)
         assert interaction.guild_id is not None
-        if self._unavailable():
-            raise BadValue("Subscriptions are unavailable right now.")
-        removed = await self.bot.state.remove_subscription(interaction.guild_id, channel.id if channel else None)
+        removed = await self._state().remove_subscription(interaction.guild_id, channel.id if channel else None)
         if zh:
             text = f"已取消 {removed} 个订阅。" if removed else "没有找到可取消的订阅。"
         else:
@@ -169,8 +169,7 @@ class DailyCog(
     @app_commands.checks.has_permissions(manage_guild=True)
     async def preview(self, interaction: discord.Interaction) -> None:
         assert interaction.guild_id is not None
-        if self._unavailable():
-            raise BadValue("Subscriptions are unavailable right now.")
+        self._state()  # refuses at once when there is no store to read subscriptions from
         # Rendering the charts can take longer than the 3 s an interaction allows.
         interaction.extras["deferred_ephemeral"] = True
         await interaction.response.defer(ephemeral=True, thinking=True)

@@ -17,10 +17,10 @@ from bot.cogs.common import ENGINE_CHOICES, KV_CHOICES, gpu_autocomplete
 from bot.params import BadValue, format_tokens, parse_tokens
 from bot.render.replies import error_reply
 from bot.render.text import t
+from bot.store.records import GuildSettings, UserSettings
 
 if TYPE_CHECKING:
     from bot.client import RigBot
-    from bot.store.records import GuildSettings, UserSettings
 
 Scope = Literal["me", "server"]
 KEYS = ("gpu", "engine", "ctx", "kv")
@@ -123,10 +123,12 @@ class SettingsCog(commands.GroupCog, group_name="settings", group_description="D
         await interaction.response.send_message(embeds=[discord.Embed.from_dict(reply.embeds[0])], ephemeral=True)
 
     async def _load(self, scope: Scope, interaction: discord.Interaction) -> GuildSettings | UserSettings:
+        state = self.bot.state
+        assert state is not None, "checked by the caller"
         if scope == "server":
             assert interaction.guild_id is not None
-            return await self.bot.state.get_guild_settings(interaction.guild_id)
-        return await self.bot.state.get_user_settings(interaction.user.id)
+            return await state.get_guild_settings(interaction.guild_id)
+        return await state.get_user_settings(interaction.user.id)
 
     async def _save(
         self, interaction: discord.Interaction, scope: Scope, gpu: str | None, engine: str | None, ctx: str | None,
@@ -155,7 +157,7 @@ class SettingsCog(commands.GroupCog, group_name="settings", group_description="D
             await interaction.response.send_message(text, ephemeral=True)
             return
         record = record.model_copy(update=update)
-        if scope == "server":
+        if isinstance(record, GuildSettings):
             assert interaction.guild_id is not None
             await self.bot.state.set_guild_settings(interaction.guild_id, record)
         else:

@@ -15,7 +15,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator
@@ -23,9 +23,13 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, 
 from bot.web import signing
 from bot.web.metrics import CONTENT_TYPE, Metrics
 
+if TYPE_CHECKING:
+    from bot.client import RigBot
+    from bot.daily.delivery import DailyJob
+
 log = logging.getLogger(__name__)
 
-BOT: web.AppKey[Any] = web.AppKey("bot", object)
+BOT: web.AppKey[RigBot] = web.AppKey("bot")
 # Filled in once the socket is bound, which happens after the app is frozen.
 BOUND: web.AppKey[dict[str, int]] = web.AppKey("bound", dict)
 MAX_BODY_BYTES = 64 * 1024
@@ -153,33 +157,35 @@ async def hooks_daily(request: web.Request) -> web.Response:
                              status=202)
 
 
-async def carry_out(bot: Any, job: Any, run_id: str, trigger: TriggerRequest) -> None:
+async def carry_out(bot: RigBot, job: DailyJob, run_id: str, trigger: TriggerRequest) -> None:
     """Run the daily job for one trigger, writing its progress into the run's record as it goes."""
+    state = bot.state
+    assert state is not None, "a run is only started once its record is written"
     counts: dict[str, int] = {}
     status = "failed"
     if bot.metrics is not None:
         bot.metrics.run_started()
 
     async def on_total(total: int) -> None:
-        await bot.state.update_run(run_id, counts=counts, total=total)
+        await state.update_run(run_id, counts=counts, total=total)
 
     async def on_result(result: dict[str, Any]) -> None:
         counts[result["status"]] = counts.get(result["status"], 0) + 1
-        await bot.state.update_run(run_id, counts=counts)
+        await state.update_run(run_id, counts=counts)
 
     try:
         results = await job.run(trigger.date, trigger.guild, dry_run=trigger.dry_run, force=trigger.force,
                                 progress=on_result, on_total=on_total)
-        await bot.state.update_run(run_id, counts=counts, status="done", results=results)
+        await state.update_run(run_id, counts=counts, status="done", results=results)
         status = "done"
     except asyncio.CancelledError:
-        await bot.state.update_run(run_id, counts=counts, status="failed",
+        await state.update_run(run_id, counts=counts, status="failed",
                                    error="interrupted: the process was shut down (unfinished claims are taken over)")
         raise
     except Exception as exc:
         error_id = uuid.uuid4().hex[:8]
         log.exception("daily run %s failed [%s]", run_id, error_id)
-        await bot.state.update_run(run_id, counts=counts, status="failed",
+        await state.update_run(run_id, counts=counts, status="failed",
                                    error=f"{type(exc).__name__} (log id {error_id})")
     finally:
         if bot.metrics is not None:
@@ -222,7 +228,7 @@ async def _probe(name: str, check: Callable[[], Awaitable[str | None]]) -> tuple
         return name, f"{type(exc).__name__}: {str(exc)[:200]}"
 
 
-def gateway_problem(bot: Any) -> str | None:
+def gateway_problem(bot: RigBot) -> str | None:
     """Why the bot cannot take interactions right now, or None when every shard is connected."""
     if bot.is_closed():
         return "closed"
@@ -292,7 +298,7 @@ async def error_middleware(
         return json_error(500, "internal error", error_id=error_id)
 
 
-def _port_file(bot: Any) -> Path:
+def _port_file(bot: RigBot) -> Path:
     return Path(bot.settings.rigcheck_data_dir) / PORT_FILE
 
 
@@ -307,7 +313,7 @@ async def _port_file_ctx(app: web.Application) -> AsyncIterator[None]:
         pass
 
 
-def make_app(bot: Any) -> web.Application:
+def make_app(bot: RigBot) -> web.Application:
     app = web.Application(middlewares=[error_middleware], client_max_size=MAX_BODY_BYTES)
     app[BOT] = bot
     app[BOUND] = {}
@@ -322,7 +328,7 @@ def make_app(bot: Any) -> web.Application:
     return app
 
 
-async def start_web(bot: Any) -> web.AppRunner:
+async def start_web(bot: RigBot) -> web.AppRunner:
     """Serve on RIGCHECK_HTTP_HOST:RIGCHECK_HTTP_PORT (0 = any free port, written to <data_dir>/http.port)."""
     if bot.metrics is None:
         bot.metrics = Metrics()
