@@ -18,7 +18,7 @@ import aiohttp
 import discord
 from pydantic import BaseModel
 
-from bot.service import FitRequest, RankRequest
+from bot.requests import FitRequest, RankRequest
 from catalog.schema import GPU, Model, QuantFormat
 
 if TYPE_CHECKING:

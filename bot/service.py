@@ -14,6 +14,7 @@ from typing import Any
 
 from bot.huggingface_client import HubClient, HubError
 from bot.params import BadValue, format_tokens, parse_tokens
+from bot.requests import FitRequest, RankRequest
 from catalog.resolve import NotFound, Resolver
 from catalog.schema import GPU, Model, QuantFormat
 from catalog.store import Catalog, load_catalog
@@ -25,7 +26,7 @@ from estimator.fit import FitResult, default_formats, fit
 from estimator.memory import memory
 from estimator.query import (
     DEFAULT_CTX,
-    DEFAULT_PROMPT_TOKENS,
+    DEFAULT_ENGINE,
     ENGINES,
     KV_DTYPES,
     MAX_BATCH,
@@ -35,31 +36,6 @@ from estimator.query import (
     Query,
 )
 from estimator.rank import RankRow, Sort, rank
-
-
-@dataclass(frozen=True)
-class FitRequest:
-    gpu: str
-    model: str
-    quant: str | None = None
-    engine: str = "llama.cpp"
-    ctx: str | int = DEFAULT_CTX
-    prompt: str | int = DEFAULT_PROMPT_TOKENS
-    kv: str = "f16"
-    gpus: int = 1
-    batch: int = 1
-
-
-@dataclass(frozen=True)
-class RankRequest:
-    gpu: str
-    ctx: str | int = DEFAULT_CTX
-    sort: str = "quality"
-    kv: str = "f16"
-    gpus: int = 1
-    engine: str = "llama.cpp"
-    quant: str | None = None
-    limit: int | None = None
 
 
 @dataclass(frozen=True)
@@ -274,7 +250,7 @@ class Service:
         return gpu, rows[: req.limit] if req.limit else rows
 
     def capability(
-        self, gpu: GPU, *, ctx: int = DEFAULT_CTX, gpus: int = 1, engine: Engine = "llama.cpp"
+        self, gpu: GPU, *, ctx: int = DEFAULT_CTX, gpus: int = 1, engine: Engine = DEFAULT_ENGINE
     ) -> list[LargestModel]:
         out = []
         for level in ("int4", "int8", "fp16"):

@@ -23,6 +23,8 @@ MAX_BATCH = 256
 # What a question means when it leaves a knob out; the bot, the CLI and the estimator all start from these.
 DEFAULT_CTX = 8192
 DEFAULT_PROMPT_TOKENS = 2048
+DEFAULT_ENGINE: Engine = "llama.cpp"
+DEFAULT_KV: KVDtype = "f16"
 
 # The compute backend llama.cpp and vLLM use on each vendor's GPUs.
 BACKEND_OF_VENDOR: dict[str, Backend] = {"nvidia": "cuda", "amd": "rocm", "apple": "metal", "intel": "sycl"}
@@ -37,12 +39,12 @@ class Query(BaseModel):
     gpus: int = Field(default=1, ge=1, le=MAX_GPUS)
     model: Model
     quant: QuantFormat
-    engine: Engine = "llama.cpp"
+    engine: Engine = DEFAULT_ENGINE
     ctx: int = Field(default=DEFAULT_CTX, ge=1, description="context the KV cache is sized for, tokens")
     prompt_tokens: int = Field(
         default=DEFAULT_PROMPT_TOKENS, ge=0, description="prompt length for TTFT; decode runs after it"
     )
-    kv: KVDtype = "f16"
+    kv: KVDtype = DEFAULT_KV
     batch: int = Field(default=1, ge=1, le=MAX_BATCH, description="concurrent sequences")
 
     def with_ctx(self, ctx: int) -> Query:

@@ -9,8 +9,9 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from bot.service import FitRequest, Service
-from estimator.query import DEFAULT_CTX, DEFAULT_PROMPT_TOKENS
+from bot.requests import FitRequest
+from bot.service import Service
+from estimator.query import DEFAULT_CTX, DEFAULT_ENGINE, DEFAULT_KV, DEFAULT_PROMPT_TOKENS
 
 EXIT_USAGE = 2
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a tool whose reader went away
@@ -41,10 +42,10 @@ def fit_request(d: dict[str, Any]) -> FitRequest:
         gpu=str(d["gpu"]),
         model=str(d["model"]),
         quant=d.get("quant"),
-        engine=str(d.get("engine") or "llama.cpp"),
+        engine=str(d.get("engine") or DEFAULT_ENGINE),
         ctx=d.get("ctx") or DEFAULT_CTX,
         prompt=d["prompt"] if d.get("prompt") is not None else DEFAULT_PROMPT_TOKENS,
-        kv=str(d.get("kv") or "f16"),
+        kv=str(d.get("kv") or DEFAULT_KV),
         # 0 is refused like any other count out of range, not taken for "not given".
         gpus=int(d["gpus"]) if d.get("gpus") is not None else 1,
         batch=int(d["batch"]) if d.get("batch") is not None else 1,

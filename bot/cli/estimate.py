@@ -10,9 +10,10 @@ from typing import Any
 from bot.cli import json_shapes
 from bot.cli.common import CliError, at_least_one, fetch_hf, fit_request, print_json, table
 from bot.params import BadValue, format_tokens, parse_tokens
-from bot.service import RankRequest, Service
+from bot.requests import RankRequest
+from bot.service import Service
 from catalog.resolve import NotFound
-from estimator.query import DEFAULT_CTX, DEFAULT_PROMPT_TOKENS
+from estimator.query import DEFAULT_CTX, DEFAULT_ENGINE, DEFAULT_KV, DEFAULT_PROMPT_TOKENS
 from estimator.units import to_gib
 
 
@@ -215,10 +216,10 @@ def add_fit_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gpu", required=True, help="GPU as people type it: 't4', 'rtx 4090', 'a100 40gb'")
     p.add_argument("--model", required=True, help="model: 'qwen3-8b', 'Qwen/Qwen3-8B', 'llama3.1:8b-instruct-q4_K_M'")
     p.add_argument("--quant", help="format (Q4_K_M, Q8_0, AWQ …) or level (int4, int8, fp16); default: compare three")
-    p.add_argument("--engine", default="llama.cpp", help="llama.cpp (also Ollama, LM Studio), vllm or mlx")
+    p.add_argument("--engine", default=DEFAULT_ENGINE, help="llama.cpp (also Ollama, LM Studio), vllm or mlx")
     p.add_argument("--ctx", default=format_tokens(DEFAULT_CTX), help="context length: 8192, 32k, 128K, 1M")
     p.add_argument("--prompt", default=str(DEFAULT_PROMPT_TOKENS), help="prompt tokens for TTFT (0 = empty context)")
-    p.add_argument("--kv", default="f16", help="KV cache precision: f16, q8_0, q4_0, fp8")
+    p.add_argument("--kv", default=DEFAULT_KV, help="KV cache precision: f16, q8_0, q4_0, fp8")
     p.add_argument("--gpus", type=int, default=1, help="number of GPUs (1-8)")
     p.add_argument("--batch", type=int, default=1, help="concurrent sequences")
     p.add_argument("--json", action="store_true")
@@ -234,9 +235,9 @@ def register(sub: Any) -> None:
     p.add_argument("--gpu", required=True)
     p.add_argument("--ctx", default=format_tokens(DEFAULT_CTX))
     p.add_argument("--sort", default="quality", choices=["quality", "speed", "size"])
-    p.add_argument("--kv", default="f16")
+    p.add_argument("--kv", default=DEFAULT_KV)
     p.add_argument("--gpus", type=int, default=1)
-    p.add_argument("--engine", default="llama.cpp")
+    p.add_argument("--engine", default=DEFAULT_ENGINE)
     p.add_argument("--quant")
     p.add_argument("--limit", type=at_least_one)
     p.add_argument("--json", action="store_true")
@@ -255,9 +256,9 @@ def register(sub: Any) -> None:
     p = sub.add_parser("whatgpu", help="which GPU setups run a model: fewest GPUs, then cheapest, then fastest")
     p.add_argument("--model", required=True, help="catalog model or hf:org/name")
     p.add_argument("--quant", help="format or level (default int4)")
-    p.add_argument("--engine", default="llama.cpp")
+    p.add_argument("--engine", default=DEFAULT_ENGINE)
     p.add_argument("--ctx", default=format_tokens(DEFAULT_CTX))
-    p.add_argument("--kv", default="f16")
+    p.add_argument("--kv", default=DEFAULT_KV)
     p.add_argument("--min-tps", type=float, dest="min_tps", help="at least this many tokens/s")
     p.add_argument("--max-gpus", type=int, default=8, dest="max_gpus")
     p.add_argument("--budget", type=float, help="most you would spend, USD (launch prices)")

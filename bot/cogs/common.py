@@ -59,11 +59,16 @@ async def quant_autocomplete(interaction: discord.Interaction, current: str) -> 
 class TokensTransformer(app_commands.Transformer):
     """`32k`, `128K`, `1M`, `32768` → tokens, with a message people understand when it is not."""
 
+    def __init__(self, name: str = "ctx", *, allow_zero: bool = False) -> None:
+        self.name, self.allow_zero = name, allow_zero
+
     async def transform(self, interaction: discord.Interaction, value: str) -> int:
-        return parse_tokens(value)
+        return parse_tokens(value, name=self.name, allow_zero=self.allow_zero)
 
 
-Tokens = app_commands.Transform[int, TokensTransformer]
+# A context length option, and a prompt length (which may be 0: an empty context).
+Tokens = app_commands.Transform[int, TokensTransformer("ctx")]
+PromptTokens = app_commands.Transform[int, TokensTransformer("prompt", allow_zero=True)]
 
 
 class NumberRange(app_commands.Transformer):

@@ -12,14 +12,15 @@ from bot.cogs.common import (
     ENGINE_CHOICES,
     HEAVY_COMMAND_PER_S,
     HEAVY_COMMAND_RATE,
+    Tokens,
     gpu_autocomplete,
     model_autocomplete,
     quant_autocomplete,
 )
 from bot.cogs.settings import defaults_for
 from bot.params import BadValue, parse_tokens
-from bot.service import FitRequest
-from estimator.query import DEFAULT_CTX
+from bot.requests import FitRequest
+from estimator.query import DEFAULT_CTX, DEFAULT_ENGINE, DEFAULT_KV
 
 if TYPE_CHECKING:
     from bot.client import RigBot
@@ -52,7 +53,7 @@ class Compare(commands.Cog):
         gpu: str | None = None,
         gpu2: str | None = None,
         model2: str | None = None,
-        ctx: str | None = None,
+        ctx: Tokens | None = None,
         engine: str | None = None,
         quant: str | None = None,
     ) -> None:
@@ -61,8 +62,8 @@ class Compare(commands.Cog):
         defaults = await defaults_for(self.bot, interaction)
         first_gpu = defaults.require_gpu(gpu)
         tokens = parse_tokens(defaults.take("ctx", ctx) or DEFAULT_CTX)
-        engine = defaults.take("engine", engine) or "llama.cpp"
-        kv = defaults.take("kv", None) or "f16"
+        engine = defaults.take("engine", engine) or DEFAULT_ENGINE
+        kv = defaults.take("kv", None) or DEFAULT_KV
         reqs = [
             FitRequest(gpu=first_gpu, model=model, ctx=tokens, engine=engine, kv=kv, quant=quant),
             FitRequest(gpu=gpu2 or first_gpu, model=model2 or model, ctx=tokens, engine=engine, kv=kv, quant=quant),

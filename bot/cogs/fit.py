@@ -15,6 +15,8 @@ from bot.cogs.common import (
     KV_CHOICES,
     Batch,
     GpuCount,
+    PromptTokens,
+    Tokens,
     gpu_autocomplete,
     model_autocomplete,
     prefetch_model,
@@ -24,8 +26,8 @@ from bot.cogs.report import community_field
 from bot.cogs.settings import defaults_for, join_notes
 from bot.params import parse_tokens
 from bot.render.replies import choice_note
-from bot.service import FitRequest
-from estimator.query import DEFAULT_CTX, DEFAULT_PROMPT_TOKENS
+from bot.requests import FitRequest
+from estimator.query import DEFAULT_CTX, DEFAULT_ENGINE, DEFAULT_KV, DEFAULT_PROMPT_TOKENS
 
 if TYPE_CHECKING:
     from bot.client import RigBot
@@ -56,11 +58,11 @@ class Fit(commands.Cog):
         model: str,
         gpu: str | None = None,
         quant: str | None = None,
-        ctx: str | None = None,
+        ctx: Tokens | None = None,
         engine: str | None = None,
         kv: str | None = None,
         gpus: GpuCount = 1,
-        prompt: str | None = None,
+        prompt: PromptTokens | None = None,
         batch: Batch = 1,
     ) -> None:
         defaults = await defaults_for(self.bot, interaction)
@@ -68,10 +70,10 @@ class Fit(commands.Cog):
             gpu=defaults.require_gpu(gpu),
             model=model,
             quant=quant,
-            engine=defaults.take("engine", engine) or "llama.cpp",
+            engine=defaults.take("engine", engine) or DEFAULT_ENGINE,
             ctx=parse_tokens(defaults.take("ctx", ctx) or DEFAULT_CTX),
-            prompt=parse_tokens(prompt or DEFAULT_PROMPT_TOKENS, name="prompt", allow_zero=True),
-            kv=defaults.take("kv", kv) or "f16",
+            prompt=DEFAULT_PROMPT_TOKENS if prompt is None else prompt,
+            kv=defaults.take("kv", kv) or DEFAULT_KV,
             gpus=gpus,
             batch=batch,
         )
@@ -79,17 +81,7 @@ class Fit(commands.Cog):
         await prefetch_model(interaction, svc, model)
         # Resolve now so a typo gets its "did you mean" at once, before any defer.
         q, formats = svc.base_query(req)
-        key = {
-            "gpu": q.gpu.id,
-            "gpus": q.gpus,
-            "model": q.model.id,
-            "quant": [f.id for f in formats],
-            "engine": q.engine,
-            "ctx": q.ctx,
-            "prompt": q.prompt_tokens,
-            "kv": q.kv,
-            "batch": q.batch,
-        }
+        key = req.cache_key(svc)
         locale = str(interaction.locale.value)
         note = join_notes(choice_note(svc.fit_choice(req), locale), defaults.note(locale, {"gpu": q.gpu.name}))
         community = await community_field(self.bot, interaction.guild_id, q, formats, locale)

@@ -8,7 +8,7 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.cogs.common import HEAVY_COMMAND_PER_S, HEAVY_COMMAND_RATE, gpu_autocomplete
+from bot.cogs.common import HEAVY_COMMAND_PER_S, HEAVY_COMMAND_RATE, Tokens, gpu_autocomplete
 from bot.cogs.settings import defaults_for, join_notes
 from bot.params import parse_tokens
 from bot.render.replies import choice_note
@@ -26,7 +26,7 @@ class Gpu(commands.Cog):
     @app_commands.describe(gpu="GPU, e.g. T4, RTX 4090, M2 Max 64GB", ctx="Context for the capability (default 8k)")
     @app_commands.autocomplete(gpu=gpu_autocomplete)
     @app_commands.checks.cooldown(HEAVY_COMMAND_RATE, HEAVY_COMMAND_PER_S)
-    async def gpu(self, interaction: discord.Interaction, gpu: str | None = None, ctx: str | None = None) -> None:
+    async def gpu(self, interaction: discord.Interaction, gpu: str | None = None, ctx: Tokens | None = None) -> None:
         svc = self.bot.service
         defaults = await defaults_for(self.bot, interaction)
         choice = svc.gpu_choice(defaults.require_gpu(gpu))

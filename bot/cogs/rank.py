@@ -15,6 +15,7 @@ from bot.cogs.common import (
     KV_CHOICES,
     SORT_CHOICES,
     GpuCount,
+    Tokens,
     gpu_autocomplete,
     one_of,
 )
@@ -23,9 +24,9 @@ from bot.cogs.settings import defaults_for, join_notes
 from bot.params import parse_tokens
 from bot.render.replies import choice_note
 from bot.render.reply import Reply
-from bot.service import RankRequest
+from bot.requests import RankRequest
 from bot.ui.pages import pages_view
-from estimator.query import DEFAULT_CTX
+from estimator.query import DEFAULT_CTX, DEFAULT_ENGINE, DEFAULT_KV
 
 if TYPE_CHECKING:
     from bot.client import RigBot
@@ -52,7 +53,7 @@ class Rank(commands.Cog):
         self,
         interaction: discord.Interaction,
         gpu: str | None = None,
-        ctx: str | None = None,
+        ctx: Tokens | None = None,
         sort: str = "quality",
         kv: str | None = None,
         gpus: GpuCount = 1,
@@ -64,9 +65,9 @@ class Rank(commands.Cog):
             gpu=defaults.require_gpu(gpu),
             ctx=parse_tokens(defaults.take("ctx", ctx) or DEFAULT_CTX),
             sort=sort,
-            kv=defaults.take("kv", kv) or "f16",
+            kv=defaults.take("kv", kv) or DEFAULT_KV,
             gpus=gpus,
-            engine=defaults.take("engine", engine) or "llama.cpp",
+            engine=defaults.take("engine", engine) or DEFAULT_ENGINE,
             quant=quant,
         )
         svc = self.bot.service
@@ -76,8 +77,7 @@ class Rank(commands.Cog):
         one_of("sort", sort, SORT_CHOICES)
         formats = svc.formats(svc.engine(req.engine), quant)
         locale = str(interaction.locale.value)
-        key = {**req.__dict__, "gpu": found.id, "gpus": choice.count, "engine": svc.engine(req.engine),
-               "kv": svc.kv(req.kv)}
+        key = req.cache_key(svc)
 
         async def render(page: int) -> Reply:
             return await self.bot.render_pool.render("rank", req, page, locale=locale)

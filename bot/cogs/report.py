@@ -34,7 +34,7 @@ from bot.reports.rules import (
     reporter_hash,
     summarize,
 )
-from bot.service import FitRequest
+from bot.requests import FitRequest
 from bot.store.reports import ReportDraft
 from bot.ui.report import MINE_MAX, ConfirmReport, MineView, interaction_locale, report_embed
 from estimator import ESTIMATOR_VERSION

@@ -13,6 +13,7 @@ from bot.cogs.common import (
     HEAVY_COMMAND_PER_S,
     HEAVY_COMMAND_RATE,
     NumberRange,
+    Tokens,
     model_autocomplete,
     prefetch_model,
     quant_autocomplete,
@@ -21,7 +22,7 @@ from bot.cogs.settings import defaults_for
 from bot.params import parse_tokens
 from bot.render.reply import Reply
 from bot.ui.pages import pages_view
-from estimator.query import DEFAULT_CTX
+from estimator.query import DEFAULT_CTX, DEFAULT_ENGINE
 
 if TYPE_CHECKING:
     from bot.client import RigBot
@@ -47,7 +48,7 @@ class WhatGpu(commands.Cog):
         self,
         interaction: discord.Interaction,
         model: str,
-        ctx: str | None = None,
+        ctx: Tokens | None = None,
         quant: str | None = None,
         min_tps: app_commands.Transform[float, NumberRange("min_tps", 0.1, 10000.0, integer=False)] | None = None,
         budget: app_commands.Transform[float, NumberRange("budget", 1.0, 10000000.0, integer=False)] | None = None,
@@ -55,7 +56,7 @@ class WhatGpu(commands.Cog):
     ) -> None:
         svc = self.bot.service
         defaults = await defaults_for(self.bot, interaction)
-        engine = defaults.take("engine", engine) or "llama.cpp"
+        engine = defaults.take("engine", engine) or DEFAULT_ENGINE
         await prefetch_model(interaction, svc, model)
         found, _ = svc.model(model)
         tokens = parse_tokens(defaults.take("ctx", ctx) or DEFAULT_CTX)

@@ -38,7 +38,8 @@ from bot.render import charts
 from bot.render.embeds import COLORS, FOOTER_MAX, render_embed
 from bot.render.replies import rank_rows_view
 from bot.render.reply import Reply, ReplyFile
-from bot.service import RankRequest, Service
+from bot.requests import RankRequest
+from bot.service import Service
 from catalog.resolve import NotFound
 from estimator.query import DEFAULT_CTX
 

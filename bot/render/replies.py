@@ -12,7 +12,8 @@ from bot.render.embeds import COLORS, locale_key, render_embed
 from bot.render.reply import Reply, ReplyFile
 from bot.render.table import Column, render_table, setup_label, short_gpu_name, short_model_name
 from bot.render.text import t
-from bot.service import FitRequest, GpuChoice, RankRequest, Service
+from bot.requests import FitRequest, RankRequest
+from bot.service import GpuChoice, Service
 from catalog.schema import GPU, QuantFormat
 from estimator.advice import (
     Recommendation,

@@ -8,7 +8,8 @@ import pytest
 from bot.params import BadValue
 from bot.render.charts import chart_description
 from bot.render.replies import fit_reply
-from bot.service import FitRequest, Service
+from bot.requests import FitRequest
+from bot.service import Service
 from catalog.schema import ContextExtension
 from estimator.fit import fit
 
