@@ -463,8 +463,11 @@ class RigBot(commands.AutoShardedBot):
         in; stored in the cache. Returns the reply still to send (None when done) and whether it was sent."""
         sent = False
         first, charts_to_draw = await self.render_pool.render_split(job, *args, locale=locale)
+        wait_s = self.settings.rigcheck_chart_wait_s
+        if self.render_pool.expected_draw_s(charts_to_draw) > wait_s:
+            wait_s = 0  # queued behind other charts: waiting would only hold the answer back
         drawing = asyncio.ensure_future(self.render_pool.draw(charts_to_draw))
-        done, _ = await asyncio.wait({drawing}, timeout=self.settings.rigcheck_chart_wait_s)
+        done, _ = await asyncio.wait({drawing}, timeout=wait_s)
         if done:
             reply = with_charts(first, drawing.result())
         else:

@@ -8,6 +8,7 @@ worker builds its own `Service` once and answers `(job, args, locale)` with a pi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ctypes
 import ctypes.util
 import hashlib
@@ -17,6 +18,7 @@ import os
 import pickle
 import signal
 import sys
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
@@ -56,14 +58,25 @@ def _die_with_parent(parent_pid: int) -> None:
         os._exit(0)
 
 
+# Chart workers yield the CPU to the bot process: the answer a person sees first (the embed) comes from
+# there, the chart a moment later from here.
+WORKER_NICENESS = 4
+
+
 def _init_worker(parent_pid: int) -> None:
     global _worker_service
     _die_with_parent(parent_pid)
+    with contextlib.suppress(OSError):
+        os.nice(WORKER_NICENESS)
     _worker_service = Service()
     from bot.render import charts  # noqa: F401  (fonts and matplotlib load once, not on the first request)
 
 
 CHART_CACHE_ENTRIES = 512
+# One drawing's seconds before any was timed (a chart takes 50-150 ms of one core), and the weight of each
+# new timing in the running mean.
+FIRST_DRAW_GUESS_S = 0.1
+DRAW_MEAN_WEIGHT = 0.2
 
 
 def _run_split(job: str, args: tuple[Any, ...], locale: str, service: Any) -> tuple[Any, list[charts.ChartJob]]:
@@ -73,8 +86,11 @@ def _run_split(job: str, args: tuple[Any, ...], locale: str, service: Any) -> tu
     return reply, list(jobs)
 
 
-def _draw(job: charts.ChartJob) -> bytes:
-    return charts.draw(job)
+def _draw(job: charts.ChartJob) -> tuple[bytes, float]:
+    """The PNG and the seconds drawing it took (in the worker, not counting the wait for one)."""
+    started = time.perf_counter()
+    png = charts.draw(job)
+    return png, time.perf_counter() - started
 
 
 def chart_digest(job: charts.ChartJob) -> str:
@@ -109,7 +125,9 @@ class RenderPool:
         self._answers = ThreadPoolExecutor(max_workers=2, thread_name_prefix="answer")
         self._charts: Executor = self._executor
         self._drawn: OrderedDict[str, bytes] = OrderedDict()
-        self._drawing: dict[str, asyncio.Future[bytes]] = {}
+        self._drawing: dict[str, asyncio.Future[tuple[bytes, float]]] = {}
+        # A running mean of one drawing's seconds, to tell whether a chart can be waited for.
+        self._draw_s = FIRST_DRAW_GUESS_S
 
     async def render(self, job: str, *args: Any, locale: str) -> Any:
         loop = asyncio.get_running_loop()
@@ -122,6 +140,15 @@ class RenderPool:
         """The reply with chart placeholders, computed off the loop but not behind chart drawing."""
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._answers, _run_split, job, args, locale, self.service)
+
+    def expected_draw_s(self, jobs: list[charts.ChartJob]) -> float:
+        """About how long until `jobs` are drawn if asked now: behind the drawings already queued, spread
+        over the workers; 0 when every one is in the digest cache."""
+        new = [job for job in jobs if chart_digest(job) not in self._drawn]
+        if not new:
+            return 0.0
+        lanes = max(self.workers, 1)
+        return (len(self._drawing) // lanes + len(new)) * self._draw_s
 
     async def draw(self, jobs: list[charts.ChartJob]) -> list[bytes]:
         """PNGs for the jobs, from the digest cache when the same chart was drawn before; one drawing
@@ -138,12 +165,17 @@ class RenderPool:
             loop = asyncio.get_running_loop()
             running = asyncio.ensure_future(loop.run_in_executor(self._charts, _draw, job))
             self._drawing[key] = running
-            running.add_done_callback(lambda _: self._drawing.pop(key, None))
-        png = await asyncio.shield(running)
+            running.add_done_callback(lambda done: self._drew(key, done))
+        png, _took = await asyncio.shield(running)
         self._drawn[key] = png
         while len(self._drawn) > CHART_CACHE_ENTRIES:
             self._drawn.popitem(last=False)
         return png
+
+    def _drew(self, key: str, done: asyncio.Future[tuple[bytes, float]]) -> None:
+        self._drawing.pop(key, None)
+        if not done.cancelled() and done.exception() is None:
+            self._draw_s += (done.result()[1] - self._draw_s) * DRAW_MEAN_WEIGHT
 
     async def warm(self) -> None:
         """Start every worker now (a few seconds of imports) rather than on the first command."""
