@@ -130,6 +130,7 @@ PRESETS: dict[Framework, Preset] = {
                 "attention": ("flash", f"{_TT}/torchtune/modules/attention.py (scaled_dot_product_attention, flash backend in bf16)"),
                 "optimizer": ("adamw", f"{_TT}/recipes/configs/llama3_1/8B_lora_single_device.yaml (torch.optim.AdamW, fused)"),
                 "fused_optimizer": (True, f"{_TT}/recipes/configs/llama3_1/8B_full.yaml (torch.optim.AdamW fused: True)"),
+                "compiled": (False, f"{_TT}/recipes/configs/llama3_1/8B_lora_single_device.yaml (compile: False)"),
                 "multi_gpu": ("fsdp", f"{_TT}/recipes/configs/llama3_1/8B_full.yaml (full_finetune_distributed shards with FSDP)"),
             },
             full={
@@ -187,6 +188,7 @@ PRESETS: dict[Framework, Preset] = {
                 "optimizer": ("adamw", f"{_LIT}/litgpt/finetune/lora.py (optimizer: AdamW, moments in bf16 under bf16-true)"),
                 "fused_optimizer": (False, "https://github.com/pytorch/pytorch/pull/95415 (torch.optim.AdamW defaults to foreach, not fused)"),
                 "multi_gpu": ("fsdp", f"{_LIT}/litgpt/finetune/lora.py (ModelParallelStrategy data-parallel sharding on several devices)"),
+                "unsharded_accumulation": (True, f"{_LIT}/litgpt/finetune/full.py (fabric.no_backward_sync(model, enabled=is_accumulating))"),
             },
             lora={
                 "rank": (8, f"{_LIT}/litgpt/finetune/lora.py (lora_r: 8)"),

@@ -24,6 +24,9 @@ async def test_framework_and_knobs_change_the_answer(sb: Sandbox) -> None:
         "/finetune gpu:h100 sxm model:llama-3.1-8b method:full ctx:4k framework:torchtune optimizer:adamw")
     assert "· adamw ·" in mine.embeds[0]["description"]
     assert float(_peak(mine)) > float(_peak(tt))
+    compiled = await sb.invoke(
+        "/finetune gpu:h100 sxm model:llama-3.1-8b method:full ctx:4k framework:torchtune compile:true")
+    assert compiled.error is None and float(_peak(compiled)) < float(_peak(tt))  # fused loss, fewer saved tensors
     assert tt.files and tt.embeds[0]["image"]["url"] == "attachment://vram.png"
 
 

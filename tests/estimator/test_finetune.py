@@ -211,6 +211,12 @@ def test_fsdp_no_sync_accumulation_holds_unsharded_gradients() -> None:
     one_step = FinetuneSettings(method="full", gpus=4, sharding="fsdp", unsharded_accumulation=True)
     assert ft.gradient_bytes(EXACT, one_step) == pytest.approx(full_grads / 4)
     assert ft.finetune_memory(EXACT, no_sync).total > ft.finetune_memory(EXACT, s).total
+    # LitGPT accumulates under fabric.no_backward_sync; torchtune reduce-scatters every micro-batch.
+    litgpt = FinetuneSettings(method="full", framework="litgpt", gpus=4, gradient_accumulation_steps=4)
+    assert litgpt.sharding == "fsdp" and ft.gradient_bytes(EXACT, litgpt) == pytest.approx(full_grads)
+    torchtune = FinetuneSettings(method="full", framework="torchtune", gpus=4, gradient_accumulation_steps=4,
+                                 optimizer_in_backward=False)
+    assert ft.gradient_bytes(EXACT, torchtune) == pytest.approx(full_grads / 4)
 
 
 def test_fsdp_gathers_two_blocks_beyond_its_shard() -> None:
