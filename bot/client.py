@@ -25,7 +25,7 @@ from discord import app_commands
 from discord.ext import commands
 from pydantic import ValidationError
 
-from bot.i18n import RigTranslator
+from bot.i18n import RigTranslator, interaction_locale
 from bot.params import BadValue
 from bot.render.embeds import locale_key
 from bot.render.pool import RenderPool
@@ -125,10 +125,6 @@ def storage_failure(exc: BaseException) -> bool:
                           | asyncpg.DiskFullError | ConnectionError)
     return postgres or isinstance(exc, sqlite3.OperationalError | StateStoreError) or (
         isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EROFS, errno.EDQUOT, errno.EIO))
-
-
-def interaction_locale(interaction: discord.Interaction) -> str:
-    return str(interaction.locale.value if interaction.locale else "en-US")
 
 
 async def send_reply(interaction: discord.Interaction, reply: Reply, view: discord.ui.View | None = None) -> None:

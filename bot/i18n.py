@@ -10,6 +10,11 @@ from __future__ import annotations
 import discord
 from discord import app_commands
 
+
+def interaction_locale(interaction: discord.Interaction) -> str:
+    """The asker's Discord language, as the templates and charts are keyed."""
+    return str(interaction.locale.value if interaction.locale else "en-US")
+
 ZH_CN: dict[str, str] = {
     "Does a model run on a GPU? VRAM, speed, max context": "模型能否在显卡上运行？显存、速度、最大上下文",
     "GPU, e.g. T4, RTX 4090, A100 40GB, M2 Max 64GB": "显卡，例如 T4、RTX 4090、A100 40GB、M2 Max 64GB",

@@ -22,6 +22,7 @@ from bot.cogs.common import (
     one_of,
     quant_autocomplete,
 )
+from bot.i18n import interaction_locale
 from bot.params import BadValue, format_tokens, parse_tokens
 from bot.render.text import t
 from bot.reports.paste import DECODE_TPS_MAX, PREFILL_TPS_MAX, Measured, parse_paste, parse_rate
@@ -36,7 +37,7 @@ from bot.reports.rules import (
 )
 from bot.requests import FitRequest
 from bot.store.reports import ReportDraft
-from bot.ui.report import MINE_MAX, ConfirmReport, MineView, interaction_locale, report_embed
+from bot.ui.report import MINE_MAX, ConfirmReport, MineView, report_embed
 from estimator import ESTIMATOR_VERSION
 from estimator.query import DEFAULT_CTX, Query
 

@@ -121,7 +121,20 @@ class Driver:
 
         return slash.Resolver(user=user, member=member, channel=channel, role=role)
 
-    def build_payload(
+    def _parse(self, text: str, place: SandboxGuild | None, locale: str, member_permissions: int,
+               focused: str | None = None) -> slash.Invocation:
+        """What Discord's client makes of `text` typed in `place` (None: a DM) by a member with these permissions."""
+        return slash.parse(
+            text,
+            self.commands_in(place.id if place else None),
+            locale=locale,
+            resolver=self._resolver(place, member_permissions),
+            focused=focused,
+            member_permissions=member_permissions,
+            in_guild=place is not None,
+        )
+
+    async def _interact(
         self,
         *,
         interaction_type: int,
@@ -132,8 +145,12 @@ class Driver:
         locale: str,
         member_permissions: int,
         app_permissions: int,
+        command_text: str,
+        timeout: float | None,  # noqa: ASYNC109 - a plain deadline, as in asyncio.wait_for
         message: dict[str, Any] | None = None,
-    ) -> tuple[int, str, dict[str, Any]]:
+        original_message_id: int | None = None,
+    ) -> Reply:
+        """Send one interaction as Discord would (payload, record, gateway event) and wait for its answer."""
         world = self.state.world
         interaction_id = new_snowflake()
         token = "sandbox." + secrets.token_urlsafe(48)
@@ -171,21 +188,6 @@ class Driver:
             )
         if message is not None:
             payload["message"] = message
-        return interaction_id, token, payload
-
-    async def _dispatch(
-        self,
-        payload: dict[str, Any],
-        interaction_id: int,
-        token: str,
-        *,
-        interaction_type: int,
-        guild: SandboxGuild | None,
-        channel_id: int,
-        user: SandboxUser,
-        command_text: str,
-        original_message_id: int | None = None,
-    ) -> InteractionRecord:
         record = InteractionRecord(
             id=interaction_id,
             token=token,
@@ -201,7 +203,7 @@ class Driver:
         )
         self.state.register_interaction(record)
         await self.state.hub.dispatch(record.guild_id, "INTERACTION_CREATE", payload)
-        return record
+        return await self.wait_for_reply(record.id, timeout=timeout)
 
     # -- people's actions --------------------------------------------------------------------------
     async def invoke(
@@ -225,37 +227,14 @@ class Driver:
         who = self._user(user)
         place, channel_id = self._place(guild, channel, dm)
         try:
-            invocation = slash.parse(
-                text,
-                self.commands_in(place.id if place else None),
-                locale=locale,
-                resolver=self._resolver(place, member_permissions),
-                member_permissions=member_permissions,
-                in_guild=place is not None,
-            )
+            invocation = self._parse(text, place, locale, member_permissions)
         except slash.ClientRejection as rejection:
             return Reply(command=text, rejected_by_client=True, reason=rejection.reason)
-        interaction_id, token, payload = self.build_payload(
-            interaction_type=INTERACTION_APPLICATION_COMMAND,
-            data=invocation.data(place.id if place else None),
-            user=who,
-            guild=place,
-            channel_id=channel_id,
-            locale=locale,
-            member_permissions=member_permissions,
-            app_permissions=app_permissions,
+        return await self._interact(
+            interaction_type=INTERACTION_APPLICATION_COMMAND, data=invocation.data(place.id if place else None),
+            user=who, guild=place, channel_id=channel_id, locale=locale, member_permissions=member_permissions,
+            app_permissions=app_permissions, command_text=text, timeout=timeout,
         )
-        record = await self._dispatch(
-            payload,
-            interaction_id,
-            token,
-            interaction_type=INTERACTION_APPLICATION_COMMAND,
-            guild=place,
-            channel_id=channel_id,
-            user=who,
-            command_text=text,
-        )
-        return await self.wait_for_reply(record.id, timeout=timeout)
 
     async def invoke_raw(
         self,
@@ -277,15 +256,12 @@ class Driver:
                                 "options": options}
         if command.get("guild_id"):
             data["guild_id"] = command["guild_id"]
-        interaction_id, token, payload = self.build_payload(
+        text = f"/{name} " + " ".join(f"{o['name']}:{o.get('value')}"[:80] for o in options)
+        return await self._interact(
             interaction_type=INTERACTION_APPLICATION_COMMAND, data=data, user=who, guild=place,
             channel_id=channel_id, locale=locale, member_permissions=member_permissions,
-            app_permissions=BOT_PERMISSIONS,
+            app_permissions=BOT_PERMISSIONS, command_text=text, timeout=timeout,
         )
-        text = f"/{name} " + " ".join(f"{o['name']}:{o.get('value')}"[:80] for o in options)
-        record = await self._dispatch(payload, interaction_id, token, interaction_type=INTERACTION_APPLICATION_COMMAND,
-                                      guild=place, channel_id=channel_id, user=who, command_text=text)
-        return await self.wait_for_reply(record.id, timeout=timeout)
 
     async def autocomplete_reply(
         self,
@@ -310,42 +286,18 @@ class Driver:
         parts.append(f"{option}:{value}")
         text = " ".join(parts)
         try:
-            invocation = slash.parse(
-                text,
-                self.commands_in(place.id if place else None),
-                locale=locale,
-                resolver=self._resolver(place, member_permissions),
-                focused=option,
-                member_permissions=member_permissions,
-                in_guild=place is not None,
-            )
+            invocation = self._parse(text, place, locale, member_permissions, focused=option)
             focused_option = next(o for o in invocation.leaf.get("options") or [] if o["name"] == option)
             if not focused_option.get("autocomplete"):
                 raise slash.ClientRejection(f"option '{option}' has no autocomplete")
         except (slash.ClientRejection, StopIteration) as problem:
             reason = problem.reason if isinstance(problem, slash.ClientRejection) else f"no option '{option}'"
             return Reply(command=text, rejected_by_client=True, reason=reason)
-        interaction_id, token, payload = self.build_payload(
-            interaction_type=INTERACTION_AUTOCOMPLETE,
-            data=invocation.data(place.id if place else None),
-            user=who,
-            guild=place,
-            channel_id=channel_id,
-            locale=locale,
-            member_permissions=member_permissions,
-            app_permissions=BOT_PERMISSIONS,
+        return await self._interact(
+            interaction_type=INTERACTION_AUTOCOMPLETE, data=invocation.data(place.id if place else None),
+            user=who, guild=place, channel_id=channel_id, locale=locale, member_permissions=member_permissions,
+            app_permissions=BOT_PERMISSIONS, command_text=text, timeout=timeout,
         )
-        record = await self._dispatch(
-            payload,
-            interaction_id,
-            token,
-            interaction_type=INTERACTION_AUTOCOMPLETE,
-            guild=place,
-            channel_id=channel_id,
-            user=who,
-            command_text=text,
-        )
-        return await self.wait_for_reply(record.id, timeout=timeout)
 
     async def autocomplete(self, command: str, option: str, value: str = "", **kwargs: Any) -> list[dict[str, Any]]:
         """The choices the bot offers; raises AutocompleteError when it offers none the API accepts."""
@@ -386,29 +338,11 @@ class Driver:
         data: dict[str, Any] = {"custom_id": custom_id, "component_type": component["type"]}
         if values is not None:
             data["values"] = values
-        interaction_id, token, payload = self.build_payload(
-            interaction_type=INTERACTION_COMPONENT,
-            data=data,
-            user=who,
-            guild=place,
-            channel_id=origin.channel_id,
-            locale=locale,
-            member_permissions=member_permissions,
-            app_permissions=BOT_PERMISSIONS,
-            message=message.to_json(),
+        return await self._interact(
+            interaction_type=INTERACTION_COMPONENT, data=data, user=who, guild=place, channel_id=origin.channel_id,
+            locale=locale, member_permissions=member_permissions, app_permissions=BOT_PERMISSIONS,
+            command_text=label, timeout=timeout, message=message.to_json(), original_message_id=message.id,
         )
-        record = await self._dispatch(
-            payload,
-            interaction_id,
-            token,
-            interaction_type=INTERACTION_COMPONENT,
-            guild=place,
-            channel_id=origin.channel_id,
-            user=who,
-            command_text=label,
-            original_message_id=message.id,
-        )
-        return await self.wait_for_reply(record.id, timeout=timeout)
 
     # -- answers -----------------------------------------------------------------------------------
     async def wait_for_reply(self, interaction_id: int, *, timeout: float | None = None) -> Reply:  # noqa: ASYNC109 - a plain deadline, as in asyncio.wait_for

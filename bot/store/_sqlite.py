@@ -7,7 +7,7 @@ from collections.abc import Callable, Coroutine, Generator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, Self, TypeVar
 
 import aiosqlite
 
@@ -23,6 +23,31 @@ class _Closable(Protocol):
 
 
 StoreT = TypeVar("StoreT", bound=_Closable)
+
+
+class Store:
+    """The lifecycle both stores share: `open()` hands back an `Opening`, and `async with` closes."""
+
+    async def _start(self) -> None:
+        raise NotImplementedError
+
+    async def close(self) -> None:
+        raise NotImplementedError
+
+    def _opening(self) -> Opening[Self]:
+        async def start() -> Self:
+            await self._start()
+            return self
+
+        return Opening(start)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
 
 
 class Opening(Generic[StoreT]):

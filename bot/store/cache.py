@@ -19,13 +19,20 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from enum import Enum
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import aiosqlite
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from bot.store._sqlite import CACHE_APPLICATION_ID, Opening, fetch_one, integrity_problems, is_corruption, sidecar_paths
+from bot.store._sqlite import (
+    CACHE_APPLICATION_ID,
+    Opening,
+    Store,
+    fetch_one,
+    integrity_problems,
+    is_corruption,
+    sidecar_paths,
+)
 
 log = logging.getLogger(__name__)
 
@@ -184,7 +191,7 @@ def decode_reply(payload: bytes) -> CachedReply:
         raise ValueError(str(exc)) from exc
 
 
-class ReplyCache:
+class ReplyCache(Store):
     """A size-bounded LRU cache of replies in one SQLite file.
 
     Open with ``await ReplyCache.open(path, max_bytes=...)`` or ``async with ReplyCache.open(...)``.
@@ -212,21 +219,7 @@ class ReplyCache:
     @classmethod
     def open(cls, path: Path | str, *, max_bytes: int, clock: Callable[[], float] = time.time) -> Opening[ReplyCache]:
         """Open (creating, or rebuilding if damaged) the cache at `path`; ":memory:" keeps it in RAM."""
-        cache = cls(path, max_bytes=max_bytes, clock=clock)
-
-        async def start() -> ReplyCache:
-            await cache._start()
-            return cache
-
-        return Opening(start)
-
-    async def __aenter__(self) -> ReplyCache:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()
+        return cls(path, max_bytes=max_bytes, clock=clock)._opening()
 
     async def close(self) -> None:
         """Wait for the call in progress, then close; later calls act as an empty cache."""

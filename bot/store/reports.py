@@ -10,7 +10,7 @@ import contextlib
 import secrets
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -179,25 +179,30 @@ class ReportRecords:
             rows = await db.all(sql, params)
         return [_report(r) for r in rows]
 
+    async def _accepted_speeds(self, match: dict[str, str | int], quant_ids: Sequence[str]) -> list[Any]:
+        """Accepted reports whose columns equal `match` (names from this module, never from a request), in
+        any of `quant_ids`: model, format and decode speed, oldest first."""
+        conditions = " AND ".join(f"{column} = ?" for column in match)
+        marks = ", ".join("?" for _ in quant_ids)
+        async with self._reading() as db:
+            return await db.all(
+                f"""
+                SELECT model_id, quant_id, decode_tps FROM reports
+                WHERE {conditions} AND status = 'accepted' AND quant_id IN ({marks})
+                ORDER BY id
+                """,  # noqa: S608 - only column names and placeholders are interpolated
+                [*match.values(), *quant_ids],
+            )
+
     async def community_values(
         self, gpu_id: str, gpu_count: int, model_id: str, quant_ids: Sequence[str], engine: str
     ) -> dict[str, list[float]]:
         """Accepted decode speeds per format for one GPU setup, model and engine."""
         if not quant_ids:
             return {}
-        marks = ", ".join("?" for _ in quant_ids)
-        async with self._reading() as db:
-            rows = await db.all(
-                f"""
-                SELECT quant_id, decode_tps FROM reports
-                WHERE gpu_id = ? AND gpu_count = ? AND model_id = ? AND engine = ? AND status = 'accepted'
-                    AND quant_id IN ({marks})
-                ORDER BY id
-                """,  # noqa: S608 - only placeholders are interpolated
-                [gpu_id, gpu_count, model_id, engine, *quant_ids],
-            )
+        match: dict[str, str | int] = {"gpu_id": gpu_id, "gpu_count": gpu_count, "model_id": model_id, "engine": engine}
         out: dict[str, list[float]] = {}
-        for row in rows:
+        for row in await self._accepted_speeds(match, quant_ids):
             out.setdefault(row["quant_id"], []).append(float(row["decode_tps"]))
         return out
 
@@ -207,18 +212,9 @@ class ReportRecords:
         """Accepted decode speeds per (model, format) for one GPU setup and engine: /rank's field."""
         if not quant_ids:
             return {}
-        marks = ", ".join("?" for _ in quant_ids)
-        async with self._reading() as db:
-            rows = await db.all(
-                f"""
-                SELECT model_id, quant_id, decode_tps FROM reports
-                WHERE gpu_id = ? AND gpu_count = ? AND engine = ? AND status = 'accepted' AND quant_id IN ({marks})
-                ORDER BY id
-                """,  # noqa: S608 - only placeholders are interpolated
-                [gpu_id, gpu_count, engine, *quant_ids],
-            )
+        match: dict[str, str | int] = {"gpu_id": gpu_id, "gpu_count": gpu_count, "engine": engine}
         out: dict[tuple[str, str], list[float]] = {}
-        for row in rows:
+        for row in await self._accepted_speeds(match, quant_ids):
             out.setdefault((row["model_id"], row["quant_id"]), []).append(float(row["decode_tps"]))
         return out
 

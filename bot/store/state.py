@@ -24,12 +24,11 @@ import re
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mapping, Sequence
 from datetime import date, datetime, timedelta
 from pathlib import Path
-from types import TracebackType
 from typing import Any, ParamSpec, TypeVar
 
 from pydantic import SecretStr
 
-from bot.store._sqlite import Opening, from_db_time, to_db_time, utc_now
+from bot.store._sqlite import Opening, Store, from_db_time, to_db_time, utc_now
 from bot.store.db import MARKER_SUFFIX, Connection, Database, Row, open_database
 from bot.store.errors import StateStoreError
 from bot.store.migrations import LATEST_VERSION, MIGRATIONS, TABLES
@@ -66,7 +65,7 @@ def _shielded(method: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, Corout
     return wrapper
 
 
-class StateStore(ReportRecords, PendingRecords):
+class StateStore(Store, ReportRecords, PendingRecords):
     """The bot's long-lived records, migrated forward at open.
 
     Open with ``await StateStore.open(target)`` or ``async with StateStore.open(target)``, where the
@@ -98,21 +97,7 @@ class StateStore(ReportRecords, PendingRecords):
         """
         from bot.store.db import is_database_url
 
-        store = cls(target if is_database_url(target) else Path(target), clock=clock)
-
-        async def start() -> StateStore:
-            await store._start()
-            return store
-
-        return Opening(start)
-
-    async def __aenter__(self) -> StateStore:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()
+        return cls(target if is_database_url(target) else Path(target), clock=clock)._opening()
 
     async def close(self) -> None:
         """Wait for the call in progress, then close. Safe to call twice."""

@@ -8,19 +8,19 @@ from collections.abc import Awaitable, Callable
 import discord
 
 from bot.render.reply import Reply
-from bot.render.text import t
+from bot.ui.owned import OwnedView
 
 PAGE_TIMEOUT_S = 600
 
 
-class Pages(discord.ui.View):
+class Pages(OwnedView):
     """Buttons `<prefix>:prev` and `<prefix>:next`; `render(page)` draws the page asked for."""
 
     def __init__(
         self, owner_id: int, page: int, pages: int, render: Callable[[int], Awaitable[Reply]], prefix: str
     ) -> None:
-        super().__init__(timeout=PAGE_TIMEOUT_S)
-        self.owner_id, self.page, self.pages, self.render = owner_id, page, pages, render
+        super().__init__(owner_id, refusal="pages.not_yours", timeout=PAGE_TIMEOUT_S)
+        self.page, self.pages, self.render = page, pages, render
         self.previous.custom_id = f"{prefix}:prev"
         self.next.custom_id = f"{prefix}:next"
         self._sync_buttons()
@@ -28,14 +28,6 @@ class Pages(discord.ui.View):
     def _sync_buttons(self) -> None:
         self.previous.disabled = self.page <= 1
         self.next.disabled = self.page >= self.pages
-
-    async def interaction_check(self, interaction: discord.Interaction) -> bool:
-        if interaction.user.id != self.owner_id:
-            await interaction.response.send_message(
-                t(str(interaction.locale.value), "pages.not_yours"), ephemeral=True
-            )
-            return False
-        return True
 
     async def show(self, interaction: discord.Interaction) -> None:
         reply = await self.render(self.page)

@@ -6,9 +6,11 @@ from typing import TYPE_CHECKING
 
 import discord
 
+from bot.i18n import interaction_locale
 from bot.render.embeds import COLORS
 from bot.render.text import t
 from bot.store.reports import RateLimited
+from bot.ui.owned import OwnedView
 
 if TYPE_CHECKING:
     from bot.cogs.report import ReportCog, ReportContext
@@ -16,10 +18,6 @@ if TYPE_CHECKING:
 
 CONFIRM_TIMEOUT_S = 600
 MINE_MAX = 25
-
-
-def interaction_locale(interaction: discord.Interaction) -> str:
-    return str(interaction.locale.value if interaction.locale else "en-US")
 
 
 def report_embed(title: str, description: str, color: str = "info", fields: list[tuple[str, str]] | None = None,
@@ -32,21 +30,14 @@ def report_embed(title: str, description: str, color: str = "info", fields: list
     return embed
 
 
-class ConfirmReport(discord.ui.View):
+class ConfirmReport(OwnedView):
     """Submit / Cancel on the private preview; only the reporter sees (and can press) them."""
 
     def __init__(self, ctx: ReportContext, owner_id: int, reporter: str, guild_id: int | None, draft: ReportDraft,
                  held: bool, summary: discord.Embed) -> None:
-        super().__init__(timeout=CONFIRM_TIMEOUT_S)
-        self.ctx, self.owner_id, self.reporter, self.guild_id = ctx, owner_id, reporter, guild_id
+        super().__init__(owner_id, refusal="report.not_yours", timeout=CONFIRM_TIMEOUT_S)
+        self.ctx, self.reporter, self.guild_id = ctx, reporter, guild_id
         self.draft, self.held, self.summary = draft, held, summary
-
-    async def interaction_check(self, interaction: discord.Interaction) -> bool:
-        if interaction.user.id != self.owner_id:
-            locale = interaction_locale(interaction)
-            await interaction.response.send_message(t(locale, "report.not_yours"), ephemeral=True)
-            return False
-        return True
 
     @discord.ui.button(label="Submit", style=discord.ButtonStyle.success, custom_id="report:confirm")
     async def confirm(self, interaction: discord.Interaction, button: discord.ui.Button[ConfirmReport]) -> None:
@@ -80,25 +71,18 @@ class ConfirmReport(discord.ui.View):
         )
 
 
-class MineView(discord.ui.View):
+class MineView(OwnedView):
     """A menu of one's own reports; picking one deletes it."""
 
     def __init__(self, cog: ReportCog, owner_id: int, reporter: str, reports: list[Report], locale: str) -> None:
-        super().__init__(timeout=CONFIRM_TIMEOUT_S)
-        self.cog, self.owner_id, self.reporter = cog, owner_id, reporter
+        super().__init__(owner_id, refusal="report.not_yours", timeout=CONFIRM_TIMEOUT_S)
+        self.cog, self.reporter = cog, reporter
         # discord.py types a decorated select's attributes loosely; these are a Select's own fields.
         self.delete.placeholder = t(locale, "report.delete_placeholder")  # type: ignore[assignment]
         self.delete.options = [  # type: ignore[assignment]
             discord.SelectOption(label=f"#{r.id} {cog.names(r)[0]} · {cog.names(r)[1]}"[:100], value=str(r.id))
             for r in reports[:MINE_MAX]
         ]
-
-    async def interaction_check(self, interaction: discord.Interaction) -> bool:
-        if interaction.user.id != self.owner_id:
-            locale = interaction_locale(interaction)
-            await interaction.response.send_message(t(locale, "report.not_yours"), ephemeral=True)
-            return False
-        return True
 
     @discord.ui.select(custom_id="report:delete", min_values=1, max_values=1,
                        options=[discord.SelectOption(label="-", value="0")])
