@@ -9,7 +9,10 @@ a query already answered (cached). For each it measures, from dispatch:
 - first visible answer: the first message with an embed (a "thinking…" placeholder does not count);
 - chart: the first message that carries the chart file.
 
-Prints p50/p90/p99 of both, per cache state, and the resident memory of the bot and its render workers.
+Prints p50/p90/p99 of both, per cache state, the resident memory of the bot and its render workers, and
+the CPU time per command of the bot, its render workers and the loopback Discord with this client. With
+`concurrency` commands always in flight, the mean time to the chart is `concurrency` / throughput, and
+throughput is what the CPUs allow: the CPU line says where it goes.
 Goal: p99 ≤ 1 s to the first visible answer and ≤ 2 s to the chart at 25 in flight.
 
 The figures depend on the machine; on a shared machine (other processes competing for the same cores)

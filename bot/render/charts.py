@@ -3,7 +3,8 @@
 Every function builds its own `Figure` on an Agg canvas (drawn with its thread's one renderer) and never
 touches pyplot or the global rcParams, so renders can run concurrently in worker threads. Styling is passed to
 each artist explicitly for the same reason. A chart is laid out once, from measured text, and drawn once
-(`_place`): no layout engine and no tight bounding box, which would lay it out and draw it twice.
+(`_place`): no layout engine and no tight bounding box, which would lay it out and draw it twice. Each
+distinct text is rasterised once per thread and copied after (`_Renderer`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import math
 import struct
 import threading
 import zlib
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -26,6 +28,7 @@ import numpy as np
 from matplotlib import font_manager, rcParams
 from matplotlib.axes import Axes
 from matplotlib.axis import Axis
+from matplotlib.backend_bases import GraphicsContextBase
 from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg
 from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties
@@ -242,6 +245,66 @@ def _truncate(s: str, n: int) -> str:
 _reused = threading.local()
 
 
+class _Renderer(RendererAgg):
+    """Agg, with each distinct text rasterised once and copied after.
+
+    Tick labels, axis labels and legend entries repeat from chart to chart, and shaping and rasterising
+    a string costs about a millisecond. Every text is drawn on a small scratch canvas of its own and
+    copied onto the chart (so a chart's pixels do not depend on what was drawn before it); the copy is
+    kept, keyed by the string, font, angle and colour. Mathtext and unantialiased text are drawn as usual."""
+
+    def __init__(self, width: int, height: int, dpi: float) -> None:
+        super().__init__(width, height, dpi)
+        self._texts: OrderedDict[tuple[object, ...], tuple[np.ndarray, int, int]] = OrderedDict()
+
+    def draw_text(self, gc: GraphicsContextBase, x: float, y: float, s: str, prop: FontProperties, angle: float,
+                  ismath: bool | Literal["TeX"] = False, mtext: Text | None = None) -> None:
+        shaped = mtext is not None and any(getattr(mtext, name, lambda: None)() is not None
+                                            for name in ("get_fontfeatures", "get_language"))
+        if ismath or shaped or not gc.get_antialiased() or not s.strip():
+            return super().draw_text(gc, x, y, s, prop, angle, ismath=ismath, mtext=mtext)
+        font = (tuple(prop.get_family()), prop.get_style(), prop.get_variant(), prop.get_weight(), prop.get_stretch(),
+                prop.get_size_in_points(), prop.get_file())
+        key = (s, font, angle, tuple(gc.get_rgb()), gc.get_alpha(), gc.get_forced_alpha())
+        found = self._texts.get(key)
+        if found is None:
+            found = self._texts[key] = self._rasterise(gc, s, prop, angle)
+            if len(self._texts) > TEXT_IMAGES_KEPT:
+                self._texts.popitem(last=False)  # the least recently drawn: a title or a note, mostly
+        else:
+            self._texts.move_to_end(key)
+        image, left, below = found
+        if image.size:
+            # y runs downwards here; draw_image takes the image's lower-left corner, y upwards.
+            self.draw_image(gc, round(x) + left, int(self.height) - (round(y) + below), image)
+
+    def _rasterise(self, gc: GraphicsContextBase, s: str, prop: FontProperties,
+                   angle: float) -> tuple[np.ndarray, int, int]:
+        width, height, _descent = self.get_text_width_height_descent(s, prop, ismath=False)
+        side = int(2 * (width + height)) + 8
+        scratch = RendererAgg(side, side, self.dpi)
+        plain = scratch.new_gc()
+        plain.copy_properties(gc)
+        plain.set_clip_rectangle(None)
+        plain.set_clip_path(None)
+        centre = side // 2
+        RendererAgg.draw_text(scratch, plain, centre, centre, s, prop, angle)
+        plain.restore()
+        pixels = np.asarray(scratch.buffer_rgba())
+        rows = np.flatnonzero(pixels[:, :, 3].any(axis=1))
+        cols = np.flatnonzero(pixels[:, :, 3].any(axis=0))
+        if not rows.size:
+            return np.zeros((0, 0, 4), np.uint8), 0, 0
+        top, bottom, first, last = rows[0], rows[-1] + 1, cols[0], cols[-1] + 1
+        # Bottom row first, as draw_image wants it (matplotlib's own agg filters hand it over the same way).
+        image = np.ascontiguousarray(pixels[top:bottom, first:last][::-1])
+        return image, int(first) - centre, int(bottom) - centre
+
+
+# Tick labels and legend entries come back in nearly every chart; a thousand small images are a few MB.
+TEXT_IMAGES_KEPT = 1024
+
+
 class _Canvas(FigureCanvasAgg):
     """An Agg canvas that draws with its thread's one renderer. Charts are all the same size, and
     matplotlib's text-metrics cache is keyed by the renderer, so labels that repeat from chart to chart
@@ -250,7 +313,7 @@ class _Canvas(FigureCanvasAgg):
     def get_renderer(self) -> RendererAgg:
         renderer: RendererAgg | None = getattr(_reused, "renderer", None)
         if renderer is None:
-            renderer = _reused.renderer = RendererAgg(WIDTH_PX, HEIGHT_PX, DPI)
+            renderer = _reused.renderer = _Renderer(WIDTH_PX, HEIGHT_PX, DPI)
         self.renderer = renderer
         return renderer
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
 import pytest
 from matplotlib.figure import Figure
 from matplotlib.image import imread
@@ -266,3 +267,28 @@ def test_the_layout_keeps_every_text_on_the_canvas_and_apart(monkeypatch, catalo
         if ax.xaxis.label.get_text() and xlabels:
             assert ax.xaxis.label.get_window_extent(renderer).y1 <= min(e.y0 for e in xlabels)
         assert box.width > charts.WIDTH_PX * 0.5 and box.height > charts.HEIGHT_PX * 0.5, "the plot keeps the room"
+
+
+@pytest.mark.parametrize("rotation", [0, 90])
+@pytest.mark.parametrize(("x", "y"), [(0.3, 0.5), (0.3013, 0.5017), (0.5, 0.2037)])
+def test_a_copied_text_lands_where_agg_draws_it(rotation, x, y):
+    """Texts are rasterised once and copied: each lands within the half pixel Agg would place it at."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg
+
+    def centre_of_ink(renderer_class):
+        fig = Figure(figsize=(4, 3), dpi=100, facecolor="black")
+        FigureCanvasAgg(fig)
+        renderer = renderer_class(400, 300, 100)
+        fig.text(x, y, "Hgq 12k · 显存", color="white", fontsize=15, rotation=rotation,
+                 fontfamily=list(charts._style("dark", "en-US").family))
+        for _ in range(2):  # the second time from the kept copy
+            renderer.clear()
+            fig.draw(renderer)
+        ink = np.asarray(renderer.buffer_rgba())[:, :, 0].astype(float)
+        rows, cols = np.nonzero(ink)
+        weight = ink[rows, cols]
+        return (cols * weight).sum() / weight.sum(), (rows * weight).sum() / weight.sum(), weight.sum()
+
+    agg, copied = centre_of_ink(RendererAgg), centre_of_ink(charts._Renderer)
+    assert abs(agg[0] - copied[0]) <= 0.51 and abs(agg[1] - copied[1]) <= 0.51, (agg, copied)
+    assert copied[2] == pytest.approx(agg[2], rel=0.02), "the same amount of ink"
