@@ -11,6 +11,7 @@ from catalog.schema import GPU, QuantFormat
 from estimator import constants as k
 from estimator.calibration import constants as fitted
 from estimator.calibration.model import (
+    COVARIATE_LEVELS,
     DECODE_PARAMS,
     ENGINE_FAMILY,
     PREFILL_PARAMS,
@@ -114,16 +115,18 @@ def alu_ops_per_s(gpu: GPU) -> float:
 def compute_tflops(engine: Engine, fmt: QuantFormat, gpu: GPU) -> float:
     """Peak dense throughput of the precision prefill's matrix multiplies are referred to.
 
-    llama.cpp multiplies quantized weights with int8 MMQ kernels and F16 with fp16 GEMMs; both are referred
-    to the fp16 peak and the kernel family's share is fitted ("compute" groups). Metal has no int8 matrix
-    units and runs everything at its fp16 rate. vLLM's weight-only INT4 (Marlin) dequantizes to fp16; FP8 and
-    INT8 W8A8 use those tensor cores where the GPU has them and fall back to fp16 otherwise.
+    llama.cpp multiplies quantized weights with int8 MMQ kernels (referred to the int8 peak where the GPU lists
+    one) and F16 with fp16 GEMMs; the kernel family's share of each is fitted ("compute" groups). Metal has no
+    int8 matrix units and runs everything at its fp16 rate. vLLM's weight-only INT4 (Marlin) dequantizes to fp16;
+    FP8 and INT8 W8A8 use those tensor cores where the GPU has them and fall back to fp16 otherwise.
     """
     if gpu.vendor == "apple":
         return apple_tflops(gpu)
     fp16 = gpu.fp16_tflops or gpu.bf16_tflops or gpu.fp32_tflops or 1.0
     if family(engine) == "llama.cpp":
-        return fp16
+        # MMQ multiplies the quantized weights with int8 activations: int8 tensor cores (Turing on), dp4a
+        # (Pascal sm_61: P40, GTX 10x0) or AMD's dot4/WMMA, at whatever int8 rate the vendor lists.
+        return (gpu.int8_tops or fp16) if fmt.kernel != "f16" else fp16
     if fmt.compute == "fp8" and gpu.fp8 and gpu.fp8_tflops:
         return gpu.fp8_tflops
     if fmt.compute == "int8" and gpu.int8_tops:
@@ -199,7 +202,7 @@ def coefficient(
         log += PRIOR_LOG_OFFSET.get(key, 0.0)
         hit = offsets.get(key)
         if hit is not None:
-            log += hit.value * (values or {}).get(level, 1.0)
+            log += hit.value * ((values or {}).get(level, 0.0) if level in COVARIATE_LEVELS else 1.0)
     return floor + (p.prior - floor) * math.exp(log)
 
 

@@ -62,7 +62,8 @@ CONSTANTS_PATH = Path(__file__).with_name("constants.py")
 RIDGE_SCALE = 0.05
 RIDGE: dict[str, float] = {level: RIDGE_SCALE * strength for level, strength in {
     "all": 1.0, "family": 2.0, "engine": 3.0, "backend": 2.0, "memory": 3.0, "arch": 3.0, "gpu": 4.0, "kernel": 2.0,
-    "compute": 2.0, "die": 3.0, "dp4a": 2.0, "power": 3.0, "fa": 2.0, "era": 2.0, "power_per_flop": 4.0}.items()}
+    "compute": 2.0, "die": 3.0, "dp4a": 2.0, "power": 3.0, "fa": 2.0, "era": 2.0, "power_per_flop": 4.0,
+    "build_age": 4.0}.items()}
 # A row counts toward a group's size only where the group's term is at least this share of its time.
 MATERIAL_SHARE = 0.03
 # Row weight halves every this many years of build age (relative to the newest row), down to the floor.
@@ -172,7 +173,17 @@ def design(kind: str, rows: list[Row]) -> Design:
                   base_log=base.reshape(len(mine), len(params)), floors=floors.reshape(len(mine), len(params)),
                   log_t=np.log(np.array([measured_seconds(r) for r in mine], dtype=float)),
                   weight=row_weights(mine), groups=groups, sources=[r.source for r in mine],
-                  covariates=[covariates(r.gpu) for r in mine])
+                  covariates=[row_covariates(r, newest_date(mine)) for r in mine])
+
+
+def newest_date(rows: list[Row]) -> str:
+    return max((r.date for r in rows if r.date), default="")
+
+
+def row_covariates(row: Row, newest: str) -> dict[str, float]:
+    """The GPU's covariates plus the row's build age in years before the newest row (0 when undated)."""
+    age = _years(newest) - _years(row.date) if row.date and newest else 0.0
+    return {**covariates(row.gpu), "build_age": age}
 
 
 def row_weights(rows: list[Row]) -> np.ndarray:

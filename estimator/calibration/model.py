@@ -50,7 +50,7 @@ OLD_BUILD_BEFORE = "2024-06"
 
 # Levels whose "group" is a continuous property of the GPU: the fitted value is a slope, multiplied by
 # the property (see `covariates`), not an offset shared by a set of rows.
-COVARIATE_LEVELS = frozenset({"power_per_flop"})
+COVARIATE_LEVELS = frozenset({"power_per_flop", "build_age"})
 
 
 @dataclass(frozen=True)
@@ -94,7 +94,8 @@ DECODE_PARAMS: tuple[Param, ...] = (
 # Prefill: seconds = Σ coefficient × term (see estimator.speed.prefill_terms).
 PREFILL_PARAMS: tuple[Param, ...] = (
     Param("inv_matmul_utilisation", 2.5, "peak-FLOPS seconds per second", (
-        "all", "family", "engine", "backend", "compute", "arch", "gpu", "power", "power_per_flop", "era"),
+        "all", "family", "engine", "backend", "compute", "arch", "gpu", "power", "power_per_flop",
+        "build_age"),
         "the engine's GEMM kernels reach a per-architecture share of the datasheet peak"),
     Param("inv_attention_utilisation", 4.0, "peak-FLOPS seconds per second", ("all", "family", "backend", "fa"),
           "attention over the prompt and the cached depth runs below the GEMM rate"),
@@ -180,6 +181,10 @@ def watts_per_tflops(gpu: GPU) -> float | None:
     return gpu.tdp_w / peak if gpu.tdp_w and peak else None
 
 
+def groups_backend(gpu: GPU) -> str:
+    return BACKEND_OF_VENDOR[gpu.vendor]
+
+
 def situation_groups(
     engine: str, gpu: GPU, kernel: str, compute: str, *, date: str = "", flash_attn: bool | None = None
 ) -> dict[str, str]:
@@ -200,6 +205,9 @@ def situation_groups(
         "fa": "off" if flash_attn is False else "on",
         "era": "old" if date and date < OLD_BUILD_BEFORE else "current",
         "power_per_flop": "slope",
+        # One slope per backend: its kernels improve build by build at their own pace. An estimate is for
+        # current builds, so its age is zero and the slope only keeps old rows from biasing the rest.
+        "build_age": groups_backend(gpu),
     }
     return groups
 

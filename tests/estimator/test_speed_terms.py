@@ -5,7 +5,7 @@ from __future__ import annotations
 from catalog import load_catalog
 from catalog.schema import GPU, Model, QuantFormat
 from estimator.calibration.model import arch_group, compute_capability, die_group, has_int8_dot, power_limited
-from estimator.engines import achieved_bandwidth_gbs, decode_coefficients, prefill_coefficients
+from estimator.engines import achieved_bandwidth_gbs, compute_tflops, decode_coefficients, prefill_coefficients
 from estimator.query import Engine
 from estimator.speed import decode_seconds_per_step, decode_terms, prefill_seconds, prefill_terms, speed_of
 
@@ -154,3 +154,17 @@ def test_gp100_is_its_own_die_within_pascal() -> None:
     assert arch_group(p100) == arch_group(p40)
     assert die_group(p100) != die_group(p40)
     assert die_group(gpu("nvidia-h100-sxm")) == arch_group(gpu("nvidia-h100-sxm"))
+
+
+def test_quantized_prefill_on_pascal_runs_at_the_dp4a_rate() -> None:
+    """The P40 has no tensor cores and no fast FP16, but dp4a gives MMQ four int8 products per lane."""
+    p40 = gpu("nvidia-tesla-p40")
+    assert compute_tflops("llama.cpp", quant("q4_0"), p40) == p40.int8_tops
+    assert compute_tflops("llama.cpp", quant("f16"), p40) == p40.fp32_tflops
+
+
+def test_an_estimate_is_for_current_builds() -> None:
+    """Old rows carry a build age with a fitted slope per backend; an estimate's age is zero."""
+    from estimator.engines import covariates
+
+    assert "build_age" not in covariates(gpu("amd-rx-7900-xtx"))
