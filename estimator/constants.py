@@ -69,6 +69,11 @@ ALLREDUCE_LATENCY_S = {"nvlink": 8e-6, "pcie": 25e-6, "infinity fabric": 10e-6}
 # (32 cores × 128 ALUs × 2 FLOPs × 1.296 GHz = 10.6 TFLOPS, 400 GB/s) gives 26.5 FLOP/byte; M1 (2.6
 # TFLOPS announced, 68.25 GB/s) gives 38. Metal runs FP16 at the FP32 rate on M1–M3.
 APPLE_FLOPS_PER_BYTE = 26.5
+# Where the catalog names the GPU core count: 128 FP32 ALUs per core, an FMA as 2 FLOPs, at the GPU clock
+# measured per generation (philipturner/metal-benchmarks, "Overview of Apple-designed GPUs": M1 family
+# 1278–1296 MHz, M2 1398 MHz; later generations are taken at M2's clock, a lower bound).
+APPLE_ALUS_PER_CORE = 128
+APPLE_GPU_CLOCK_GHZ: dict[str, float] = {"M1": 1.296, "M2": 1.398, "later": 1.398}
 
 # llama.cpp k-quants pack rows in blocks of 256; a tensor whose rows are not a multiple of that (Qwen2.5-72B's
 # ffn_down, 29568 wide) is stored in a fallback type instead (src/llama-quant.cpp, convert_incompatible_tensor:

@@ -4,6 +4,7 @@ GPU's achieved bandwidth and ALU rate, and the fitted coefficients and error ban
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from functools import cache
 
@@ -139,7 +140,20 @@ def compute_tflops(engine: Engine, fmt: QuantFormat, gpu: GPU) -> float:
 def apple_tflops(gpu: GPU) -> float:
     """Apple publishes no FLOPS for most chips; its GPU cores scale with its memory channels, so the
     throughput is taken as bandwidth × a FLOP-per-byte ratio from the chips Apple did quote."""
-    return gpu.fp16_tflops or gpu.fp32_tflops or gpu.bandwidth_gbs * k.APPLE_FLOPS_PER_BYTE / 1000
+    if gpu.fp16_tflops or gpu.fp32_tflops:
+        return gpu.fp16_tflops or gpu.fp32_tflops or 0.0
+    cores = apple_gpu_cores(gpu)
+    if cores is None:
+        return gpu.bandwidth_gbs * k.APPLE_FLOPS_PER_BYTE / 1000
+    clock = k.APPLE_GPU_CLOCK_GHZ.get(gpu.architecture.split()[1], k.APPLE_GPU_CLOCK_GHZ["later"])
+    return cores * k.APPLE_ALUS_PER_CORE * 2 * clock / 1000
+
+
+def apple_gpu_cores(gpu: GPU) -> int | None:
+    """The GPU core count in the catalog's architecture ("Apple M3 Max GPU (40-core)"); of two configurations
+    sold under one memory size ("24- or 32-core") the larger, the one most published runs use."""
+    counts = [int(n) for n in re.findall(r"(\d+)-(?:core|\s)", gpu.architecture.split("(", 1)[-1])]
+    return max(counts) if counts else None
 
 
 def compute_class(engine: str, fmt: QuantFormat, gpu: GPU) -> str:

@@ -168,3 +168,11 @@ def test_an_estimate_is_for_current_builds() -> None:
     from estimator.engines import covariates
 
     assert "build_age" not in covariates(gpu("amd-rx-7900-xtx"))
+
+
+def test_apple_gpu_throughput_follows_its_core_count() -> None:
+    """M1 Max: 32 cores × 128 ALUs × 2 FLOPs × 1.296 GHz = 10.6 TFLOPS (metal-benchmarks' table)."""
+    from estimator.engines import apple_tflops
+
+    assert abs(apple_tflops(gpu("apple-m1-max-64gb")) - 10.62) < 0.01
+    assert apple_tflops(gpu("apple-m3-max-64gb")) > apple_tflops(gpu("apple-m3-max-36gb"))
