@@ -53,7 +53,8 @@ class Settings(BaseSettings):
     )
     rigcheck_chart_wait_s: float = Field(
         default=0.3, ge=0, le=60,
-        description="how long an answer waits for its chart; after that it is posted without and the chart edited in",
+        description="how long an answer waits for its chart (not at all when the chart is queued for longer); "
+                    "after that it is posted without and the chart edited in",
     )
     rigcheck_guild_ready_timeout: float = 2.0
     rigcheck_log_level: str = "INFO"

@@ -256,6 +256,7 @@ class _Renderer(RendererAgg):
     def __init__(self, width: int, height: int, dpi: float) -> None:
         super().__init__(width, height, dpi)
         self._texts: OrderedDict[tuple[object, ...], tuple[np.ndarray, int, int]] = OrderedDict()
+        self._kept_bytes = 0
 
     def draw_text(self, gc: GraphicsContextBase, x: float, y: float, s: str, prop: FontProperties, angle: float,
                   ismath: bool | Literal["TeX"] = False, mtext: Text | None = None) -> None:
@@ -269,8 +270,10 @@ class _Renderer(RendererAgg):
         found = self._texts.get(key)
         if found is None:
             found = self._texts[key] = self._rasterise(gc, s, prop, angle)
-            if len(self._texts) > TEXT_IMAGES_KEPT:
-                self._texts.popitem(last=False)  # the least recently drawn: a title or a note, mostly
+            self._kept_bytes += found[0].nbytes
+            while self._kept_bytes > TEXT_IMAGES_KEPT_BYTES:
+                # The least recently drawn goes: a title or a note, mostly.
+                self._kept_bytes -= self._texts.popitem(last=False)[1][0].nbytes
         else:
             self._texts.move_to_end(key)
         image, left, below = found
@@ -301,8 +304,9 @@ class _Renderer(RendererAgg):
         return image, int(first) - centre, int(bottom) - centre
 
 
-# Tick labels and legend entries come back in nearly every chart; a thousand small images are a few MB.
-TEXT_IMAGES_KEPT = 1024
+# Tick labels and legend entries come back in nearly every chart: a few hundred small images, well
+# inside this; one-off titles and notes pass through.
+TEXT_IMAGES_KEPT_BYTES = 8 * 1024 * 1024
 
 
 class _Canvas(FigureCanvasAgg):
