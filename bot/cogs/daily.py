@@ -12,8 +12,9 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.daily.delivery import MAX_GPUS, DailyJob, parse_webhook_url
+from bot.i18n import interaction_locale
 from bot.params import BadValue, format_tokens, parse_tokens
-from bot.render.embeds import locale_key
+from bot.render.text import t
 from estimator.query import DEFAULT_CTX
 
 if TYPE_CHECKING:
@@ -27,10 +28,6 @@ def _locale(interaction: discord.Interaction) -> str:
     # The summary is read by the whole server, so its language follows the server's, not the caller's.
     chosen = interaction.guild_locale or interaction.locale
     return str(chosen.value if chosen else "en-US")
-
-
-def _zh(interaction: discord.Interaction) -> bool:
-    return locale_key(str(interaction.locale.value if interaction.locale else "")) == "zh-CN"
 
 
 @app_commands.guild_only()
@@ -100,12 +97,9 @@ class DailyCog(
         ctx: str | None = None,
         webhook_url: app_commands.Range[str, 1, 300] | None = None,
     ) -> None:
-        zh = _zh(interaction)
         assert interaction.guild_id is not None
         if channel is None and webhook_url is None:
-            raise BadValue(
-                "请指定 `channel` 或 `webhook_url`。" if zh else "Give a `channel`, a `webhook_url`, or both."
-            )
+            raise BadValue.of("daily.need_target")
         if webhook_url is not None:
             try:
                 parse_webhook_url(webhook_url, self.bot.settings.discord_api_base)
@@ -116,16 +110,13 @@ class DailyCog(
         if gpus:
             wanted = [g.strip() for g in gpus.split(",") if g.strip()]
             if len(wanted) > MAX_GPUS:
-                raise BadValue(f"最多 {MAX_GPUS} 款显卡。" if zh else f"At most {MAX_GPUS} GPUs.")
+                raise BadValue.of("daily.max_gpus", count=MAX_GPUS)
             # Raises catalog.resolve.NotFound with suggestions, which the central handler words.
             gpu_ids = list(dict.fromkeys(self.bot.service.gpu(name).id for name in wanted))
         else:
             gpu_ids = list(settings.gpu_ids)
             if not gpu_ids:
-                raise BadValue(
-                    "请用 gpus:… 指定显卡，或先用 /settings server gpu:… 设置本服务器的默认显卡。" if zh
-                    else "Say which GPUs with gpus:…, or set this server's GPU first with /settings server gpu:…"
-                )
+                raise BadValue.of("daily.need_gpus")
         tokens = parse_tokens(ctx) if ctx else (settings.ctx or DEFAULT_CTX)
         sub = await state.add_subscription(
             interaction.guild_id,
@@ -135,13 +126,10 @@ class DailyCog(
             tokens,
             settings.locale or _locale(interaction),
         )
-        where = channel.mention if channel else ("频道 Webhook" if zh else "the channel webhook")
+        locale = interaction_locale(interaction)
+        where = channel.mention if channel else t(locale, "daily.the_webhook")
         names = ", ".join(self.bot.service.catalog.gpu(g).name for g in sub.gpus)
-        text = (
-            f"已订阅：每日摘要将发送到 {where}（{names}，上下文 {format_tokens(sub.ctx)}）。"
-            if zh
-            else f"Subscribed: the daily summary goes to {where} ({names}, {format_tokens(sub.ctx)} context)."
-        )
+        text = t(locale, "daily.subscribed", where=where, names=names, ctx=format_tokens(sub.ctx))
         await interaction.response.send_message(text, ephemeral=True)
         self.bot.metrics_outcome(interaction, "ok")
 
@@ -151,17 +139,10 @@ class DailyCog(
     async def unsubscribe(
         self, interaction: discord.Interaction, channel: app_commands.AppCommandChannel | None = None
     ) -> None:
-        zh = _zh(interaction)
         assert interaction.guild_id is not None
         removed = await self._state().remove_subscription(interaction.guild_id, channel.id if channel else None)
-        if zh:
-            text = f"已取消 {removed} 个订阅。" if removed else "没有找到可取消的订阅。"
-        else:
-            text = (
-                f"Removed {removed} subscription{'s' if removed != 1 else ''}."
-                if removed
-                else "There was no subscription to remove."
-            )
+        key = "daily.removed_none" if not removed else "daily.removed_one" if removed == 1 else "daily.removed"
+        text = t(interaction_locale(interaction), key, count=removed)
         await interaction.response.send_message(text, ephemeral=True)
         self.bot.metrics_outcome(interaction, "ok")
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from bot.params import format_tokens, parse_tokens
 from bot.render import charts
-from bot.render.embeds import COLORS, locale_key, render_embed
+from bot.render.embeds import COLORS, render_embed
 from bot.render.reply import Reply, ReplyFile
 from bot.render.table import Column, render_table, setup_label, short_gpu_name, short_model_name
 from bot.render.text import t
@@ -32,14 +32,11 @@ from estimator.rank import RankRow
 from estimator.units import GIB, gib_text
 
 PAGE_SIZE = 10
-VERDICTS = {
-    "en": {"fits": "fits", "tight": "tight", "does_not_fit": "does not fit"},
-    "zh-CN": {"fits": "可运行", "tight": "勉强", "does_not_fit": "显存不足"},
-}
-HEADLINES = {
-    "en": {"fits": "Runs", "tight": "Runs, with little headroom", "does_not_fit": "Does not fit"},
-    "zh-CN": {"fits": "可以运行", "tight": "可以运行，但余量很小", "does_not_fit": "显存不足，无法运行"},
-}
+VERDICT_NAMES = ("fits", "tight", "does_not_fit")
+
+
+def verdict_words(locale: str) -> dict[str, str]:
+    return {v: t(locale, f"verdict.{v}") for v in VERDICT_NAMES}
 
 
 def advice(svc: Service, result: FitResult, locale: str) -> list[str]:
@@ -104,7 +101,6 @@ def fit_reply(svc: Service, req: FitRequest, locale: str, theme: charts.Theme = 
     from estimator.fit import fit
 
     result = fit(q, formats)
-    loc = locale_key(locale)
     verdict = overall_verdict(result)
     usable = result.options[0].memory.usable_bytes
     offload = offload_text(partial_offload(result), locale)
@@ -122,8 +118,8 @@ def fit_reply(svc: Service, req: FitRequest, locale: str, theme: charts.Theme = 
         options=result.options,
         usable=usable,
         vram=q.gpu.vram_bytes * q.gpus,
-        verdicts=VERDICTS[loc],
-        headline=HEADLINES[loc][verdict],
+        verdicts=verdict_words(locale),
+        headline=t(locale, f"headline.{verdict}"),
         color=COLORS[verdict],
         advice=advice(svc, result, locale),
         offload=offload,
@@ -352,7 +348,6 @@ def compare_reply(svc: Service, reqs: list[FitRequest], locale: str, theme: char
     from estimator.curve import vram_curves
     from estimator.fit import fit, shared_format
 
-    loc = locale_key(locale)
     queries = [svc.base_query(req) for req in reqs]
     results = [fit(q, formats) for q, formats in queries]
     fmt = shared_format(results)
@@ -387,7 +382,7 @@ def compare_reply(svc: Service, reqs: list[FitRequest], locale: str, theme: char
         kv=first.kv,
         fmt=fmt,
         why=t(locale, "compare.asked" if asked else "compare.shared", fmt=fmt.name),
-        verdicts=VERDICTS[loc],
+        verdicts=verdict_words(locale),
         image="vram.png",
     )
     chart_title = f"{fmt.name} · {format_tokens(first.ctx)}"
@@ -424,7 +419,6 @@ def finetune_reply(
     usable = usable_vram_bytes(gpu)
     plan = ft.finetune_plan(model, settings, usable)
     mem = plan.memory
-    loc = locale_key(locale)
     advice = [t(locale, f"ft.change.{c.key}", value=_change_value(c), gib=gib_text(c.total))
               + (t(locale, "ft.change.paged", gib=gib_text(c.paged)) if c.paged else "") for c in plan.changes]
     names = ("weights", "trainable", "gradients", "optimizer", "activations", "logits", "qlora_buffers", "overhead")
@@ -443,7 +437,7 @@ def finetune_reply(
         seq=seq,
         batch=batch,
         settings_line=" · ".join(parts),
-        headline=HEADLINES[loc][plan.verdict],
+        headline=t(locale, f"headline.{plan.verdict}"),
         total=mem.total,
         usable=usable,
         mem=terms,
