@@ -19,14 +19,11 @@ from catalog.resolve import NotFound, Resolver
 from catalog.schema import GPU, Model, QuantFormat
 from catalog.store import Catalog, load_catalog
 from estimator import ESTIMATOR_VERSION
-from estimator.capability import LargestModel, largest_that_fits
 from estimator.curve import VramCurves, vram_curves
-from estimator.engines import DEFAULT_FORMAT, DEFAULT_LEVELS, supports
+from estimator.engines import DEFAULT_FORMAT, DEFAULT_LEVELS, runs_format, supports
 from estimator.fit import FitResult, default_formats, fit
 from estimator.memory import memory
 from estimator.query import (
-    DEFAULT_CTX,
-    DEFAULT_ENGINE,
     ENGINES,
     KV_DTYPES,
     MAX_BATCH,
@@ -116,7 +113,7 @@ class Service:
 
     @staticmethod
     def engine(text: str) -> Engine:
-        value = text.strip().lower().replace("llamacpp", "llama.cpp").replace("ollama", "llama.cpp")
+        value = text.strip().lower().replace("llamacpp", "llama.cpp").replace("exllama2", "exllamav2")
         value = value.replace("lm studio", "llama.cpp").replace("lmstudio", "llama.cpp")
         if value not in ENGINES:
             raise BadValue.of("bad.engine", engines=", ".join(ENGINES))
@@ -149,11 +146,11 @@ class Service:
         fmt = self.resolver.quant_or_none(key)
         if fmt is None:
             levels = ", ".join(DEFAULT_FORMAT[engine])
-            formats = ", ".join(q.name for q in self.catalog.quants if engine in q.engines)
+            formats = ", ".join(q.name for q in self.catalog.quants if runs_format(engine, q))
             raise BadValue.of("bad.quant", got=repr(text[:30]), levels=levels, formats=formats)
-        if engine not in fmt.engines:
-            own = ", ".join(q.name for q in self.catalog.quants if engine in q.engines)
-            runs_on = [e for e in ENGINES if e in fmt.engines]
+        if not runs_format(engine, fmt):
+            own = ", ".join(q.name for q in self.catalog.quants if runs_format(engine, q))
+            runs_on = [e for e in ENGINES if runs_format(e, fmt)]
             if runs_on:
                 raise BadValue.of("quant.other_engine", quant=fmt.name, engines=engine_names(fmt.engines),
                                   engine=engine, suggestion=runs_on[0], formats=own)
@@ -249,14 +246,6 @@ class Service:
         )
         return gpu, rows[: req.limit] if req.limit else rows
 
-    def capability(
-        self, gpu: GPU, *, ctx: int = DEFAULT_CTX, gpus: int = 1, engine: Engine = DEFAULT_ENGINE
-    ) -> list[LargestModel]:
-        out = []
-        for level in ("int4", "int8", "fp16"):
-            fmt = self.catalog.quant(DEFAULT_FORMAT[engine][level])
-            out.append(largest_that_fits(self.catalog.models, fmt, level, gpu, gpus=gpus, ctx=ctx, engine=engine))
-        return out
 
 
 # How people name the engines a format runs on (SGLang and TensorRT-LLM load vLLM's formats).

@@ -19,7 +19,7 @@ from estimator.capability import (
     training_precision,
 )
 from estimator.curve import VramCurves, vram_curves
-from estimator.engines import DEFAULT_FORMAT, DEFAULT_LEVELS
+from estimator.engines import DEFAULT_FORMAT, DEFAULT_LEVELS, family
 from estimator.fit import FitOption, FitResult
 from estimator.memory import Verdict, memory, usable_vram_bytes
 from estimator.offload import OffloadPlan, offload_plan
@@ -143,7 +143,7 @@ def what_to_change(result: FitResult, catalog: Catalog) -> list[Tip]:
 
 def partial_offload(result: FitResult) -> OffloadPlan | None:
     """llama.cpp with some layers in system RAM, for the smallest format, when no format fits at all."""
-    if overall_verdict(result) != "does_not_fit" or result.query.engine != "llama.cpp":
+    if overall_verdict(result) != "does_not_fit" or family(result.query.engine) != "llama.cpp":
         return None
     return offload_plan(result.query.model_copy(update={"quant": smallest_option(result).quant}))
 

@@ -42,7 +42,26 @@ DEFAULT_FORMAT: dict[Engine, dict[str, str]] = {
     },
     "vllm": {"int4": "awq-int4", "int8": "int8-w8a8", "fp8": "fp8", "fp4": "nvfp4", "fp16": "bf16"},
     "mlx": {"int4": "mlx-4bit", "int8": "mlx-8bit", "fp16": "bf16"},
+    "exllamav2": {"int3": "exl2-3.0bpw", "int4": "exl2-4.0bpw", "int5": "exl2-5.0bpw", "int6": "exl2-6.0bpw",
+                  "int8": "exl2-8.0bpw"},
 }
+# Engines that load another engine's formats: Ollama and LM Studio run GGUF files through llama.cpp,
+# SGLang and TensorRT-LLM serve the checkpoints vLLM does, ExLlamaV3 reads ExLlamaV2's.
+FORMATS_OF: dict[Engine, Engine] = {"ollama": "llama.cpp", "lm studio": "llama.cpp", "sglang": "vllm",
+                                    "trt-llm": "vllm", "exllamav3": "exllamav2"}
+for _engine, _base in FORMATS_OF.items():
+    DEFAULT_FORMAT[_engine] = DEFAULT_FORMAT[_base]
+
+
+def format_engine(engine: Engine) -> Engine:
+    """The engine whose formats this one loads."""
+    return FORMATS_OF.get(engine, engine)
+
+
+def runs_format(engine: Engine, fmt: QuantFormat) -> bool:
+    return engine in fmt.engines or format_engine(engine) in fmt.engines
+
+
 # The formats `fit` compares when none is asked for: the seed pages' INT4 / Q8 / FP16 columns.
 DEFAULT_LEVELS = ("int4", "int8", "fp16")
 

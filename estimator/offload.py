@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from estimator.engines import decode_fit
+from estimator.engines import decode_fit, family
 from estimator.memory import (
     body_params,
     embedding_table_params,
@@ -76,7 +76,7 @@ def offload_plan(
 ) -> OffloadPlan | None:
     """The largest -ngl that fits, or None: when everything fits already, when not even the runtime
     buffers fit, when the engine is not llama.cpp, or when the CPU part exceeds `system_ram_gb` (GiB)."""
-    if q.engine != "llama.cpp" or system_ram_gbs <= 0 or cpu_efficiency <= 0:
+    if family(q.engine) != "llama.cpp" or system_ram_gbs <= 0 or cpu_efficiency <= 0:
         return None
     if memory(q).verdict != "does_not_fit":
         return None

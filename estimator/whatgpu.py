@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from pydantic import BaseModel, ConfigDict
 
 from catalog.schema import GPU, Model, QuantFormat
-from estimator.engines import supports
+from estimator.engines import runs_format, supports, tensor_parallel
 from estimator.memory import MemoryBreakdown, memory
 from estimator.query import MAX_GPUS, Engine, KVDtype, Query
 from estimator.speed import speed
@@ -53,7 +53,7 @@ def _counts(gpu: GPU, model: Model, engine: Engine, max_gpus: int) -> Iterable[i
         yield 1  # one machine's unified memory; Macs are not pooled
         return
     for n in range(1, min(max_gpus, MAX_GPUS) + 1):
-        if engine == "vllm" and model.attention_heads % n:
+        if tensor_parallel(engine) and model.attention_heads % n:
             continue  # vLLM's tensor parallel size must divide the attention heads
         yield n
 
@@ -83,7 +83,7 @@ def what_gpu(
         if not supports(engine, gpu):
             continue
         for fmt in formats:
-            if engine not in fmt.engines:
+            if not runs_format(engine, fmt):
                 continue
             setup = _first_that_fits(model, fmt, gpu, ctx=ctx, engine=engine, kv=kv, min_tps=min_tps,
                                      max_gpus=max_gpus, prompt_tokens=prompt_tokens)
@@ -112,7 +112,7 @@ def _first_that_fits(model: Model, fmt: QuantFormat, gpu: GPU, *, ctx: int, engi
         if first is None:
             first = setup
         # More llama.cpp cards add memory, not speed: the first fit is the answer. vLLM may need more.
-        if engine != "vllm" or min_tps is None or setup.decode_tps >= min_tps:
+        if not tensor_parallel(engine) or min_tps is None or setup.decode_tps >= min_tps:
             return setup
     return first
 

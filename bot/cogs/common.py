@@ -27,7 +27,8 @@ HEAVY_COMMAND_RATE = 20
 HEAVY_COMMAND_PER_S = 60.0
 ENGINE_CHOICES = [
     app_commands.Choice(name=n, value=v)
-    for n, v in (("llama.cpp (Ollama, LM Studio)", "llama.cpp"), ("vLLM", "vllm"), ("MLX (Apple)", "mlx"))
+    for n, v in (("llama.cpp (LM Studio)", "llama.cpp"), ("Ollama", "ollama"), ("vLLM", "vllm"),
+                 ("SGLang", "sglang"), ("ExLlamaV2 (EXL2, GPTQ)", "exllamav2"), ("MLX (Apple)", "mlx"))
 ]
 KV_CHOICES = [app_commands.Choice(name=n, value=n) for n in ("f16", "q8_0", "q4_0", "fp8")]
 SORT_CHOICES = [app_commands.Choice(name=n, value=n) for n in ("quality", "speed", "size")]

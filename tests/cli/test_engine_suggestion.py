@@ -24,7 +24,29 @@ def test_gguf_on_vllm_suggests_llama_cpp() -> None:
     assert "try engine:llama.cpp" in str(err.value)
 
 
-def test_a_format_only_an_unestimated_engine_runs_says_so() -> None:
+def test_exl2_on_llama_cpp_suggests_exllamav2() -> None:
     with pytest.raises(BadValue) as err:
         SVC.quant("exl2-4.0bpw", "llama.cpp")
-    assert err.value.key == "quant.no_engine" and "ExLlamaV2" in str(err.value)
+    assert err.value.key == "quant.other_engine" and "try engine:exllamav2" in str(err.value)
+
+
+@pytest.mark.parametrize(("engine", "fmt"), [("ollama", "q4_k_m"), ("sglang", "awq-int4"), ("exllamav2", "gptq-int4")])
+def test_engines_that_load_another_engines_formats_take_them(engine: str, fmt: str) -> None:
+    assert SVC.quant(fmt, SVC.engine(engine)).id == fmt
+
+
+def test_gguf_on_sglang_suggests_a_llama_cpp_engine() -> None:
+    with pytest.raises(BadValue) as err:
+        SVC.quant("q4_k_m", "sglang")
+    assert "try engine:llama.cpp" in str(err.value)
+
+
+def test_ollama_is_estimated_with_its_own_fitted_constants() -> None:
+    """Ollama runs llama.cpp with its own defaults; its engine group is fitted on Ollama's published runs."""
+    from catalog import load_catalog
+    from estimator.engines import decode_coefficients
+
+    cat = load_catalog()
+    q, g = cat.quant("q4_k_m"), cat.gpu("nvidia-rtx-4090")
+    assert decode_coefficients("ollama", q, g) != decode_coefficients("llama.cpp", q, g)
+    assert SVC.engine("Ollama") == "ollama" and SVC.engine("LM Studio") == "llama.cpp"

@@ -9,7 +9,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from catalog import GPU, Model, QuantFormat, load_catalog
-from estimator.engines import supports
+from estimator.engines import family, runs_format, supports
 from estimator.memory import CTX_STEP, kv_cache_bytes, max_context, total_bytes_at, usable_vram_bytes, weight_bytes
 from estimator.query import ENGINES, MAX_GPUS, Engine, Query
 from estimator.speed import decode_seconds_per_step, prefill_seconds, speed
@@ -17,7 +17,7 @@ from estimator.speed import decode_seconds_per_step, prefill_seconds, speed
 CAT = load_catalog()
 GPUS = CAT.gpus
 MODELS = CAT.models
-FORMATS: dict[Engine, list[QuantFormat]] = {e: [q for q in CAT.quants if e in q.engines] for e in ENGINES}
+FORMATS: dict[Engine, list[QuantFormat]] = {e: [q for q in CAT.quants if runs_format(e, q)] for e in ENGINES}
 
 SETTINGS = settings(max_examples=300, deadline=None)
 
@@ -32,7 +32,7 @@ def queries(draw: st.DrawFn, *, engine: Engine | None = None) -> Query:
     ctx = draw(st.integers(min_value=1, max_value=model.max_context))
     prompt = draw(st.integers(min_value=0, max_value=ctx))
     gpus = draw(st.integers(min_value=1, max_value=MAX_GPUS))
-    kv = draw(st.sampled_from(["f16", "q8_0", "q4_0"] if eng == "llama.cpp" else ["f16", "fp8"]))
+    kv = draw(st.sampled_from(["f16", "q8_0", "q4_0"] if family(eng) == "llama.cpp" else ["f16", "fp8"]))
     return Query(gpu=gpu, gpus=gpus, model=model, quant=quant, engine=eng, ctx=ctx, prompt_tokens=prompt, kv=kv)
 
 
