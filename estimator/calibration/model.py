@@ -82,8 +82,9 @@ DECODE_PARAMS: tuple[Param, ...] = (
     Param("dequant_ops_per_weight", 2.0, "non-overlapped ALU ops per quantized weight", (
         "all", "family", "backend", "kernel", "dp4a", "power", "power_per_flop", "die"),
         "unpacking and scaling each quantized weight is integer/FP work the memory stream does not hide"),
-    Param("layer_overhead_s", 6e-5, "s per layer per token", ("all", "family", "engine", "backend", "die", "era"),
-          "kernel launches and synchronisation per layer (fewer with CUDA graphs)"),
+    Param("layer_overhead_s", 6e-5, "s per layer per token", (
+        "all", "family", "engine", "backend", "die", "era", "power_per_flop"),
+        "kernel launches and synchronisation per layer (fewer with CUDA graphs; slower at a throttled clock)"),
     Param("moe_layer_overhead_s", 3e-5, "s per MoE layer per token", ("all", "family", "backend", "era"),
           "router, top-k and expert gather per MoE layer"),
     Param("recurrent_layer_overhead_s", 3e-5, "s per recurrent layer per token", ("all", "family", "backend"),

@@ -187,7 +187,7 @@ async def test_managers_hide_and_opt_out(sandbox: tuple[Sandbox, Path]) -> None:
     (t4_qwen(opt("decode_tps", "30"), opt("notes", "N" * 10_000)), "longer than 200"),
     (t4_qwen(opt("decode_tps", "30"), opt("notes", "hi @everyone")), "must not contain mentions"),
     (t4_qwen(opt("decode_tps", "30"), opt("build", "<@123456789012345678>")), "must not contain mentions"),
-    ([opt("gpu", "t4"), opt("model", "qwen3-8b"), opt("quant", "Q4_K_M"), opt("engine", "ollama"),
+    ([opt("gpu", "t4"), opt("model", "qwen3-8b"), opt("quant", "Q4_K_M"), opt("engine", "onnxruntime"),
       opt("decode_tps", "30")], "engine must be one of"),
 ])
 async def test_bad_input_is_refused_privately_and_nothing_is_stored(
