@@ -479,19 +479,9 @@ class RigBot(commands.AutoShardedBot):
                 log.warning("chart for /%s not delivered; the answer stands without it", command, exc_info=True)
                 return None, True
         if self.cache is not None and key is not None:
-            from bot.store.cache import CachedFile, CachedReply
+            from bot.store.cache import CachedReply
 
-            await self.cache.put(
-                key,
-                CachedReply(
-                    content=reply.content,
-                    embeds=reply.embeds,
-                    ephemeral=reply.ephemeral,
-                    components=[],
-                    files=[CachedFile(filename=f.filename, data=f.data) for f in reply.files],
-                    meta=reply.meta,
-                ),
-            )
+            await self.cache.put(key, CachedReply.model_validate(reply.model_dump()))
         return reply, sent
 
     def observe_first(self, command: str, started: float) -> None:
@@ -527,13 +517,7 @@ class RigBot(commands.AutoShardedBot):
             )
             cached = await self.cache.get(key)
             if cached is not None:
-                reply = Reply(
-                    content=cached.content,
-                    embeds=cached.embeds,
-                    ephemeral=cached.ephemeral,
-                    files=[ReplyFile(filename=f.filename, data=f.data) for f in cached.files],
-                    meta=cached.meta,
-                )  # type: ignore[misc]
+                reply = Reply.model_validate(cached.model_dump(exclude={"components"}))
         hit = reply is not None
         sent = False
         recorded = False

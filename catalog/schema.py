@@ -15,7 +15,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Vendor = Literal["nvidia", "amd", "apple", "intel"]
-Engine = Literal["llama.cpp", "vllm", "mlx", "exllamav2"]
+# The engines a format file runs on (what a catalog entry states); a question may name more, see
+# `estimator.query.Engine`.
+FormatEngine = Literal["llama.cpp", "vllm", "mlx", "exllamav2"]
 
 
 class _Frozen(BaseModel):
@@ -284,7 +286,7 @@ class QuantFormat(_Frozen):
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$")
     name: str
     aliases: tuple[str, ...] = ()
-    engines: tuple[Engine, ...]
+    engines: tuple[FormatEngine, ...]
     level: Literal["int2", "int3", "int4", "int5", "int6", "int8", "fp8", "fp4", "fp16"]
     bits_per_weight: float = Field(gt=1, le=32)
     embedding_bits: float = Field(gt=1, le=32)

@@ -29,6 +29,7 @@ from estimator.memory import (
 )
 from estimator.query import Query
 from estimator.speed import streamed_weight_bytes
+from estimator.units import GB_DECIMAL
 
 DEFAULT_SYSTEM_RAM_GBS = 89.6
 DEFAULT_CPU_EFFICIENCY = 0.6
@@ -99,8 +100,8 @@ def offload_plan(
     head_stream = embedding_table_params(m) * q.quant.output_bits / 8
     gpu_bytes = n * (s_layer + kv_read)
     cpu_bytes = cpu_layers * (s_layer + kv_read) + head_stream
-    seconds = (gpu_bytes / (q.gpu.bandwidth_gbs * 1e9 * fit.efficiency)
-               + cpu_bytes / (system_ram_gbs * 1e9 * cpu_efficiency)
+    seconds = (gpu_bytes / (q.gpu.bandwidth_gbs * GB_DECIMAL * fit.efficiency)
+               + cpu_bytes / (system_ram_gbs * GB_DECIMAL * cpu_efficiency)
                + m.layers * fit.per_layer_s)
     return OffloadPlan(gpu_layers=n, total_layers=m.layers, vram_bytes=vram, ram_bytes=ram, decode_tps=1 / seconds,
                        system_ram_gbs=system_ram_gbs, cpu_efficiency=cpu_efficiency)
