@@ -156,6 +156,14 @@ def compute_tflops(engine: Engine, fmt: QuantFormat, gpu: GPU) -> float:
     return gpu.bf16_tflops or fp16
 
 
+def attention_tflops(gpu: GPU) -> float:
+    """Attention multiplies fp16/bf16 queries, keys and values (flash-attention kernels on tensor cores where
+    there are any), whatever the format of the weights."""
+    if gpu.vendor == "apple":
+        return apple_tflops(gpu)
+    return gpu.fp16_tflops or gpu.bf16_tflops or gpu.fp32_tflops or 1.0
+
+
 def apple_tflops(gpu: GPU) -> float:
     """Apple publishes no FLOPS for most chips; its GPU cores scale with its memory channels, so the
     throughput is taken as bandwidth × a FLOP-per-byte ratio from the chips Apple did quote."""

@@ -38,6 +38,7 @@ from estimator.engines import (
     PrefillCoefficients,
     achieved_bandwidth_gbs,
     alu_ops_per_s,
+    attention_tflops,
     band_for,
     compute_tflops,
     decode_coefficients,
@@ -229,7 +230,7 @@ def prefill_terms(
     return PrefillTerms(
         matmul_s=mm / peak,
         expert_matmul_s=mm * expert_share / peak,
-        attention_s=attention_flops(model, prompt_tokens, depth) / peak,
+        attention_s=attention_flops(model, prompt_tokens, depth) / (attention_tflops(gpu) * 1e12),
         # A big prompt batch routes to every expert, so each pass streams the whole model.
         weight_passes_s=passes * weight_bytes(model, fmt) / (achieved_bandwidth_gbs(gpu) * 1e9),
         request=1.0 if engine in SERVER_ENGINES else 0.0,

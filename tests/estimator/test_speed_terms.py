@@ -176,3 +176,11 @@ def test_apple_gpu_throughput_follows_its_core_count() -> None:
 
     assert abs(apple_tflops(gpu("apple-m1-max-64gb")) - 10.62) < 0.01
     assert apple_tflops(gpu("apple-m3-max-64gb")) > apple_tflops(gpu("apple-m3-max-36gb"))
+
+
+def test_attention_runs_at_the_fp16_rate_whatever_the_weight_format() -> None:
+    """Flash attention multiplies fp16 queries and keys: its time does not depend on the weights' int8 kernels."""
+    m, g = model("qwen3-8b"), gpu("nvidia-rtx-4090")
+    q4 = prefill_terms(m, quant("q4_k_m"), g, "llama.cpp", 512, 8192).attention_s
+    f16 = prefill_terms(m, quant("f16"), g, "llama.cpp", 512, 8192).attention_s
+    assert q4 == f16 > 0
