@@ -553,5 +553,7 @@ class RigBot(commands.AutoShardedBot):
                     outcome="ok",
                     at=datetime.now(UTC),
                 )
-            except Exception:
-                log.warning("query log write failed", exc_info=True)
+            except Exception as exc:
+                # At shutdown an answer still in flight finds the store closed: say so in one line.
+                quiet = self.is_closed() or storage_failure(exc)
+                log.warning("query log write failed: %s", exc, exc_info=not quiet)

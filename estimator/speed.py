@@ -48,6 +48,7 @@ from estimator.engines import (
 )
 from estimator.memory import body_params, embedding_table_params, kv_cache_bytes, weight_bytes
 from estimator.query import Engine, KVDtype, Query
+from estimator.units import GB_DECIMAL
 
 
 def _active_split(model: Model) -> tuple[float, float]:
@@ -118,7 +119,7 @@ class DecodeTerms:
 def decode_terms(
     model: Model, fmt: QuantFormat, gpu: GPU, engine: Engine, ctx: int, kv: KVDtype, sequences: int = 1
 ) -> DecodeTerms:
-    bandwidth_bps = achieved_bandwidth_gbs(gpu) * 1e9
+    bandwidth_bps = achieved_bandwidth_gbs(gpu) * GB_DECIMAL
     dense_b, routed_b = _streamed_split_bytes(model, fmt, sequences)
     kv_b = kv_cache_bytes(model, ctx, kv, sequences)
     quantized = 0.0 if fmt.kernel == "f16" else (dense_b + routed_b) * 8 / fmt.bits_per_weight
@@ -232,7 +233,7 @@ def prefill_terms(
         expert_matmul_s=mm * expert_share / peak,
         attention_s=attention_flops(model, prompt_tokens, depth) / (attention_tflops(gpu) * 1e12),
         # A big prompt batch routes to every expert, so each pass streams the whole model.
-        weight_passes_s=passes * weight_bytes(model, fmt) / (achieved_bandwidth_gbs(gpu) * 1e9),
+        weight_passes_s=passes * weight_bytes(model, fmt) / (achieved_bandwidth_gbs(gpu) * GB_DECIMAL),
         request=1.0 if engine in SERVER_ENGINES else 0.0,
         tile_dequant_s=0.0 if fmt.kernel == "f16" else prompt_tokens / k.PREFILL_WEIGHT_TILE_TOKENS
         * (dense + routed + embedding_table_params(model)) / alu_ops_per_s(gpu),

@@ -18,7 +18,7 @@ from typing import Any, Literal
 from catalog.resolve import NotFound, Resolver
 from catalog.schema import GPU, Model, QuantFormat
 from catalog.store import Catalog
-from estimator.query import Engine
+from estimator.query import Engine, backend_of
 
 DATA_DIR = Path(__file__).parent / "data"
 HOLDOUT_PERCENT = 25
@@ -217,7 +217,7 @@ def llamacpp_rows(catalog: Catalog, pattern: str = "llamacpp*.toml") -> tuple[li
         if not (test and backend and gpu and model and quant and engine and m.get("tps")):
             skipped += 1
             continue
-        if {"nvidia": "cuda", "amd": "rocm", "apple": "metal", "intel": "sycl"}[gpu.vendor] != backend:
+        if backend_of(gpu) != backend:
             skipped += 1
             continue
         kind: Kind = "decode" if test.group(1) == "tg" else "prefill"

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from catalog.schema import GPU
+from estimator.query import backend_of
 
 MIN_GROUP_ROWS = 8
 MIN_GROUP_SOURCES = 2
@@ -38,7 +39,6 @@ ENGINE_FAMILY: dict[str, str] = {
 # the ExLlama benchmark scripts and mlx_lm's prompt rate time the forward passes alone).
 SERVER_ENGINES = frozenset({"vllm", "sglang", "trt-llm", "ollama", "lm studio"})
 
-BACKEND_OF_VENDOR = {"nvidia": "cuda", "amd": "rocm", "apple": "metal", "intel": "sycl"}
 
 # A card whose board power is at most this many watts cannot hold its boost clock under a sustained
 # matrix load (T4 70 W, A2 60 W, L4 72 W, RTX 4000 SFF Ada 70 W): its compute terms get their own group.
@@ -182,10 +182,6 @@ def watts_per_tflops(gpu: GPU) -> float | None:
     return gpu.tdp_w / peak if gpu.tdp_w and peak else None
 
 
-def groups_backend(gpu: GPU) -> str:
-    return BACKEND_OF_VENDOR[gpu.vendor]
-
-
 def situation_groups(
     engine: str, gpu: GPU, kernel: str, compute: str, *, date: str = "", flash_attn: bool | None = None
 ) -> dict[str, str]:
@@ -194,7 +190,7 @@ def situation_groups(
         "all": "all",
         "family": ENGINE_FAMILY.get(engine, engine),
         "engine": engine,
-        "backend": BACKEND_OF_VENDOR[gpu.vendor],
+        "backend": backend_of(gpu),
         "memory": memory_group(gpu),
         "arch": arch_group(gpu),
         "die": die_group(gpu),
@@ -208,7 +204,7 @@ def situation_groups(
         "power_per_flop": "slope",
         # One slope per backend: its kernels improve build by build at their own pace. An estimate is for
         # current builds, so its age is zero and the slope only keeps old rows from biasing the rest.
-        "build_age": groups_backend(gpu),
+        "build_age": backend_of(gpu),
     }
     return groups
 
