@@ -83,8 +83,8 @@ DECODE_PARAMS: tuple[Param, ...] = (
         "all", "family", "backend", "kernel", "dp4a", "power", "power_per_flop", "die"),
         "unpacking and scaling each quantized weight is integer/FP work the memory stream does not hide"),
     Param("layer_overhead_s", 6e-5, "s per layer per token", (
-        "all", "family", "engine", "backend", "die", "era", "power_per_flop"),
-        "kernel launches and synchronisation per layer (fewer with CUDA graphs; slower at a throttled clock)"),
+        "all", "family", "engine", "backend", "die", "power_per_flop", "build_age"),
+        "kernel launches and synchronisation per layer (fewer build by build, CUDA graphs; slower at a throttled clock)"),
     Param("moe_layer_overhead_s", 3e-5, "s per MoE layer per token", ("all", "family", "backend", "era"),
           "router, top-k and expert gather per MoE layer"),
     Param("recurrent_layer_overhead_s", 3e-5, "s per recurrent layer per token", ("all", "family", "backend"),
