@@ -84,7 +84,7 @@ DECODE_PARAMS: tuple[Param, ...] = (
         "unpacking and scaling each quantized weight is integer/FP work the memory stream does not hide"),
     Param("layer_overhead_s", 6e-5, "s per layer per token", (
         "all", "family", "engine", "backend", "die", "power_per_flop", "build_age"),
-        "kernel launches and synchronisation per layer (fewer build by build, CUDA graphs; slower at a throttled clock)"),
+        "kernel launches and synchronisation per layer (fewer build by build; slower at a throttled clock)"),
     Param("moe_layer_overhead_s", 3e-5, "s per MoE layer per token", ("all", "family", "backend", "era"),
           "router, top-k and expert gather per MoE layer"),
     Param("recurrent_layer_overhead_s", 3e-5, "s per recurrent layer per token", ("all", "family", "backend"),
