@@ -54,7 +54,7 @@ def cmd_state(_svc: Any, args: argparse.Namespace) -> int:
             else:
                 out = Path(args.output)
                 out.write_text(text + "\n", encoding="utf-8")
-                out.chmod(0o600)  # webhook URLs carry their own tokens
+                out.chmod(0o600)  # webhook URLs and pending interactions carry tokens
             counts = {t: len(v["rows"]) for t, v in data["tables"].items()}
             print(f"rigcheck: exported {redacted(source)}: {counts}", file=sys.stderr)
         else:
