@@ -140,8 +140,11 @@ def arch_group(gpu: GPU) -> str:
 
 
 def die_group(gpu: GPU) -> str:
-    """The architecture, split by memory system where one name spans several dies."""
+    """The architecture, split by memory system where one name spans several dies; Apple's by generation."""
     arch = arch_group(gpu)
+    if gpu.vendor == "apple":
+        # One GPU core design per generation: an M1, M1 Pro, M1 Max and M1 Ultra differ only in core count.
+        return f"apple/{gpu.architecture.split()[1]}"
     if arch in MIXED_MEMORY_ARCHITECTURES:
         t = memory_group(gpu)
         fam = next((f for f in ("hbm", "gddr", "lpddr") if t.startswith(f)), "other")

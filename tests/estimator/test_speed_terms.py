@@ -184,3 +184,7 @@ def test_attention_runs_at_the_fp16_rate_whatever_the_weight_format() -> None:
     q4 = prefill_terms(m, quant("q4_k_m"), g, "llama.cpp", 512, 8192).attention_s
     f16 = prefill_terms(m, quant("f16"), g, "llama.cpp", 512, 8192).attention_s
     assert q4 == f16 > 0
+
+
+def test_apple_chips_of_one_generation_share_a_die_group() -> None:
+    assert die_group(gpu("apple-m1-8gb")) == die_group(gpu("apple-m1-max-64gb")) != die_group(gpu("apple-m3-max-64gb"))
