@@ -250,33 +250,32 @@ def coefficient(
 # Ranking asks for coefficients for every model × format: memoised per (engine, GPU entry, kernel, precision).
 # Keyed on the entry's identity (hashing a pydantic entry walks every field); the entry is kept beside the
 # value so a recycled id can never be confused with another GPU.
-_DECODE_MEMO: dict[tuple[str, int, str, str], tuple[GPU, DecodeCoefficients]] = {}
-_PREFILL_MEMO: dict[tuple[str, int, str, str], tuple[GPU, PrefillCoefficients]] = {}
+_MEMO: dict[tuple[str, int, str, str], tuple[GPU, DecodeCoefficients, PrefillCoefficients]] = {}
+
+
+def _coefficients(engine: Engine, fmt: QuantFormat, gpu: GPU) -> tuple[DecodeCoefficients, PrefillCoefficients]:
+    key = (engine, id(gpu), fmt.kernel, compute_class(engine, fmt, gpu))
+    hit = _MEMO.get(key)
+    if hit is not None and hit[0] is gpu:
+        return hit[1], hit[2]
+    groups = situation_groups(engine, gpu, key[2], key[3])
+    cov = covariates(gpu)
+
+    def values(params: tuple[Param, ...], offsets: dict[tuple[str, str, str], Offset]) -> dict[str, float]:
+        return {p.name: coefficient(p, groups, offsets, floor_of(p, gpu), cov) for p in params}
+
+    decode = DecodeCoefficients(**values(DECODE_PARAMS, fitted.DECODE_OFFSETS))
+    prefill = PrefillCoefficients(**values(PREFILL_PARAMS, fitted.PREFILL_OFFSETS))
+    _MEMO[key] = (gpu, decode, prefill)
+    return decode, prefill
 
 
 def decode_coefficients(engine: Engine, fmt: QuantFormat, gpu: GPU) -> DecodeCoefficients:
-    key = (engine, id(gpu), fmt.kernel, compute_class(engine, fmt, gpu))
-    hit = _DECODE_MEMO.get(key)
-    if hit is not None and hit[0] is gpu:
-        return hit[1]
-    groups = situation_groups(engine, gpu, key[2], key[3])
-    cov = covariates(gpu)
-    values = {p.name: coefficient(p, groups, fitted.DECODE_OFFSETS, floor_of(p, gpu), cov) for p in DECODE_PARAMS}
-    _DECODE_MEMO[key] = (gpu, DecodeCoefficients(**values))
-    return _DECODE_MEMO[key][1]
+    return _coefficients(engine, fmt, gpu)[0]
 
 
 def prefill_coefficients(engine: Engine, fmt: QuantFormat, gpu: GPU) -> PrefillCoefficients:
-    key = (engine, id(gpu), fmt.kernel, compute_class(engine, fmt, gpu))
-    hit = _PREFILL_MEMO.get(key)
-    if hit is not None and hit[0] is gpu:
-        return hit[1]
-    groups = situation_groups(engine, gpu, key[2], key[3])
-    cov = covariates(gpu)
-    values = {p.name: coefficient(p, groups, fitted.PREFILL_OFFSETS, floor_of(p, gpu), cov)
-              for p in PREFILL_PARAMS}
-    _PREFILL_MEMO[key] = (gpu, PrefillCoefficients(**values))
-    return _PREFILL_MEMO[key][1]
+    return _coefficients(engine, fmt, gpu)[1]
 
 
 def decode_fit(engine: Engine, fmt: QuantFormat, gpu: GPU) -> DecodeFit:
@@ -324,8 +323,7 @@ def _band_for(kind: str, engine: str, gpu_family: str, known: bool, moe: bool) -
 
 def forget_fits() -> None:
     """After the fit script rewrites and reloads the constants."""
-    _DECODE_MEMO.clear()
-    _PREFILL_MEMO.clear()
+    _MEMO.clear()
     _band_for.cache_clear()
     achieved_bandwidth_ratio.cache_clear()
 

@@ -12,12 +12,8 @@ from pydantic import BaseModel, ConfigDict
 
 from catalog.schema import GPU, Model, QuantFormat
 from estimator import constants as k
+from estimator.engines import family
 from estimator.query import Engine, KVDtype, Query
-
-
-def serves_like_vllm(engine: Engine) -> bool:
-    """vLLM and the servers like it (SGLang, TensorRT-LLM) reserve a share of memory up front and keep CUDA graphs."""
-    return engine in ("vllm", "sglang", "trt-llm")
 
 Verdict = Literal["fits", "tight", "does_not_fit"]
 CTX_STEP = 256  # max-context answers are multiples of this many tokens
@@ -142,7 +138,7 @@ def context_bytes(gpu: GPU) -> float:
 
 def runtime_overhead_bytes(model: Model, gpu: GPU, engine: Engine, ctx: int, gpus: int = 1) -> float:
     """Everything beside weights and KV cache, summed over all GPUs in the setup."""
-    if serves_like_vllm(engine):
+    if family(engine) == "server":  # vLLM and the servers like it reserve memory up front
         per_gpu = context_bytes(gpu) + vllm_activation_bytes(model) / gpus + k.VLLM_CUDA_GRAPH_BYTES
     else:
         per_gpu = context_bytes(gpu) + llamacpp_compute_buffer_bytes(model, ctx)
@@ -175,7 +171,7 @@ def usable_vram_bytes(gpu: GPU, engine: Engine = "llama.cpp") -> float:
         usable = total * (1 - ecc_reserve_fraction(gpu))
         if gpu.display_outputs:
             usable -= k.DESKTOP_RESERVE_BYTES
-    if serves_like_vllm(engine):
+    if family(engine) == "server":  # vLLM and the servers like it reserve memory up front
         usable = min(usable, total * k.VLLM_GPU_MEMORY_UTILIZATION)
     return usable
 
