@@ -68,6 +68,9 @@ MODEL_NAMES: dict[str, str] = {
     # CodeLlama's vocabulary is 16 rows larger, a 0.01 % difference in bytes.
     "llama 7b": "llama-2-7b",
     "codellama 7b": "llama-2-7b",
+    # LLaMA 1 13B has Llama 2 13B's shapes (the LLaMA paper's table 2: 40 layers, dim 5120, 40 heads; the
+    # huggyllama/llama-13b config: FFN 13824, vocabulary 32000).
+    "llama 13b": "llama-2-13b",
 }
 # Spellings of GGUF types that are not their catalog id; any other catalog id (q4_k_s, iq4_xs, ...) matches as is.
 QUANT_NAMES: dict[str, str] = {"bf16": "bf16", "fp16": "f16", "f16": "f16", "mxfp4_moe": "mxfp4"}
