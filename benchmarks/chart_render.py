@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bot.render.charts import chart_language, gpu_chart, png_size, rank_chart, vram_chart
+from bot.render.charts import gpu_chart, png_size, rank_chart, text_locale, vram_chart
 from catalog import load_catalog
 from estimator.curve import vram_curves
 from estimator.fit import default_formats
@@ -62,7 +62,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
-    print(f"zh-CN labels: {'Chinese' if chart_language('zh-CN') == 'zh' else 'English (no CJK font found)'}")
+    print(f"zh-CN labels: {'Chinese' if text_locale('zh-CN') == 'zh-CN' else 'English (no CJK font found)'}")
     print(f"{'chart':<24} {'median ms':>10} {'min ms':>8} {'max ms':>8} {'kB':>6}  size")
     for name, render in cases().items():
         png = render()  # warm-up: fonts, caches

@@ -27,11 +27,10 @@ from pydantic import ValidationError
 
 from bot.i18n import RigTranslator, interaction_locale
 from bot.params import BadValue
-from bot.render.embeds import locale_key
 from bot.render.pool import RenderPool
 from bot.render.replies import error_reply
 from bot.render.reply import Reply, ReplyFile
-from bot.render.text import t
+from bot.render.text import locale_key, t
 from bot.service import Service
 from bot.settings import Settings
 from bot.sharding import resolve_shards

@@ -76,7 +76,7 @@ class DailyCog(
 
     def _state(self) -> StateStore:
         if self.bot.state is None:
-            raise BadValue("Subscriptions are unavailable right now.")
+            raise BadValue.of("daily.unavailable")
         return self.bot.state
 
     # default_permissions only hides the commands; server admins can grant them to anyone, so the

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import cache
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from matplotlib import font_manager, rcParams
@@ -38,6 +38,7 @@ from matplotlib.text import Text
 from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLocator
 
 from bot.params import format_tokens
+from bot.render.text import drawable_locale, t
 from estimator.curve import VramCurves
 from estimator.rank import RankRow
 from estimator.units import GIB
@@ -112,49 +113,6 @@ _PALETTES: dict[str, _Palette] = {
 
 _MARKERS = ("o", "s", "D", "^", "v", "P", "X", "h")
 
-_TEXT: dict[str, dict[str, str]] = {
-    "en": {
-        "vram_axis": "VRAM (GiB)",
-        "ctx_axis": "Context length (tokens)",
-        "oom": "Out of memory (OOM)",
-        "usable": "{gpu} usable {gib} GiB",
-        "one_gpu": "1× GPU {gib} GiB",
-        "max": "max {ctx}",
-        "no_fit": "does not fit",
-        "tps_axis": "Decode speed (tokens/s, one user)",
-        "tps": "{tps} tok/s",
-        "ttft": "TTFT {t}",
-        "dense": "Dense",
-        "moe": "MoE (mixture of experts)",
-        "nothing": "Nothing fits this setup",
-        "nothing_hint": "Try a shorter context, a lower-bit format or more GPUs.",
-        "need_axis": "VRAM needed (GiB)",
-        "fits": "Fits",
-        "at_ctx": "{gib} GiB @ {ctx}",
-        "no_points": "No reference models to show",
-    },
-    "zh": {
-        "vram_axis": "显存 (GiB)",
-        "ctx_axis": "上下文长度",
-        "oom": "显存不足 (OOM)",
-        "usable": "{gpu} 可用 {gib} GiB",
-        "one_gpu": "单卡 {gib} GiB",
-        "max": "最大 {ctx}",
-        "no_fit": "放不下",
-        "tps_axis": "解码速度 (tokens/s, 单用户)",
-        "tps": "{tps} tok/s",
-        "ttft": "首字延迟 {t}",
-        "dense": "稠密模型",
-        "moe": "MoE (混合专家)",
-        "nothing": "没有模型能放下",
-        "nothing_hint": "试试更短的上下文、更低位的量化格式或更多 GPU。",
-        "need_axis": "所需显存 (GiB)",
-        "fits": "放得下",
-        "at_ctx": "{gib} GiB @ {ctx}",
-        "no_points": "没有可显示的参考模型",
-    },
-}
-
 
 # --- fonts and locale ------------------------------------------------------------------------------
 
@@ -177,23 +135,19 @@ def cjk_font_family() -> str | None:
         return next((family for family in _CJK_FAMILIES if family in known), None)
 
 
-def chart_language(locale: str) -> Literal["en", "zh"]:
-    """The label language a locale gets: Chinese only when a CJK font can draw it, else English."""
-    if locale.lower().startswith("zh") and cjk_font_family() is not None:
-        return "zh"
-    return "en"
-
-
 def text_locale(locale: str) -> str:
-    """The locale for text drawn into a chart (titles, legends): Chinese only where it can be drawn."""
-    return "zh-CN" if chart_language(locale) == "zh" else "en"
+    """The locale for text drawn into a chart (titles, legends): the asker's only where it can be drawn."""
+    return drawable_locale(locale, has_cjk_font=cjk_font_family() is not None)
 
 
 @dataclass(frozen=True)
 class _Style:
     pal: _Palette
-    text: dict[str, str]
+    locale: str
     family: tuple[str, ...]
+
+    def text(self, key: str, **values: Any) -> str:
+        return t(self.locale, key, **values)
 
     def font(self, size: float, weight: str = "normal") -> FontProperties:
         return FontProperties(family=list(self.family), size=size, weight=weight)
@@ -202,12 +156,11 @@ class _Style:
 def _style(theme: Theme, locale: str) -> _Style:
     if theme not in _PALETTES:
         raise ValueError(f"theme must be 'dark' or 'light', not {theme!r}")
-    lang = chart_language(locale)
     cjk = cjk_font_family()
     # The CJK family rides along as a per-glyph fallback so Chinese in model names or titles still
     # renders under en-US; Latin glyphs keep coming from DejaVu.
     family = (_LATIN_FAMILY, cjk) if cjk else (_LATIN_FAMILY,)
-    return _Style(pal=_PALETTES[theme], text=_TEXT[lang], family=family)
+    return _Style(pal=_PALETTES[theme], locale=text_locale(locale), family=family)
 
 
 # --- formatting ------------------------------------------------------------------------------------
@@ -576,7 +529,7 @@ def _label_crossings(ax: Axes, crossings: list[tuple[float, float, str]], xlim: 
     span = math.log2(xlim[1]) - math.log2(xlim[0])
     slots: dict[bool, float] = {True: -math.inf, False: -math.inf}  # right edge of the last label, px
     for x, usable, color in sorted(crossings):
-        text = st.text["max"].format(ctx=ctx_label(x))
+        text = st.text("chart.max", ctx=ctx_label(x))
         width = _text_width_px(text, NOTE_PT) + 10
         centre = (math.log2(x) - math.log2(xlim[0])) / span * axes_px
         # Near the right edge a centred label would run off the plot; right-align it to the point there.
@@ -711,14 +664,14 @@ def memory_chart(series: list[Series], limits: list[Limit], *, title: str, x_axi
     reference model classes (/gpu), two setups (/compare), fine-tuning methods against sequence length
     (/finetune)."""
     st = _style(theme, locale)
-    t, pal = st.text, st.pal
+    say, pal = st.text, st.pal
     fig, ax = _figure(st, title)
     series = [s for s in series if s.x]
     described: dict[str, object] = {"kind": "memory", "series": [{"label": s.label, "max_x": s.max_x, "limit": s.limit,
                                                "x_last": s.x[-1]} for s in series],
                  "limits": [{"label": lim.label, "usable_gib": round(lim.usable_bytes / GIB, 2)} for lim in limits]}
     if not series or not limits:
-        _message(ax, st, t["no_fit"], "")
+        _message(ax, st, say("chart.no_fit"), "")
         return _png(fig, described)
 
     x_min = min(s.x[0] for s in series)
@@ -739,8 +692,8 @@ def memory_chart(series: list[Series], limits: list[Limit], *, title: str, x_axi
     ax.xaxis.set_minor_locator(NullLocator())
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: ctx_label(v)))
     ax.yaxis.set_major_locator(MaxNLocator(nbins=7, steps=[1, 2, 2.5, 5, 10]))
-    _axis_label(ax, "x", x_axis or t["ctx_axis"], st)
-    _axis_label(ax, "y", t["vram_axis"], st)
+    _axis_label(ax, "x", x_axis or say("chart.ctx_axis"), st)
+    _axis_label(ax, "y", say("chart.vram_axis"), st)
 
     # The first limit is the asked setup (red); a second one (/compare) gets the muted colour.
     limit_colors = [pal.oom, pal.muted]
@@ -758,7 +711,7 @@ def memory_chart(series: list[Series], limits: list[Limit], *, title: str, x_axi
         usable = lim.usable_bytes / GIB
         color = limit_colors[min(i, len(limit_colors) - 1)]
         ax.axhline(usable, color=color, linewidth=2.4, zorder=3, linestyle="-" if i == 0 else (0, (8, 3)))
-        text = t["usable"].format(gpu=lim.label, gib=_gib(usable))
+        text = say("chart.usable", gpu=lim.label, gib=_gib(usable))
         right = left_crossings != (i == 1)
         ax.text(0.99 if right else 0.01, usable, text + " ", transform=ax.get_yaxis_transform(),
                 ha="right" if right else "left", va="bottom",
@@ -767,7 +720,7 @@ def memory_chart(series: list[Series], limits: list[Limit], *, title: str, x_axi
         if lim.per_gpu_bytes is not None:
             per_gpu = lim.per_gpu_bytes / GIB
             ax.axhline(per_gpu, color=pal.muted, linewidth=1.8, linestyle=(0, (6, 4)), zorder=3)
-            ax.text(0.01, per_gpu, " " + t["one_gpu"].format(gib=_gib(per_gpu)), transform=ax.get_yaxis_transform(),
+            ax.text(0.01, per_gpu, " " + say("chart.one_gpu", gib=_gib(per_gpu)), transform=ax.get_yaxis_transform(),
                     ha="left", va="bottom", fontproperties=st.font(NOTE_PT), color=pal.muted, zorder=6,
                     bbox={"boxstyle": "round,pad=0.2", "facecolor": pal.bg, "edgecolor": "none", "alpha": 0.85})
 
@@ -785,9 +738,9 @@ def memory_chart(series: list[Series], limits: list[Limit], *, title: str, x_axi
                 linestyle="-" if s.limit == 0 else (0, (5, 3)))
         name = _plain(s.label)
         if s.max_x <= 0:
-            legend_label = f"{name} · {t['no_fit']}"
+            legend_label = f"{name} · {say('chart.no_fit')}"
         else:
-            legend_label = f"{name} · {t['max'].format(ctx=ctx_label(s.max_x))}"
+            legend_label = f"{name} · {say('chart.max', ctx=ctx_label(s.max_x))}"
         handles.append(Line2D([], [], color=color, marker=marker, linewidth=2.8, markersize=8,
                               markeredgecolor=pal.bg, label=legend_label,
                               linestyle="-" if s.limit == 0 else (0, (5, 3))))
@@ -808,7 +761,8 @@ def memory_chart(series: list[Series], limits: list[Limit], *, title: str, x_axi
             ax.plot([x], [y], marker="o", markersize=12, color=color, zorder=7, markeredgecolor=pal.fg,
                     markeredgewidth=1.6)
 
-    ax.text(0.01, 0.975, " " + t["oom"], transform=ax.transAxes, ha="left", va="top", fontproperties=st.font(NOTE_PT),
+    ax.text(0.01, 0.975, " " + say("chart.oom"), transform=ax.transAxes, ha="left", va="top",
+            fontproperties=st.font(NOTE_PT),
             color=pal.oom, zorder=6,
             bbox={"boxstyle": "round,pad=0.2", "facecolor": pal.bg, "edgecolor": "none", "alpha": 0.7})
     # Long labels (model names, two setups) need fewer columns to stay legible.
@@ -824,11 +778,11 @@ def rank_chart(rows: list[RankRow], *, title: str, limit: int = 10, locale: str 
                theme: Theme = "dark") -> bytes:
     """Decode tokens/s of the best format of the top `limit` rows, in the order given."""
     st = _style(theme, locale)
-    t, pal = st.text, st.pal
+    say, pal = st.text, st.pal
     fig, ax = _figure(st, title)
     shown = rows[: max(limit, 0)]
     if not shown:
-        _message(ax, st, t["nothing"], t["nothing_hint"])
+        _message(ax, st, say("chart.nothing"), say("chart.nothing_hint"))
         return _png(fig)
 
     labels = [_plain(_truncate(f"{r.model.name} · {r.best.quant.name}", 40)) for r in shown]
@@ -849,14 +803,14 @@ def rank_chart(rows: list[RankRow], *, title: str, limit: int = 10, locale: str 
     ax.tick_params(axis="y", length=0)
     ax.grid(False, axis="y")
     ax.xaxis.set_major_locator(MaxNLocator(nbins=6))
-    _axis_label(ax, "x", t["tps_axis"], st)
+    _axis_label(ax, "x", say("chart.tps_axis"), st)
     notes = []
     for y, v, r in zip(ys, values, shown, strict=True):
-        note = f"{t['tps'].format(tps=_tps(v))}  ·  {t['ttft'].format(t=_seconds(r.best.speed.ttft_s))}"
+        note = f"{say('chart.tps', tps=_tps(v))}  ·  {say('chart.ttft', t=_seconds(r.best.speed.ttft_s))}"
         notes.append((v, _bar_note(ax, v, y, note, st)))
 
-    handles = [Patch(facecolor=pal.dense, label=t["dense"]),
-               Patch(facecolor=pal.moe, hatch="//", edgecolor=pal.bg, label=t["moe"])]
+    handles = [Patch(facecolor=pal.dense, label=say("chart.dense")),
+               Patch(facecolor=pal.moe, hatch="//", edgecolor=pal.bg, label=say("chart.moe"))]
     _legend(ax, handles, st, ncols=4)
     _fit_notes(fig, ax, notes)
     return _png(fig)
@@ -873,10 +827,10 @@ def gpu_chart(points: list[tuple[str, float, float]], *, usable_gib: float, titl
     ctx of 0 leaves the context out of the annotation.
     """
     st = _style(theme, locale)
-    t, pal = st.text, st.pal
+    say, pal = st.text, st.pal
     fig, ax = _figure(st, title)
     if not points:
-        _message(ax, st, t["no_points"], "")
+        _message(ax, st, say("chart.no_points"), "")
         return _png(fig)
 
     needs = [p[2] for p in points]
@@ -893,10 +847,10 @@ def gpu_chart(points: list[tuple[str, float, float]], *, usable_gib: float, titl
     ax.tick_params(axis="y", length=0)
     ax.grid(False, axis="y")
     ax.xaxis.set_major_locator(MaxNLocator(nbins=7, steps=[1, 2, 2.5, 5, 10]))
-    _axis_label(ax, "x", t["need_axis"], st)
+    _axis_label(ax, "x", say("chart.need_axis"), st)
     notes = []
     for y, (_label, ctx, need) in zip(ys, points, strict=True):
-        note = t["at_ctx"].format(gib=_gib(need), ctx=ctx_label(ctx)) if ctx > 0 else f"{_gib(need)} GiB"
+        note = say("chart.at_ctx", gib=_gib(need), ctx=ctx_label(ctx)) if ctx > 0 else f"{_gib(need)} GiB"
         if need > x_cap:
             ax.text(0.99, y, note + " ▸", transform=ax.get_yaxis_transform(), va="center", ha="right",
                     fontproperties=st.font(NOTE_PT, "bold"), color=pal.bg, zorder=5)
@@ -906,8 +860,8 @@ def gpu_chart(points: list[tuple[str, float, float]], *, usable_gib: float, titl
                 "boxstyle": "round,pad=0.15", "facecolor": pal.bg, "edgecolor": "none", "alpha": 0.8})))
     ax.axvline(usable_gib, color=pal.oom, linewidth=2.4, zorder=4)
     ax.axvspan(usable_gib, x_cap * 100, color=pal.oom, alpha=pal.oom_fill_alpha, linewidth=0, zorder=1)
-    usable_text = t["usable"].format(gpu="", gib=_gib(usable_gib)).strip()
-    handles = [Patch(facecolor=pal.fits, label=t["fits"]), Patch(facecolor=pal.oom, label=t["oom"]),
+    usable_text = say("chart.usable", gpu="", gib=_gib(usable_gib)).strip()
+    handles = [Patch(facecolor=pal.fits, label=say("chart.fits")), Patch(facecolor=pal.oom, label=say("chart.oom")),
                Line2D([], [], color=pal.oom, linewidth=2.4, label=usable_text)]
     _legend(ax, handles, st, ncols=3)
     _fit_notes(fig, ax, notes)
@@ -921,10 +875,10 @@ def setups_chart(bars: list[tuple[str, float, float]], *, title: str, locale: st
                  theme: Theme = "dark") -> bytes:
     """Decode tokens/s per GPU setup (`(label, tokens_per_s, headroom_gib)`), in the order given."""
     st = _style(theme, locale)
-    t, pal = st.text, st.pal
+    say, pal = st.text, st.pal
     fig, ax = _figure(st, title)
     if not bars:
-        _message(ax, st, t["nothing"], t["nothing_hint"])
+        _message(ax, st, say("chart.nothing"), say("chart.nothing_hint"))
         return _png(fig)
     labels = [_plain(_truncate(label, 40)) for label, _, _ in bars]
     values = [tps for _, tps, _ in bars]
@@ -936,10 +890,10 @@ def setups_chart(bars: list[tuple[str, float, float]], *, title: str, locale: st
     ax.tick_params(axis="y", length=0)
     ax.grid(False, axis="y")
     ax.xaxis.set_major_locator(MaxNLocator(nbins=6))
-    _axis_label(ax, "x", t["tps_axis"], st)
+    _axis_label(ax, "x", say("chart.tps_axis"), st)
     notes = []
     for y, (_, v, headroom) in zip(ys, bars, strict=True):
-        note = f"{t['tps'].format(tps=_tps(v))}  ·  +{_gib(headroom)} GiB"
+        note = f"{say('chart.tps', tps=_tps(v))}  ·  +{_gib(headroom)} GiB"
         notes.append((v, _bar_note(ax, v, y, note, st)))
     _fit_notes(fig, ax, notes)
     return _png(fig)

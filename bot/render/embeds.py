@@ -17,16 +17,13 @@ answer 400.
 from __future__ import annotations
 
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
 from bot.params import format_tokens
+from bot.render.text import TEMPLATES, locale_key, t
 from estimator.units import gib_text
-
-TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
-LOCALES = ("en", "zh-CN")
 
 TITLE_MAX = 256
 DESCRIPTION_MAX = 4096
@@ -37,11 +34,6 @@ FOOTER_MAX = 2048
 EMBED_TOTAL_MAX = 6000
 
 COLORS = {"fits": 0x3BA55D, "tight": 0xFAA61A, "does_not_fit": 0xED4245, "info": 0x5865F2}
-
-
-def locale_key(locale: str | None) -> str:
-    """Discord's 'zh-CN' (and any 'zh…') gets Simplified Chinese; everything else English."""
-    return "zh-CN" if (locale or "").lower().startswith("zh") else "en"
 
 
 def _cut(text: str, limit: int) -> str:
@@ -63,7 +55,7 @@ def _cut_lines(text: str, limit: int, more: str) -> str:
 
 
 class EmbedBuilder:
-    def __init__(self, more: str = "…and {n} more") -> None:
+    def __init__(self, more: str) -> None:
         self.more = more
         self.embed: dict[str, Any] = {}
         self.fields: list[dict[str, Any]] = []
@@ -197,11 +189,8 @@ def environment() -> Environment:
     return env
 
 
-MORE = {"en": "…and {n} more", "zh-CN": "……另有 {n} 项"}
-
-
 def render_embed(kind: str, locale: str | None, **context: Any) -> dict[str, Any]:
     """Render `templates/<locale>/<kind>.j2` into a limit-safe embed dict."""
     loc = locale_key(locale)
     text = environment().get_template(f"{loc}/{kind}.j2").render(**context)
-    return parse_sections(text, MORE[loc])
+    return parse_sections(text, t(loc, "embed.more"))

@@ -1,21 +1,58 @@
-"""The message catalog: one TOML file per locale (`templates/<locale>/messages.toml`) holds every short
-string that code, rather than a template, puts into a reply. Code asks for a key; it never branches on
-the language."""
+"""The message catalog: one TOML file per locale (`templates/<locale>/messages.toml`) holds every string
+that code, rather than a template, puts into a reply, a chart or an error, and the translations of the
+slash commands' descriptions. Code asks for a key; this module alone decides which locale's file answers.
+
+Command and option descriptions are keyed by their English text, as gettext keys by its msgid: Discord
+needs the English in the command's definition, so it is not written again in the English file, and every
+other locale translates it in its `[commands]` table.
+"""
 
 from __future__ import annotations
 
 import tomllib
 from functools import cache
+from pathlib import Path
 from typing import Any
 
-from bot.render.embeds import LOCALES, TEMPLATES, locale_key
+TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+DEFAULT_LOCALE = "en"
+LOCALES = (DEFAULT_LOCALE, "zh-CN")
+# Locales whose text a chart can draw only with a CJK font; without one a chart falls back to English.
+CJK_LOCALES = frozenset({"zh-CN"})
+COMMANDS_TABLE = "commands"
+
+
+def locale_key(locale: str | None) -> str:
+    """Discord's 'zh-CN' (and any 'zh…') gets Simplified Chinese; everything else English."""
+    return "zh-CN" if (locale or "").lower().startswith("zh") else DEFAULT_LOCALE
+
+
+def drawable_locale(locale: str | None, *, has_cjk_font: bool) -> str:
+    """The catalog for text drawn into an image: the asker's, unless its script has no font here."""
+    loc = locale_key(locale)
+    return DEFAULT_LOCALE if loc in CJK_LOCALES and not has_cjk_font else loc
+
+
+@cache
+def _document(locale: str) -> dict[str, Any]:
+    with (TEMPLATES / locale / "messages.toml").open("rb") as fh:
+        return tomllib.load(fh)
 
 
 @cache
 def catalog(locale: str) -> dict[str, str]:
-    with (TEMPLATES / locale / "messages.toml").open("rb") as fh:
-        data = tomllib.load(fh)
-    return {str(k): str(v) for k, v in data.items()}
+    """The locale's keyed messages (its `[commands]` table apart)."""
+    return {str(k): str(v) for k, v in _document(locale).items() if k != COMMANDS_TABLE}
+
+
+@cache
+def command_texts(locale: str) -> dict[str, str]:
+    """English description → this locale's, for a catalog locale spelled as Discord spells it; others
+    (English included) get none, so Discord shows the English of the command's definition."""
+    if locale not in LOCALES:
+        return {}
+    table = _document(locale).get(COMMANDS_TABLE, {})
+    return {str(k): str(v) for k, v in table.items()}
 
 
 def t(locale: str | None, key: str, **values: Any) -> str:
@@ -23,11 +60,11 @@ def t(locale: str | None, key: str, **values: Any) -> str:
     loc = locale_key(locale)
     text = catalog(loc).get(key)
     if text is None:
-        text = catalog("en")[key]
+        text = catalog(DEFAULT_LOCALE)[key]
     return text.format(**values) if values else text
 
 
 def missing_keys() -> dict[str, set[str]]:
     """Keys English has and another locale lacks (a test keeps this empty)."""
-    en = set(catalog("en"))
-    return {loc: en - set(catalog(loc)) for loc in LOCALES if loc != "en"}
+    en = set(catalog(DEFAULT_LOCALE))
+    return {loc: en - set(catalog(loc)) for loc in LOCALES if loc != DEFAULT_LOCALE}

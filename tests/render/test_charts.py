@@ -127,16 +127,16 @@ def test_mathtext_characters_in_names_are_literal(points):
 
 def test_zh_cn_falls_back_to_english_without_a_cjk_font(monkeypatch, catalog):
     monkeypatch.setattr(charts, "cjk_font_family", lambda: None)
-    assert charts.chart_language("zh-CN") == "en"
+    assert charts.text_locale("zh-CN") == "en"
     assert_good_png(vram_chart(curves_for(catalog, 1), title="Qwen3-8B", gpu_label="T4", locale="zh-CN"))
 
 
 def test_chart_language():
-    assert charts.chart_language("en-US") == "en"
-    assert charts.chart_language("de") == "en"
-    expected = "zh" if charts.cjk_font_family() else "en"
-    assert charts.chart_language("zh-CN") == expected
-    assert charts.chart_language("zh-TW") == expected
+    assert charts.text_locale("en-US") == "en"
+    assert charts.text_locale("de") == "en"
+    expected = "zh-CN" if charts.cjk_font_family() else "en"
+    assert charts.text_locale("zh-CN") == expected
+    assert charts.text_locale("zh-TW") == expected
 
 
 def test_unknown_theme_is_rejected(catalog):
