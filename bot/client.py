@@ -14,10 +14,10 @@ import shutil
 import socket
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import discord
 import yarl
@@ -31,6 +31,7 @@ from bot.render.pool import RenderPool
 from bot.render.replies import error_reply
 from bot.render.reply import Reply, ReplyFile
 from bot.render.text import locale_key, t
+from bot.requests import NOTHING_STORED, Built, Request, Scope, Stored, stored_values
 from bot.service import Service
 from bot.settings import Settings
 from bot.sharding import resolve_shards
@@ -44,6 +45,12 @@ if TYPE_CHECKING:
     from bot.web.metrics import Metrics
 
 log = logging.getLogger(__name__)
+
+R = TypeVar("R", bound=Request)
+# Where `RigTree.interaction_check` leaves an interaction's stored defaults for the command to merge.
+STORED_EXTRA = "stored_defaults"
+# Option names that name a model, fetched from Hugging Face first when they say `hf:org/name`.
+MODEL_OPTIONS = ("model", "model2")
 
 EXTENSIONS = (
     "bot.cogs.fit",
@@ -209,15 +216,35 @@ async def edit_in_charts(interaction: discord.Interaction, reply: Reply) -> None
         attachments=[discord.File(io.BytesIO(f.data), filename=f.filename) for f in reply.files])
 
 
+class StoredDefaultsUnavailable(app_commands.AppCommandError):
+    """The stored defaults could not be read; `original` says why (a storage failure, usually)."""
+
+    def __init__(self, original: Exception) -> None:
+        super().__init__(str(original))
+        self.original = original
+
+
 class RigTree(app_commands.CommandTree["RigBot"]):
     """Every command error becomes a friendly ephemeral reply; unexpected ones get an id in the log."""
 
-    async def on_error(self, interaction: discord.Interaction, error: app_commands.AppCommandError) -> None:
+    async def interaction_check(self, interaction: discord.Interaction[RigBot], /) -> bool:
+        """Stored defaults are read here, once, before any command runs; autocomplete (served from memory)
+        never reads them."""
+        if interaction.type is discord.InteractionType.application_command:
+            try:
+                interaction.extras[STORED_EXTRA] = await self.client.stored_defaults(interaction)
+            except Exception as exc:
+                await self.on_error(interaction, StoredDefaultsUnavailable(exc))
+                return False
+        return True
+
+    async def on_error(self, interaction: discord.Interaction[RigBot], error: app_commands.AppCommandError) -> None:
         original = getattr(error, "original", error)
-        if isinstance(original, app_commands.TransformerError) and isinstance(original.__cause__, BadValue):
+        if isinstance(original, app_commands.TransformerError) and isinstance(original.__cause__,
+                                                                              BadValue | NotFound):
             original = original.__cause__  # the transformer's own sentence, not "Failed to convert …"
         locale = interaction_locale(interaction)
-        bot: RigBot = interaction.client  # type: ignore[assignment]
+        bot = interaction.client
         bot.metrics_outcome(interaction, "error")
         if isinstance(original, NotFound):
             kind = t(locale, f"err.kind.{original.kind}")
@@ -417,8 +444,31 @@ class RigBot(commands.AutoShardedBot):
             if store is not None:
                 await store.close()
 
-    async def remember_before_defer(self, interaction: discord.Interaction, command: str, job: str,
-                                    args: tuple[Any, ...], key: str | None, locale: str) -> bool:
+    async def stored_defaults(self, interaction: discord.Interaction) -> Stored:
+        """The server's and the asker's stored defaults (the asker's win); none without a state store."""
+        if self.state is None:
+            return NOTHING_STORED
+        layers: list[tuple[Scope, Mapping[str, Any]]] = []
+        if interaction.guild_id:
+            layers.append(("server", stored_values(await self.state.get_guild_settings(interaction.guild_id))))
+        layers.append(("me", stored_values(await self.state.get_user_settings(interaction.user.id))))
+        return Stored.layered(layers)
+
+    async def build(self, interaction: discord.Interaction, kind: type[R], **options: Any) -> Built[R]:
+        """The command's request from its options (None: left out) and the stored defaults read before it
+        ran, with every name resolved: a bad option is refused here, before anything is deferred."""
+        from bot.cogs.common import prefetch_model
+
+        for name in MODEL_OPTIONS:
+            if isinstance(options.get(name), str):
+                await prefetch_model(interaction, self.service, options[name])
+        stored = interaction.extras.get(STORED_EXTRA, NOTHING_STORED)
+        built = kind.build(stored, **options)
+        built.request.check(self.service)
+        return built
+
+    async def remember_before_defer(self, interaction: discord.Interaction, request: Request, page: int,
+                                    key: str | None, locale: str) -> bool:
         """Record the interaction before "thinking…" is shown, so a restart can still answer it."""
         if self.state is None:
             return False
@@ -427,7 +477,7 @@ class RigBot(commands.AutoShardedBot):
         try:
             await self.state.record_pending(
                 interaction_id=interaction.id, application_id=interaction.application_id, token=interaction.token,
-                command=command, request=encode_request(job, args, key), locale=locale,
+                command=request.COMMAND, request=encode_request(request, page, key), locale=locale,
                 created_at=interaction.created_at, owner=self.claim_owner, lease=lease(self))
         except NotResumable:
             return False
@@ -435,7 +485,7 @@ class RigBot(commands.AutoShardedBot):
             if not storage_failure(exc):
                 raise
             # The answer matters more than its insurance against a crash.
-            log.warning("could not record /%s for a restart: %s", command, exc)
+            log.warning("could not record /%s for a restart: %s", request.COMMAND, exc)
             return False
         return True
 
@@ -450,14 +500,15 @@ class RigBot(commands.AutoShardedBot):
             log.warning("could not mark interaction %s answered: %s", interaction_id, exc)
 
     async def compute_and_send(
-        self, interaction: discord.Interaction, command: str, job: str, args: tuple[Any, ...], locale: str,
+        self, interaction: discord.Interaction, request: Request, page: int, locale: str,
         key: str | None, started: float, view_for: Callable[[Reply], discord.ui.View | None] | None,
         note: str | None, extra_fields: list[dict[str, Any]] | None = None,
     ) -> tuple[Reply | None, bool]:
         """The uncached answer: computed, sent at once if its chart is quick, else sent and the chart edited
         in; stored in the cache. Returns the reply still to send (None when done) and whether it was sent."""
         sent = False
-        first, charts_to_draw = await self.render_pool.render_split(job, *args, locale=locale)
+        command = request.COMMAND
+        first, charts_to_draw = await self.render_pool.render_split(request, page, locale=locale)
         wait_s = self.settings.rigcheck_chart_wait_s
         if self.render_pool.expected_draw_s(charts_to_draw) > wait_s:
             wait_s = 0  # queued behind other charts: waiting would only hold the answer back
@@ -490,19 +541,21 @@ class RigBot(commands.AutoShardedBot):
     async def answer(
         self,
         interaction: discord.Interaction,
-        command: str,
-        key_parts: dict[str, Any],
-        job: str,
-        *args: Any,
+        request: Request,
+        page: int = 1,
+        *,
         view_for: Callable[[Reply], discord.ui.View | None] | None = None,
         note: str | None = None,
         extra_fields: list[dict[str, Any]] | None = None,
     ) -> None:
-        """Serve from the cache, or defer, render off the event loop, store, and follow up.
+        """Serve from the cache, or defer, render the reply the request's type has off the event loop,
+        store, and follow up.
 
         `note` (which stored defaults filled in options) goes on the sent reply only: the cached answer
         is the same for everyone who asks the same question."""
         started = time.perf_counter()
+        command = request.COMMAND
+        key_parts = request.cache_key(self.service)
         locale = interaction_locale(interaction)
         key = None
         reply: Reply | None = None
@@ -523,9 +576,9 @@ class RigBot(commands.AutoShardedBot):
         try:
             if reply is None:
                 if not interaction.response.is_done():
-                    recorded = await self.remember_before_defer(interaction, command, job, args, key, locale)
+                    recorded = await self.remember_before_defer(interaction, request, page, key, locale)
                     await interaction.response.defer(thinking=True)
-                reply, sent = await self.compute_and_send(interaction, command, job, args, locale, key, started,
+                reply, sent = await self.compute_and_send(interaction, request, page, locale, key, started,
                                                           view_for, note, extra_fields)
                 if reply is None:
                     return

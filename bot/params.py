@@ -6,6 +6,8 @@ import math
 import re
 from typing import Any
 
+from estimator.query import ENGINES, KV_DTYPES, Engine, KVDtype
+
 CTX_MAX_TOKENS = 10_000_000
 _TOKENS = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmM]?)\s*$")
 
@@ -55,6 +57,24 @@ def parse_tokens(text: str | int, *, name: str = "ctx", allow_zero: bool = False
     if value > CTX_MAX_TOKENS:
         raise BadValue.of("bad.tokens_large", name=name, most=CTX_MAX_TOKENS // 1024 // 1024)
     return value
+
+
+def parse_engine(text: str) -> Engine:
+    """An engine as people name it: `llamacpp`, `LM Studio` (which runs llama.cpp), `exllama2`."""
+    value = text.strip().lower().replace("llamacpp", "llama.cpp").replace("exllama2", "exllamav2")
+    value = value.replace("lm studio", "llama.cpp").replace("lmstudio", "llama.cpp")
+    if value not in ENGINES:
+        raise BadValue.of("bad.engine", engines=", ".join(ENGINES))
+    return value  # type: ignore[return-value]
+
+
+def parse_kv(text: str) -> KVDtype:
+    """A KV cache precision: `fp16` is f16, `q8` is q8_0, `q4` is q4_0."""
+    value = text.strip().lower().replace("fp16", "f16").replace("q8", "q8_0").replace("q8_0_0", "q8_0")
+    value = value.replace("q4", "q4_0").replace("q4_0_0", "q4_0")
+    if value not in KV_DTYPES:
+        raise BadValue.of("bad.kv", kinds=", ".join(KV_DTYPES))
+    return value  # type: ignore[return-value]
 
 
 def format_tokens(tokens: float) -> str:

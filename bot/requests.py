@@ -1,41 +1,254 @@
-"""What each estimating command asks, in people's words, with every default stated once.
+"""What each command asks, in people's words, with every default stated once.
 
-The Discord commands, the CLI, the daily summaries and crash-resume records all build these; `Service`
-resolves them (names, ranges and "did you mean" are its job). They are pydantic dataclasses, so a field of
-the wrong type is refused on construction, and still dataclasses for the crash-resume records, which
-store them field by field.
+The Discord commands, the CLI, the daily summaries and crash-resume records all build these, through the
+one constructor each model has. Construction checks what needs no catalog (a context is a token count, an
+engine one we estimate) and refuses with a `BadValue` worded for people, never a pydantic dump; names are
+resolved against the catalog by `check(svc)` / `cache_key(svc)`, which a command calls before it defers.
+
+Stored settings (a server's and a person's default GPU, engine, context and KV cache) are merged here, in
+`Request.build`, for every command alike: each model says which of its options a stored default may fill.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, Self, TypeVar, get_args, get_origin
 
-from pydantic.dataclasses import dataclass
+from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator, model_validator
 
-from estimator.query import DEFAULT_CTX, DEFAULT_ENGINE, DEFAULT_KV, DEFAULT_PROMPT_TOKENS
+from bot.params import BadValue, parse_engine, parse_kv, parse_tokens
+from estimator.query import (
+    DEFAULT_CTX,
+    DEFAULT_ENGINE,
+    DEFAULT_KV,
+    DEFAULT_PROMPT_TOKENS,
+    MAX_BATCH,
+    MAX_GPUS,
+    Engine,
+    KVDtype,
+)
 
 if TYPE_CHECKING:
     from bot.service import Service
+    from bot.store.records import GuildSettings, UserSettings
+    from catalog.schema import GPU
+    from estimator.finetune import FinetuneSettings
 
-DEFAULT_SORT = "quality"
+Scope = Literal["me", "server"]
+Sort = Literal["quality", "speed", "size"]
+Method = Literal["qlora", "lora", "full"]
+Vendor = Literal["nvidia", "amd", "apple", "intel"]
+
+DEFAULT_SORT: Sort = "quality"
+DEFAULT_METHOD: Method = "qlora"
+# Fine-tuning sequences are shorter than inference contexts: 2048 is what the trainers' examples use.
+DEFAULT_FINETUNE_SEQ = 2048
+DEFAULT_WHATGPU_LIMIT = 25
+# The options a stored default can fill, in the order the "defaults used" note lists them.
+STORED_KEYS = ("gpu", "engine", "ctx", "kv")
+# A daily summary covers at most this many GPUs: one chart row each keeps the post readable.
+DAILY_MAX_GPUS = 4
+
+R = TypeVar("R", bound="Request")
 
 
 @dataclass(frozen=True)
-class FitRequest:
+class Stored:
+    """A server's and a person's stored defaults merged (the person's win) and whose each value is."""
+
+    values: Mapping[str, Any] = field(default_factory=dict)
+    sources: Mapping[str, Scope] = field(default_factory=dict)
+
+    @classmethod
+    def layered(cls, layers: list[tuple[Scope, Mapping[str, Any]]]) -> Stored:
+        """Later layers win; a value left empty in a layer is no preference."""
+        values: dict[str, Any] = {}
+        sources: dict[str, Scope] = {}
+        for scope, layer in layers:
+            for key, value in layer.items():
+                if value is not None and value != "":
+                    values[key], sources[key] = value, scope
+        return cls(values, sources)
+
+
+NOTHING_STORED = Stored()
+
+
+def stored_values(record: GuildSettings | UserSettings) -> dict[str, Any]:
+    """A stored settings record as option values (its first GPU is the default GPU); unset ones left out."""
+    found = {"gpu": record.gpu_ids[0] if record.gpu_ids else None, "engine": record.engine, "ctx": record.ctx,
+             "kv": record.kv}
+    return {k: v for k, v in found.items() if v}
+
+
+@dataclass(frozen=True)
+class Built(Generic[R]):
+    """A request as the command will ask it, and which stored defaults filled options left out."""
+
+    request: R
+    used: Mapping[str, Any] = field(default_factory=dict)
+    sources: Mapping[str, Scope] = field(default_factory=dict)
+
+
+def _allowed(annotation: Any) -> tuple[str, ...]:
+    """The values a Literal (possibly optional) field takes."""
+    for arg in (annotation, *get_args(annotation)):
+        if get_origin(arg) is Literal:
+            return tuple(str(v) for v in get_args(arg))
+    return ()
+
+
+def people_error(model: type[BaseModel], exc: ValidationError) -> BadValue:
+    """The first thing wrong, in the words of the message catalog."""
+    first = exc.errors()[0]
+    name = ".".join(str(p) for p in first["loc"]) or "value"
+    cause = (first.get("ctx") or {}).get("error")
+    if isinstance(cause, BadValue):
+        return cause
+    kind = first["type"]
+    if kind == "missing":
+        # Where a stored default could have filled it, the reply says how to store one.
+        stored = name in getattr(model, "STORED", ())
+        return BadValue.of("defaults.need_gpu" if stored and name == "gpu" else "bad.missing", name=name)
+    if kind == "extra_forbidden":
+        return BadValue.of("bad.unknown_option", name=name)
+    if kind == "literal_error":
+        top = str(first["loc"][0]) if first["loc"] else ""
+        spec = model.model_fields.get(top)
+        allowed = _allowed(spec.annotation) if spec is not None else ()
+        if allowed:
+            return BadValue.of("bad.one_of", name=name, values=", ".join(allowed))
+    if kind.startswith("int_"):
+        return BadValue.of("bad.whole_number", name=name)
+    if kind.startswith("float_") or kind == "finite_number":
+        return BadValue.of("bad.number", name=name)
+    return BadValue.of("bad.value", name=name)
+
+
+def _whole(name: str, value: Any) -> int:
+    """A count as typed, JSON or a flag gives it: 2, 2.0 or "2"; never True, 2.5 or "two"."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise BadValue.of("bad.whole_number", name=name)
+    try:
+        number = float(value)
+    except ValueError:
+        raise BadValue.of("bad.whole_number", name=name) from None
+    if not math.isfinite(number) or not number.is_integer():
+        raise BadValue.of("bad.whole_number", name=name)
+    return int(number)
+
+
+def _in_range(name: str, value: Any, low: int, high: int, key: str = "bad.range") -> int:
+    number = _whole(name, value)
+    if not low <= number <= high:
+        raise BadValue.of(key, name=name, low=str(low), high=str(high), got=str(number), most=high)
+    return number
+
+
+def _text(name: str, value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise BadValue.of("bad.missing", name=name)
+    return value
+
+
+class Request(BaseModel):
+    """One command's question. Frozen (it is a cache key and crosses to render processes), no unknown fields."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    COMMAND: ClassVar[str]
+    # Options a stored server or personal default fills when they are left out.
+    STORED: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, **options: Any) -> None:
+        # None is "left out" everywhere (an option not given, a flag not passed): the model's default holds.
+        try:
+            super().__init__(**{k: v for k, v in options.items() if v is not None})
+        except ValidationError as exc:
+            raise people_error(type(self), exc) from None
+
+    @classmethod
+    def of(cls, **options: Any) -> Self:
+        """The request from options as people, flags or JSON give them (`ctx="32k"`, `engine="LM Studio"`,
+        None for left out): the one way commands and the CLI make one. The generated `__init__` is typed
+        with the parsed values, which is what code that already holds them passes."""
+        return cls(**options)
+
+    @classmethod
+    def build(cls, stored: Stored = NOTHING_STORED, **options: Any) -> Built[Self]:
+        """`of` with stored defaults filling the options this command takes from them that were left out
+        (None); the model's own defaults fill the rest."""
+        given = {k: v for k, v in options.items() if v is not None}
+        used = {k: stored.values[k] for k in cls.STORED if k not in given and k in stored.values}
+        return Built(cls.of(**given, **used), used, {k: stored.sources[k] for k in used})
+
+    def cache_key(self, svc: Service) -> dict[str, Any]:
+        """The question as resolved: two spellings of one question share one cached answer."""
+        return self.model_dump(mode="json")
+
+    def check(self, svc: Service) -> None:
+        """Resolve every name now, so a typo is answered (privately, with "did you mean") before any defer."""
+        self.cache_key(svc)
+
+
+class _Options(Request):
+    """How the options several commands share are read; each applies where a request has that field."""
+
+    @field_validator("ctx", mode="before", check_fields=False)
+    @classmethod
+    def _ctx(cls, value: Any) -> int:
+        return parse_tokens(value, name="ctx")
+
+    @field_validator("engine", mode="before", check_fields=False)
+    @classmethod
+    def _engine(cls, value: Any) -> Engine:
+        return parse_engine(_text("engine", value))
+
+    @field_validator("kv", mode="before", check_fields=False)
+    @classmethod
+    def _kv(cls, value: Any) -> KVDtype:
+        return parse_kv(_text("kv", value))
+
+    @field_validator("gpus", mode="before", check_fields=False)
+    @classmethod
+    def _gpus(cls, value: Any) -> int:
+        return _in_range("gpus", value, 1, MAX_GPUS, key="bad.gpus")
+
+    @field_validator("gpu", "model", mode="before", check_fields=False)
+    @classmethod
+    def _named(cls, value: Any, info: ValidationInfo) -> str:
+        return _text(info.field_name or "value", value)
+
+
+class FitRequest(_Options):
     """/fit and `rigcheck fit`: one model on one GPU setup."""
+
+    COMMAND: ClassVar[str] = "fit"
+    STORED: ClassVar[tuple[str, ...]] = STORED_KEYS
 
     gpu: str
     model: str
     quant: str | None = None
-    engine: str = DEFAULT_ENGINE
-    ctx: str | int = DEFAULT_CTX
-    prompt: str | int = DEFAULT_PROMPT_TOKENS
-    kv: str = DEFAULT_KV
+    engine: Engine = DEFAULT_ENGINE
+    ctx: int = DEFAULT_CTX
+    prompt: int = DEFAULT_PROMPT_TOKENS
+    kv: KVDtype = DEFAULT_KV
     gpus: int = 1
     batch: int = 1
 
+    @field_validator("prompt", mode="before")
+    @classmethod
+    def _prompt(cls, value: Any) -> int:
+        return parse_tokens(value, name="prompt", allow_zero=True)
+
+    @field_validator("batch", mode="before")
+    @classmethod
+    def _batch(cls, value: Any) -> int:
+        return _in_range("batch", value, 1, MAX_BATCH)
+
     def cache_key(self, svc: Service) -> dict[str, Any]:
-        """The question as resolved: two spellings of one question share one cached answer."""
         q, formats = svc.base_query(self)
         return {
             "gpu": q.gpu.id,
@@ -50,21 +263,252 @@ class FitRequest:
         }
 
 
-@dataclass(frozen=True)
-class RankRequest:
+class RankRequest(_Options):
     """/rank and `rigcheck rank`: the best models that fit a GPU setup."""
 
+    COMMAND: ClassVar[str] = "rank"
+    STORED: ClassVar[tuple[str, ...]] = STORED_KEYS
+
     gpu: str
-    ctx: str | int = DEFAULT_CTX
-    sort: str = DEFAULT_SORT
-    kv: str = DEFAULT_KV
+    ctx: int = DEFAULT_CTX
+    sort: Sort = DEFAULT_SORT
+    kv: KVDtype = DEFAULT_KV
     gpus: int = 1
-    engine: str = DEFAULT_ENGINE
+    engine: Engine = DEFAULT_ENGINE
     quant: str | None = None
     limit: int | None = None
 
     def cache_key(self, svc: Service) -> dict[str, Any]:
         choice = svc.gpu_choice(self.gpu, self.gpus)
-        return {**self.__dict__, "gpu": choice.gpu.id, "gpus": choice.count, "engine": svc.engine(self.engine),
-                "kv": svc.kv(self.kv)}
+        svc.formats(self.engine, self.quant)
+        return {**self.model_dump(mode="json"), "gpu": choice.gpu.id, "gpus": choice.count}
 
+
+class GpuRequest(_Options):
+    """/gpu and `rigcheck gpu`: a GPU's spec card at a context."""
+
+    COMMAND: ClassVar[str] = "gpu"
+    STORED: ClassVar[tuple[str, ...]] = ("gpu", "ctx")
+
+    gpu: str
+    ctx: int = DEFAULT_CTX
+    gpus: int = 1
+
+    def cache_key(self, svc: Service) -> dict[str, Any]:
+        return {"gpu": svc.gpu_choice(self.gpu).gpu.id, "ctx": self.ctx}
+
+
+class CompareRequest(_Options):
+    """/compare: two GPUs for one model, or two models on one GPU, in one format."""
+
+    COMMAND: ClassVar[str] = "compare"
+    STORED: ClassVar[tuple[str, ...]] = STORED_KEYS
+
+    gpu: str
+    model: str
+    gpu2: str | None = None
+    model2: str | None = None
+    ctx: int = DEFAULT_CTX
+    engine: Engine = DEFAULT_ENGINE
+    kv: KVDtype = DEFAULT_KV
+    quant: str | None = None
+
+    @model_validator(mode="after")
+    def _two_sides(self) -> Self:
+        if not self.gpu2 and not self.model2:
+            raise BadValue.of("compare.needs_second")
+        return self
+
+    def sides(self) -> list[FitRequest]:
+        shared = {"ctx": self.ctx, "engine": self.engine, "kv": self.kv, "quant": self.quant}
+        return [FitRequest.of(gpu=self.gpu, model=self.model, **shared),
+                FitRequest.of(gpu=self.gpu2 or self.gpu, model=self.model2 or self.model, **shared)]
+
+    def cache_key(self, svc: Service) -> dict[str, Any]:
+        first, second = self.sides()
+        return {"a": first.cache_key(svc), "b": second.cache_key(svc)}
+
+
+class WhatGpuRequest(_Options):
+    """/whatgpu and `rigcheck whatgpu`: which GPU setups run a model."""
+
+    COMMAND: ClassVar[str] = "whatgpu"
+    STORED: ClassVar[tuple[str, ...]] = ("engine", "ctx")
+
+    model: str
+    ctx: int = DEFAULT_CTX
+    quant: str | None = None
+    min_tps: float | None = None
+    budget: float | None = None
+    engine: Engine = DEFAULT_ENGINE
+    kv: KVDtype = DEFAULT_KV
+    max_gpus: int = MAX_GPUS
+    limit: int = DEFAULT_WHATGPU_LIMIT
+
+    @field_validator("max_gpus", mode="before")
+    @classmethod
+    def _max_gpus(cls, value: Any) -> int:
+        return _in_range("gpus", value, 1, MAX_GPUS, key="bad.gpus")
+
+    @field_validator("min_tps", "budget")
+    @classmethod
+    def _finite(cls, value: float | None, info: ValidationInfo) -> float | None:
+        if value is not None and not math.isfinite(value):
+            raise BadValue.of("bad.number", name=info.field_name)
+        return value
+
+    def cache_key(self, svc: Service) -> dict[str, Any]:
+        found, _ = svc.model(self.model)
+        # The format is checked here, before any defer, though an unset one is left to the answer.
+        if self.quant:
+            svc.formats(self.engine, self.quant)
+        return {"model": found.id, "ctx": self.ctx, "quant": self.quant, "min_tps": self.min_tps,
+                "budget": self.budget, "engine": self.engine}
+
+
+class FinetuneRequest(_Options):
+    """/finetune and `rigcheck finetune`: peak memory of one fine-tuning run. `knobs` are the estimator's
+    own settings (`estimator.finetune.FinetuneSettings` names); those left out come from the framework or
+    the method's defaults."""
+
+    COMMAND: ClassVar[str] = "finetune"
+    STORED: ClassVar[tuple[str, ...]] = ("gpu",)
+
+    gpu: str
+    model: str
+    method: Method = DEFAULT_METHOD
+    seq: int = DEFAULT_FINETUNE_SEQ
+    batch: int = 1
+    gpus: int = 1
+    knobs: dict[str, Any] = {}
+
+    @field_validator("seq", mode="before")
+    @classmethod
+    def _seq(cls, value: Any) -> int:
+        return parse_tokens(value, name="seq")
+
+    @field_validator("batch", mode="before")
+    @classmethod
+    def _batch(cls, value: Any) -> int:
+        # The estimator bounds a micro-batch; here it only has to be a whole number.
+        return _whole("batch", value)
+
+    @field_validator("knobs")
+    @classmethod
+    def _knobs(cls, value: dict[str, Any]) -> dict[str, Any]:
+        from estimator.finetune import FinetuneSettings
+
+        for name in value:
+            if name not in FinetuneSettings.model_fields:
+                raise BadValue.of("bad.unknown_option", name=name)
+        return {k: v for k, v in value.items() if v is not None}
+
+    def settings(self, gpu: GPU, gpus: int | None = None) -> FinetuneSettings:
+        """The run's settings on `gpu` (`gpus` of them: the count a GPU text such as `2x 3090` named);
+        knobs left out come from the framework preset or the method's defaults."""
+        from estimator import finetune as ft
+
+        try:
+            return ft.settings_on(gpu, method=self.method, seq=self.seq, batch=self.batch,
+                                  gpus=self.gpus if gpus is None else gpus, **self.knobs)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            if first["type"] == "literal_error":
+                raise people_error(ft.FinetuneSettings, exc) from None
+            # A knob out of the estimator's range: named as the estimator names it.
+            raise BadValue(f"{'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+
+    def cache_key(self, svc: Service) -> dict[str, Any]:
+        choice = svc.gpu_choice(self.gpu, self.gpus)
+        model, _ = svc.model(self.model)
+        svc.check_context(model, self.seq)
+        self.settings(choice.gpu, choice.count)
+        return {"gpu": choice.gpu.id, "model": model.id, "method": self.method, "seq": self.seq,
+                "batch": self.batch, "gpus": choice.count, **self.knobs}
+
+
+class ModelsRequest(Request):
+    """/models: the catalog's models, by family and size."""
+
+    COMMAND: ClassVar[str] = "models"
+
+    family: str | None = None
+    max_params: float | None = None
+    page: int = 1
+
+
+class GpusRequest(Request):
+    """/gpus: the catalog's GPUs, by vendor."""
+
+    COMMAND: ClassVar[str] = "gpus"
+
+    vendor: Vendor | None = None
+    page: int = 1
+
+
+class SettingsRequest(_Options):
+    """/settings me|server: the defaults to store; every option given updates only itself."""
+
+    COMMAND: ClassVar[str] = "settings"
+
+    gpu: str | None = None
+    engine: Engine | None = None
+    ctx: int | None = None
+    kv: KVDtype | None = None
+
+    def given(self) -> dict[str, Any]:
+        return self.model_dump(exclude_none=True)
+
+
+class DailyRequest(Request):
+    """/daily subscribe: where the summary goes, for which GPUs, at which context. GPUs and context left
+    out come from the server's stored defaults (the summary is the server's, not one person's)."""
+
+    COMMAND: ClassVar[str] = "daily"
+
+    channel_id: int | None = None
+    webhook_url: str | None = None
+    gpus: tuple[str, ...] = ()
+    ctx: int = DEFAULT_CTX
+
+    @field_validator("ctx", mode="before")
+    @classmethod
+    def _ctx(cls, value: Any) -> int:
+        return parse_tokens(value, name="ctx")
+
+    @field_validator("gpus", mode="before")
+    @classmethod
+    def _gpu_list(cls, value: Any) -> tuple[str, ...]:
+        names = [g.strip() for g in value.split(",")] if isinstance(value, str) else list(value)
+        names = [n for n in names if n]
+        if len(names) > DAILY_MAX_GPUS:
+            raise BadValue.of("daily.max_gpus", count=DAILY_MAX_GPUS)
+        return tuple(names)
+
+    @model_validator(mode="after")
+    def _somewhere(self) -> Self:
+        if self.channel_id is None and self.webhook_url is None:
+            raise BadValue.of("daily.need_target")
+        if not self.gpus:
+            raise BadValue.of("daily.need_gpus")
+        return self
+
+    @classmethod
+    def for_server(cls, server: Mapping[str, Any], **options: Any) -> DailyRequest:
+        """`server`: the server's stored `gpu_ids` and `ctx`, which fill `gpus` and `ctx` when left out."""
+        given = {k: v for k, v in options.items() if v is not None and v != ""}
+        if "gpus" not in given and server.get("gpu_ids"):
+            given["gpus"] = tuple(server["gpu_ids"])
+        if "ctx" not in given and server.get("ctx"):
+            given["ctx"] = server["ctx"]
+        return cls.of(**given)
+
+    def cache_key(self, svc: Service) -> dict[str, Any]:
+        return {"gpus": list(dict.fromkeys(svc.gpu(name).id for name in self.gpus)), "ctx": self.ctx}
+
+
+REQUEST_TYPES: dict[str, type[Request]] = {
+    cls.__name__: cls
+    for cls in (FitRequest, RankRequest, GpuRequest, CompareRequest, WhatGpuRequest, FinetuneRequest,
+                ModelsRequest, GpusRequest, SettingsRequest, DailyRequest)
+}

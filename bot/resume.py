@@ -1,14 +1,13 @@
 """Finishing, after a restart, the commands a crash left "thinking…".
 
-`encode_request` turns a render job's arguments (requests, catalog entries, plain values) into JSON for
-the unanswered interactions in the state store (`bot.store.pending`); `resume_pending` takes over each
-still-valid one whose holder is gone, recomputes it and delivers it as a follow-up with the
-interaction's token. Only the types the commands pass are accepted on the way back.
+`encode_request` turns a command's typed request (and the page asked for) into JSON for the unanswered
+interactions in the state store (`bot.store.pending`); `resume_pending` takes over each still-valid one
+whose holder is gone, recomputes it and delivers it as a follow-up with the interaction's token. Only the
+request types in `bot.requests` are accepted on the way back.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import logging
 from datetime import UTC, datetime, timedelta
@@ -16,10 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import aiohttp
 import discord
-from pydantic import BaseModel
 
-from bot.requests import FitRequest, RankRequest
-from catalog.schema import GPU, Model, QuantFormat
+from bot.requests import REQUEST_TYPES, Request
 
 if TYPE_CHECKING:
     from bot.client import RigBot
@@ -27,47 +24,28 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_DATACLASSES: dict[str, type[Any]] = {"FitRequest": FitRequest, "RankRequest": RankRequest}
-_MODELS: dict[str, type[BaseModel]] = {"GPU": GPU, "Model": Model, "QuantFormat": QuantFormat}
 # Discord's message flag for a deferred response still "thinking…".
 FLAG_LOADING = 1 << 7
 
 
 class NotResumable(TypeError):
-    """An argument of a type the store does not keep; that command is simply not resumed."""
+    """A request of a type the store does not keep, or a record this build cannot read back; that command
+    is simply not resumed."""
 
 
-def encode(value: Any) -> Any:
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    if isinstance(value, list | tuple):
-        return [encode(v) for v in value]
-    if isinstance(value, dict):
-        return {"$dict": {str(k): encode(v) for k, v in value.items()}}
-    if dataclasses.is_dataclass(value) and type(value).__name__ in _DATACLASSES:
-        return {"$dataclass": type(value).__name__,
-                "v": {f.name: encode(getattr(value, f.name)) for f in dataclasses.fields(value)}}
-    if isinstance(value, BaseModel) and type(value).__name__ in _MODELS:
-        return {"$model": type(value).__name__, "v": value.model_dump(mode="json")}
-    raise NotResumable(f"cannot keep a {type(value).__name__}")
+def encode_request(request: Request, page: int, key: str | None) -> dict[str, Any]:
+    name = type(request).__name__
+    if REQUEST_TYPES.get(name) is not type(request):
+        raise NotResumable(f"cannot keep a {name}")
+    return {"request": {"type": name, "fields": request.model_dump(mode="json")}, "page": page, "key": key}
 
 
-def decode(value: Any) -> Any:
-    if isinstance(value, list):
-        return [decode(v) for v in value]
-    if isinstance(value, dict):
-        if "$dict" in value:
-            return {k: decode(v) for k, v in value["$dict"].items()}
-        if "$dataclass" in value:
-            return _DATACLASSES[value["$dataclass"]](**{k: decode(v) for k, v in value["v"].items()})
-        if "$model" in value:
-            return _MODELS[value["$model"]].model_validate(value["v"])
-        raise ValueError("unknown encoded value")
-    return value
-
-
-def encode_request(job: str, args: tuple[Any, ...], key: str | None) -> dict[str, Any]:
-    return {"job": job, "args": encode(list(args)), "key": key}
+def decode_request(record: dict[str, Any]) -> tuple[Request, int]:
+    """The request and page a record holds; a record from an older build (no typed request) is not resumed."""
+    stored = record.get("request")
+    if not isinstance(stored, dict) or stored.get("type") not in REQUEST_TYPES:
+        raise NotResumable("the record holds no request this build knows")
+    return REQUEST_TYPES[stored["type"]](**stored.get("fields", {})), int(record.get("page") or 1)
 
 
 async def _still_thinking(application_id: int, token: str) -> bool:
@@ -108,8 +86,8 @@ async def resume_one(bot: RigBot, row: Pending) -> bool:
             log.info("interaction %s was answered before the restart", mine.interaction_id)
             await state.finish_pending(mine.interaction_id)
             return True
-        request = mine.request
-        reply = await bot.render_pool.render(request["job"], *decode(request["args"]), locale=mine.locale)
+        request, page = decode_request(mine.request)
+        reply = await bot.render_pool.render(request, page, locale=mine.locale)
         webhook = discord.Webhook.partial(mine.application_id, mine.token, client=bot)
         await webhook.send(
             embeds=[discord.Embed.from_dict(e) for e in reply.embeds],
@@ -120,6 +98,10 @@ async def resume_one(bot: RigBot, row: Pending) -> bool:
         log.info("finished /%s (interaction %s) after a restart", mine.command, mine.interaction_id)
     except discord.NotFound:
         await state.finish_pending(mine.interaction_id)  # the token expired or the interaction is gone
+    except NotResumable:
+        # Kept by an older build in a shape this one does not read: retrying would never succeed.
+        log.info("interaction %s cannot be finished by this build", mine.interaction_id)
+        await state.finish_pending(mine.interaction_id)
     except Exception:
         log.warning("could not finish interaction %s after a restart", mine.interaction_id, exc_info=True)
     return True
@@ -138,4 +120,4 @@ async def resume_pending(bot: RigBot) -> int:
     return taken
 
 
-__all__ = ["NotResumable", "decode", "encode", "encode_request", "lease", "orphaned", "resume_pending"]
+__all__ = ["NotResumable", "decode_request", "encode_request", "lease", "orphaned", "resume_pending"]

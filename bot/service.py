@@ -13,7 +13,7 @@ from functools import cached_property
 from typing import Any
 
 from bot.huggingface_client import HubClient, HubError
-from bot.params import BadValue, format_tokens, parse_tokens
+from bot.params import BadValue, format_tokens, parse_engine, parse_kv, parse_tokens
 from bot.requests import FitRequest, RankRequest
 from catalog.resolve import NotFound, Resolver
 from catalog.schema import GPU, Model, QuantFormat
@@ -25,11 +25,9 @@ from estimator.fit import FitResult, default_formats, fit
 from estimator.memory import memory
 from estimator.query import (
     ENGINES,
-    KV_DTYPES,
     MAX_BATCH,
     MAX_GPUS,
     Engine,
-    KVDtype,
     Query,
 )
 from estimator.rank import RankRow, Sort, rank
@@ -111,21 +109,8 @@ class Service:
         choice = self.resolver.model(text)
         return choice.model, choice.quant
 
-    @staticmethod
-    def engine(text: str) -> Engine:
-        value = text.strip().lower().replace("llamacpp", "llama.cpp").replace("exllama2", "exllamav2")
-        value = value.replace("lm studio", "llama.cpp").replace("lmstudio", "llama.cpp")
-        if value not in ENGINES:
-            raise BadValue.of("bad.engine", engines=", ".join(ENGINES))
-        return value  # type: ignore[return-value]
-
-    @staticmethod
-    def kv(text: str) -> KVDtype:
-        value = text.strip().lower().replace("fp16", "f16").replace("q8", "q8_0").replace("q8_0_0", "q8_0")
-        value = value.replace("q4", "q4_0").replace("q4_0_0", "q4_0")
-        if value not in KV_DTYPES:
-            raise BadValue.of("bad.kv", kinds=", ".join(KV_DTYPES))
-        return value  # type: ignore[return-value]
+    engine = staticmethod(parse_engine)
+    kv = staticmethod(parse_kv)
 
     @staticmethod
     def batch(count: int) -> int:

@@ -11,7 +11,6 @@ from typing import Any
 
 from bot.requests import FitRequest
 from bot.service import Service
-from estimator.query import DEFAULT_CTX, DEFAULT_ENGINE, DEFAULT_KV, DEFAULT_PROMPT_TOKENS
 
 EXIT_USAGE = 2
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a tool whose reader went away
@@ -38,18 +37,10 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
 def fit_request(d: dict[str, Any]) -> FitRequest:
     if not d.get("gpu") or not d.get("model"):
         raise CliError("both gpu and model are required")
-    return FitRequest(
-        gpu=str(d["gpu"]),
-        model=str(d["model"]),
-        quant=d.get("quant"),
-        engine=str(d.get("engine") or DEFAULT_ENGINE),
-        ctx=d.get("ctx") or DEFAULT_CTX,
-        prompt=d["prompt"] if d.get("prompt") is not None else DEFAULT_PROMPT_TOKENS,
-        kv=str(d.get("kv") or DEFAULT_KV),
-        # 0 is refused like any other count out of range, not taken for "not given".
-        gpus=int(d["gpus"]) if d.get("gpus") is not None else 1,
-        batch=int(d["batch"]) if d.get("batch") is not None else 1,
-    )
+    # An empty engine, context or KV cache is "not given"; a count of 0 is refused like any out of range.
+    return FitRequest.of(gpu=str(d["gpu"]), model=str(d["model"]), quant=d.get("quant"), engine=d.get("engine") or None,
+                      ctx=d.get("ctx") or None, prompt=d.get("prompt"), kv=d.get("kv") or None, gpus=d.get("gpus"),
+                      batch=d.get("batch"))
 
 
 def fetch_hf(svc: Service, text: str) -> None:

@@ -9,8 +9,8 @@ from typing import Any
 
 from bot.cli import json_shapes
 from bot.cli.common import CliError, at_least_one, fetch_hf, fit_request, print_json, table
-from bot.params import BadValue, format_tokens, parse_tokens
-from bot.requests import RankRequest
+from bot.params import BadValue, format_tokens
+from bot.requests import DEFAULT_SORT, DEFAULT_WHATGPU_LIMIT, GpuRequest, RankRequest, WhatGpuRequest
 from bot.service import Service
 from catalog.resolve import NotFound
 from estimator.query import DEFAULT_CTX, DEFAULT_ENGINE, DEFAULT_KV, DEFAULT_PROMPT_TOKENS
@@ -67,7 +67,7 @@ def cmd_fit(svc: Service, args: argparse.Namespace) -> int:
 
 
 def cmd_rank(svc: Service, args: argparse.Namespace) -> int:
-    req = RankRequest(
+    req = RankRequest.of(
         gpu=args.gpu,
         ctx=args.ctx,
         sort=args.sort,
@@ -78,7 +78,7 @@ def cmd_rank(svc: Service, args: argparse.Namespace) -> int:
         limit=args.limit,
     )
     gpu, rows = svc.rank(req)
-    data = json_shapes.rank_json(gpu, args.gpus, parse_tokens(args.ctx), rows)
+    data = json_shapes.rank_json(gpu, req.gpus, req.ctx, rows)
     if args.json:
         print_json(data)
         return 0
@@ -135,7 +135,8 @@ def gpu_card(svc: Service, gpu_text: str, ctx: int, gpus: int = 1) -> dict[str, 
 
 
 def cmd_gpu(svc: Service, args: argparse.Namespace) -> int:
-    card = gpu_card(svc, args.gpu, parse_tokens(args.ctx), args.gpus)
+    req = GpuRequest.of(gpu=args.gpu, ctx=args.ctx, gpus=args.gpus)
+    card = gpu_card(svc, req.gpu, req.ctx, req.gpus)
     if args.json:
         print_json(card)
         return 0
@@ -182,32 +183,34 @@ def cmd_batch(svc: Service, args: argparse.Namespace) -> int:
 def cmd_whatgpu(svc: Service, args: argparse.Namespace) -> int:
     from estimator.whatgpu import what_gpu
 
-    fetch_hf(svc, args.model)
-    model, tagged = svc.model(args.model)
-    engine = svc.engine(args.engine)
-    formats = svc.formats(engine, args.quant) if args.quant or tagged is None else [tagged]
-    if not args.quant and tagged is None:
+    req = WhatGpuRequest.of(model=args.model, quant=args.quant, engine=args.engine, ctx=args.ctx, kv=args.kv,
+                         min_tps=args.min_tps, max_gpus=args.max_gpus, budget=args.budget, limit=args.limit)
+    fetch_hf(svc, req.model)
+    model, tagged = svc.model(req.model)
+    engine = req.engine
+    formats = svc.formats(engine, req.quant) if req.quant or tagged is None else [tagged]
+    if not req.quant and tagged is None:
         formats = [svc.quant("int4", engine)]
-    rows = what_gpu(model, formats, svc.catalog.gpus, ctx=parse_tokens(args.ctx), engine=engine, kv=svc.kv(args.kv),
-                    min_tps=args.min_tps, max_gpus=svc.gpus(args.max_gpus), budget_usd=args.budget)
+    rows = what_gpu(model, formats, svc.catalog.gpus, ctx=req.ctx, engine=engine, kv=req.kv,
+                    min_tps=req.min_tps, max_gpus=req.max_gpus, budget_usd=req.budget)
     if args.json:
         print_json({
-            "model": json_shapes.model_brief(model), "ctx": parse_tokens(args.ctx), "engine": engine,
+            "model": json_shapes.model_brief(model), "ctx": req.ctx, "engine": engine,
             "setups": [{"gpu": s.gpu.id, "name": s.gpu.name, "count": s.count, "quant": s.quant.id,
                         "decode_tps": round(s.decode_tps, 1), "ttft_s": round(s.ttft_s, 3), "price_usd": s.price_usd,
                         "power_w": s.power_w, "verdict": s.memory.verdict,
                         "memory_gb": {"total": to_gib(s.memory.total_bytes),
                                       "usable": to_gib(s.memory.usable_bytes)},
-                        "headroom_gb": to_gib(s.headroom_bytes)} for s in rows[: args.limit]],
+                        "headroom_gb": to_gib(s.headroom_bytes)} for s in rows[: req.limit]],
         })
         return 0
-    print(f"GPU setups for {model.name} at {format_tokens(parse_tokens(args.ctx))} context ({engine})")
+    print(f"GPU setups for {model.name} at {format_tokens(req.ctx)} context ({engine})")
     if not rows:
-        print(f"no setup of 1–{args.max_gpus} GPUs in the catalog meets that")
+        print(f"no setup of 1–{req.max_gpus} GPUs in the catalog meets that")
         return 0
     print(table(["setup", "format", "tok/s", "TTFT s", "price $", "W", "headroom GiB"], [
         [f"{s.count}× {s.gpu.name}", s.quant.name, round(s.decode_tps, 1), round(s.ttft_s, 2), s.price_usd or "?",
-         s.power_w or "?", to_gib(s.headroom_bytes)] for s in rows[: args.limit]]))
+         s.power_w or "?", to_gib(s.headroom_bytes)] for s in rows[: req.limit]]))
     return 0
 
 
@@ -234,7 +237,7 @@ def register(sub: Any) -> None:
     p = sub.add_parser("rank", help="the best models that fit a GPU setup")
     p.add_argument("--gpu", required=True)
     p.add_argument("--ctx", default=format_tokens(DEFAULT_CTX))
-    p.add_argument("--sort", default="quality", choices=["quality", "speed", "size"])
+    p.add_argument("--sort", default=DEFAULT_SORT, choices=["quality", "speed", "size"])
     p.add_argument("--kv", default=DEFAULT_KV)
     p.add_argument("--gpus", type=int, default=1)
     p.add_argument("--engine", default=DEFAULT_ENGINE)
@@ -262,6 +265,6 @@ def register(sub: Any) -> None:
     p.add_argument("--min-tps", type=float, dest="min_tps", help="at least this many tokens/s")
     p.add_argument("--max-gpus", type=int, default=8, dest="max_gpus")
     p.add_argument("--budget", type=float, help="most you would spend, USD (launch prices)")
-    p.add_argument("--limit", type=at_least_one, default=25)
+    p.add_argument("--limit", type=at_least_one, default=DEFAULT_WHATGPU_LIMIT)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_whatgpu)

@@ -7,12 +7,10 @@ import json
 import sys
 from typing import Any
 
-from pydantic import ValidationError
-
 from bot.cli.json_shapes import gpu_brief, model_brief
-from bot.params import BadValue, parse_tokens
+from bot.params import BadValue
+from bot.requests import DEFAULT_FINETUNE_SEQ, DEFAULT_METHOD, FinetuneRequest
 from bot.service import Service
-from catalog.schema import GPU
 from estimator import finetune as ft
 from estimator.memory import usable_vram_bytes
 from estimator.units import to_gib
@@ -49,31 +47,20 @@ TERMS = ("weights", "trainable", "gradients", "optimizer", "activations", "overh
 EXTRA_TERMS = ("logits", "qlora_buffers", "gathered", "fragmentation", "offloaded", "pageable", "required")
 
 
-def finetune_settings(svc: Service, gpu: GPU, query: dict[str, Any]) -> ft.FinetuneSettings:
-    """The request's settings; knobs left out come from the framework preset or the method's defaults."""
-    # 0 is refused like any other count out of range, not taken for "not given".
-    gpus = svc.gpus(int(query["gpus"]) if query.get("gpus") is not None else 1)
-    knobs = {k: query[k] for k in KNOBS if query.get(k) is not None}
-    try:
-        return ft.settings_on(
-            gpu,
-            method=query.get("method") or "qlora",
-            seq=parse_tokens(query.get("seq") or 2048, name="seq"),
-            batch=int(query["batch"]) if query.get("batch") is not None else 1,
-            gpus=gpus,
-            **knobs,
-        )
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        raise BadValue(f"{'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+def finetune_request(query: dict[str, Any]) -> FinetuneRequest:
+    """A `finetune` flag set or batch line as the request; knobs left out stay to the framework or method."""
+    return FinetuneRequest.of(gpu=query.get("gpu"), model=query.get("model"), method=query.get("method"),
+                           seq=query.get("seq"), batch=query.get("batch"), gpus=query.get("gpus"),
+                           knobs={k: query.get(k) for k in KNOBS})
 
 
 def finetune_json(svc: Service, query: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(query, dict) or not query.get("gpu") or not query.get("model"):
         raise BadValue("finetune needs gpu and model")
-    gpu = svc.gpu(str(query["gpu"]))
-    model, _ = svc.model(str(query["model"]))
-    settings = finetune_settings(svc, gpu, query)
+    req = finetune_request(query)
+    gpu = svc.gpu(req.gpu)
+    model, _ = svc.model(req.model)
+    settings = req.settings(gpu)
     svc.check_context(model, settings.seq)
     budget = usable_vram_bytes(gpu)
     plan = ft.finetune_plan(model, settings, budget)
@@ -176,9 +163,9 @@ def register(sub: Any) -> None:
     p = sub.add_parser("finetune", help="peak memory of full, LoRA or QLoRA fine-tuning")
     p.add_argument("--gpu", required=True)
     p.add_argument("--model", required=True)
-    p.add_argument("--method", default="qlora", choices=choices(ft.Method))
+    p.add_argument("--method", default=DEFAULT_METHOD, choices=choices(ft.Method))
     p.add_argument("--framework", choices=list(FRAMEWORKS), help="take every unset knob from this framework")
-    p.add_argument("--seq", default="2048", help="sequence length (2048, 8k, 32k)")
+    p.add_argument("--seq", default=str(DEFAULT_FINETUNE_SEQ), help="sequence length (2048, 8k, 32k)")
     p.add_argument("--batch", type=int, default=1, help="micro-batch per GPU")
     p.add_argument("--gpus", type=int, default=1)
     p.add_argument("--sharding", choices=choices(ft.Sharding))

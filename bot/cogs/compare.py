@@ -17,10 +17,8 @@ from bot.cogs.common import (
     model_autocomplete,
     quant_autocomplete,
 )
-from bot.cogs.settings import defaults_for
-from bot.params import BadValue, parse_tokens
-from bot.requests import FitRequest
-from estimator.query import DEFAULT_CTX, DEFAULT_ENGINE, DEFAULT_KV
+from bot.cogs.settings import defaults_note
+from bot.requests import CompareRequest
 
 if TYPE_CHECKING:
     from bot.client import RigBot
@@ -57,27 +55,11 @@ class Compare(commands.Cog):
         engine: str | None = None,
         quant: str | None = None,
     ) -> None:
-        if not gpu2 and not model2:
-            raise BadValue.of("compare.needs_second")
-        defaults = await defaults_for(self.bot, interaction)
-        first_gpu = defaults.require_gpu(gpu)
-        tokens = parse_tokens(defaults.take("ctx", ctx) or DEFAULT_CTX)
-        engine = defaults.take("engine", engine) or DEFAULT_ENGINE
-        kv = defaults.take("kv", None) or DEFAULT_KV
-        reqs = [
-            FitRequest(gpu=first_gpu, model=model, ctx=tokens, engine=engine, kv=kv, quant=quant),
-            FitRequest(gpu=gpu2 or first_gpu, model=model2 or model, ctx=tokens, engine=engine, kv=kv, quant=quant),
-        ]
-        svc = self.bot.service
-        for r in reqs:
-            svc.base_query(r)
-        await self.bot.answer(
-            interaction,
-            "compare",
-            {"a": reqs[0].__dict__, "b": reqs[1].__dict__},
-            "compare", reqs,
-            note=defaults.note(str(interaction.locale.value), {"gpu": svc.gpu(first_gpu).name}),
-        )
+        built = await self.bot.build(interaction, CompareRequest, gpu=gpu, model=model, gpu2=gpu2, model2=model2,
+                                     ctx=ctx, engine=engine, quant=quant)
+        req = built.request
+        note = defaults_note(built, str(interaction.locale.value), {"gpu": self.bot.service.gpu(req.gpu).name})
+        await self.bot.answer(interaction, req, note=note)
 
 
 async def setup(bot: RigBot) -> None:

@@ -11,11 +11,11 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.daily.delivery import MAX_GPUS, DailyJob, parse_webhook_url
+from bot.daily.delivery import DailyJob, parse_webhook_url
 from bot.i18n import interaction_locale
-from bot.params import BadValue, format_tokens, parse_tokens
+from bot.params import BadValue, format_tokens
 from bot.render.text import t
-from estimator.query import DEFAULT_CTX
+from bot.requests import DailyRequest
 
 if TYPE_CHECKING:
     from bot.client import RigBot
@@ -98,32 +98,24 @@ class DailyCog(
         webhook_url: app_commands.Range[str, 1, 300] | None = None,
     ) -> None:
         assert interaction.guild_id is not None
-        if channel is None and webhook_url is None:
-            raise BadValue.of("daily.need_target")
         if webhook_url is not None:
             try:
                 parse_webhook_url(webhook_url, self.bot.settings.discord_api_base)
             except ValueError as exc:
                 raise BadValue(str(exc)) from None
         state = self._state()
+        # The summary is the server's: its GPUs and context default to the server's, never the caller's own.
         settings = await state.get_guild_settings(interaction.guild_id)
-        if gpus:
-            wanted = [g.strip() for g in gpus.split(",") if g.strip()]
-            if len(wanted) > MAX_GPUS:
-                raise BadValue.of("daily.max_gpus", count=MAX_GPUS)
-            # Raises catalog.resolve.NotFound with suggestions, which the central handler words.
-            gpu_ids = list(dict.fromkeys(self.bot.service.gpu(name).id for name in wanted))
-        else:
-            gpu_ids = list(settings.gpu_ids)
-            if not gpu_ids:
-                raise BadValue.of("daily.need_gpus")
-        tokens = parse_tokens(ctx) if ctx else (settings.ctx or DEFAULT_CTX)
+        req = DailyRequest.for_server(settings.model_dump(), channel_id=channel.id if channel else None,
+                                      webhook_url=webhook_url, gpus=gpus, ctx=ctx)
+        # Raises catalog.resolve.NotFound with suggestions, which the central handler words.
+        gpu_ids = req.cache_key(self.bot.service)["gpus"]
         sub = await state.add_subscription(
             interaction.guild_id,
-            channel.id if channel else None,
-            webhook_url,
+            req.channel_id,
+            req.webhook_url,
             gpu_ids,
-            tokens,
+            req.ctx,
             settings.locale or _locale(interaction),
         )
         locale = interaction_locale(interaction)

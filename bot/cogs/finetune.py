@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal, get_args
+from typing import TYPE_CHECKING, Literal
 
 import discord
 from discord import app_commands
@@ -15,27 +15,13 @@ from bot.cogs.common import (
     NumberRange,
     gpu_autocomplete,
     model_autocomplete,
-    one_of,
 )
-from bot.cogs.settings import defaults_for, join_notes
-from bot.params import parse_tokens
+from bot.cogs.settings import defaults_note, join_notes
 from bot.render.replies import choice_note
-from estimator import finetune as ft
+from bot.requests import FinetuneRequest
 
 if TYPE_CHECKING:
     from bot.client import RigBot
-
-METHODS = ("qlora", "lora", "full")
-
-
-FRAMEWORKS = get_args(ft.Framework)
-PRECISIONS = get_args(ft.Regime)
-OPTIMIZERS = get_args(ft.Optimizer)
-CHECKPOINTING = get_args(ft.Checkpointing)
-LOSSES = get_args(ft.Loss)
-TARGETS = get_args(ft.Targets)
-SHARDING = ("ddp", "zero2", "zero3", "fsdp")
-CPU_OFFLOAD = get_args(ft.Offload)
 
 
 class Finetune(commands.Cog):
@@ -69,7 +55,7 @@ class Finetune(commands.Cog):
         interaction: discord.Interaction,
         model: str,
         gpu: str | None = None,
-        method: Literal["qlora", "lora", "full"] = "qlora",
+        method: Literal["qlora", "lora", "full"] | None = None,
         ctx: str | None = None,
         batch: app_commands.Transform[int, NumberRange("batch", 1, 128)] = 1,
         gpus: GpuCount = 1,
@@ -87,28 +73,8 @@ class Finetune(commands.Cog):
         sharding: Literal["ddp", "zero2", "zero3", "fsdp"] | None = None,
         cpu_offload: Literal["none", "optimizer", "params"] | None = None,
     ) -> None:
-        svc = self.bot.service
-        one_of("method", method, METHODS)
-        for name, value, allowed in (
-            ("framework", framework, FRAMEWORKS),
-            ("precision", precision, PRECISIONS),
-            ("optimizer", optimizer, OPTIMIZERS),
-            ("checkpointing", checkpointing, CHECKPOINTING),
-            ("loss", loss, LOSSES),
-            ("targets", targets, TARGETS),
-            ("sharding", sharding, SHARDING),
-            ("cpu_offload", cpu_offload, CPU_OFFLOAD),
-        ):
-            if value is not None:
-                one_of(name, value, allowed)
-        defaults = await defaults_for(self.bot, interaction)
-        choice = svc.gpu_choice(defaults.require_gpu(gpu), gpus)
-        g, gpus = choice.gpu, choice.count
-        m, _ = svc.model(model)
-        seq = parse_tokens(ctx or 2048)
-        svc.check_context(m, seq)
         # Option names people see → the estimator's knob names; unset ones are left to the framework.
-        given = {
+        knobs = {
             "framework": framework,
             "regime": precision,
             "optimizer": optimizer,
@@ -121,13 +87,13 @@ class Finetune(commands.Cog):
             "sharding": sharding,
             "offload": cpu_offload,
         }
-        knobs = {k: v for k, v in given.items() if v is not None}
-        params = {"gpu": g.id, "model": m.id, "method": method, "seq": seq, "batch": batch, "gpus": gpus, **knobs}
+        built = await self.bot.build(interaction, FinetuneRequest, gpu=gpu, model=model, method=method, seq=ctx,
+                                     batch=batch, gpus=gpus, knobs=knobs)
+        req = built.request
+        choice = self.bot.service.gpu_choice(req.gpu, req.gpus)
         locale = str(interaction.locale.value)
-        await self.bot.answer(
-            interaction, "finetune", params, "finetune", g, m, method, seq, batch, gpus, knobs,
-            note=join_notes(choice_note(choice, locale), defaults.note(locale, {"gpu": g.name})),
-        )
+        note = join_notes(choice_note(choice, locale), defaults_note(built, locale, {"gpu": choice.gpu.name}))
+        await self.bot.answer(interaction, req, note=note)
 
 
 async def setup(bot: RigBot) -> None:

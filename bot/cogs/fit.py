@@ -19,15 +19,12 @@ from bot.cogs.common import (
     Tokens,
     gpu_autocomplete,
     model_autocomplete,
-    prefetch_model,
     quant_autocomplete,
 )
 from bot.cogs.report import community_field
-from bot.cogs.settings import defaults_for, join_notes
-from bot.params import parse_tokens
+from bot.cogs.settings import defaults_note, join_notes
 from bot.render.replies import choice_note
 from bot.requests import FitRequest
-from estimator.query import DEFAULT_CTX, DEFAULT_ENGINE, DEFAULT_KV, DEFAULT_PROMPT_TOKENS
 
 if TYPE_CHECKING:
     from bot.client import RigBot
@@ -65,28 +62,14 @@ class Fit(commands.Cog):
         prompt: PromptTokens | None = None,
         batch: Batch = 1,
     ) -> None:
-        defaults = await defaults_for(self.bot, interaction)
-        req = FitRequest(
-            gpu=defaults.require_gpu(gpu),
-            model=model,
-            quant=quant,
-            engine=defaults.take("engine", engine) or DEFAULT_ENGINE,
-            ctx=parse_tokens(defaults.take("ctx", ctx) or DEFAULT_CTX),
-            prompt=DEFAULT_PROMPT_TOKENS if prompt is None else prompt,
-            kv=defaults.take("kv", kv) or DEFAULT_KV,
-            gpus=gpus,
-            batch=batch,
-        )
-        svc = self.bot.service
-        await prefetch_model(interaction, svc, model)
-        # Resolve now so a typo gets its "did you mean" at once, before any defer.
+        built = await self.bot.build(interaction, FitRequest, gpu=gpu, model=model, quant=quant, engine=engine,
+                                     ctx=ctx, prompt=prompt, kv=kv, gpus=gpus, batch=batch)
+        req, svc = built.request, self.bot.service
         q, formats = svc.base_query(req)
-        key = req.cache_key(svc)
         locale = str(interaction.locale.value)
-        note = join_notes(choice_note(svc.fit_choice(req), locale), defaults.note(locale, {"gpu": q.gpu.name}))
+        note = join_notes(choice_note(svc.fit_choice(req), locale), defaults_note(built, locale, {"gpu": q.gpu.name}))
         community = await community_field(self.bot, interaction.guild_id, q, formats, locale)
-        await self.bot.answer(interaction, "fit", key, "fit", req, note=note,
-                              extra_fields=[community] if community else None)
+        await self.bot.answer(interaction, req, note=note, extra_fields=[community] if community else None)
 
 
 async def setup(bot: RigBot) -> None:

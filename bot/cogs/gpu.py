@@ -9,10 +9,9 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.cogs.common import HEAVY_COMMAND_PER_S, HEAVY_COMMAND_RATE, Tokens, gpu_autocomplete
-from bot.cogs.settings import defaults_for, join_notes
-from bot.params import parse_tokens
+from bot.cogs.settings import defaults_note, join_notes
 from bot.render.replies import choice_note
-from estimator.query import DEFAULT_CTX
+from bot.requests import GpuRequest
 
 if TYPE_CHECKING:
     from bot.client import RigBot
@@ -27,20 +26,13 @@ class Gpu(commands.Cog):
     @app_commands.autocomplete(gpu=gpu_autocomplete)
     @app_commands.checks.cooldown(HEAVY_COMMAND_RATE, HEAVY_COMMAND_PER_S)
     async def gpu(self, interaction: discord.Interaction, gpu: str | None = None, ctx: Tokens | None = None) -> None:
-        svc = self.bot.service
-        defaults = await defaults_for(self.bot, interaction)
-        choice = svc.gpu_choice(defaults.require_gpu(gpu))
-        found = choice.gpu
-        tokens = parse_tokens(defaults.take("ctx", ctx) or DEFAULT_CTX)
+        built = await self.bot.build(interaction, GpuRequest, gpu=gpu, ctx=ctx)
+        choice = self.bot.service.gpu_choice(built.request.gpu)
+        # The card is of the GPU picked (for a chip family, its smallest memory option), named by its id.
+        req = built.request.model_copy(update={"gpu": choice.gpu.id})
         locale = str(interaction.locale.value)
-        note = join_notes(choice_note(choice, locale), defaults.note(locale, {"gpu": found.name}))
-        await self.bot.answer(
-            interaction,
-            "gpu",
-            {"gpu": found.id, "ctx": tokens},
-            "gpu", found.id, tokens,
-            note=note,
-        )
+        note = join_notes(choice_note(choice, locale), defaults_note(built, locale, {"gpu": choice.gpu.name}))
+        await self.bot.answer(interaction, req, note=note)
 
 
 async def setup(bot: RigBot) -> None:

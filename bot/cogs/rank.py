@@ -17,16 +17,13 @@ from bot.cogs.common import (
     GpuCount,
     Tokens,
     gpu_autocomplete,
-    one_of,
 )
 from bot.cogs.report import rank_community_field
-from bot.cogs.settings import defaults_for, join_notes
-from bot.params import parse_tokens
+from bot.cogs.settings import defaults_note, join_notes
 from bot.render.replies import choice_note
 from bot.render.reply import Reply
 from bot.requests import RankRequest
 from bot.ui.pages import pages_view
-from estimator.query import DEFAULT_CTX, DEFAULT_ENGINE, DEFAULT_KV
 
 if TYPE_CHECKING:
     from bot.client import RigBot
@@ -54,41 +51,31 @@ class Rank(commands.Cog):
         interaction: discord.Interaction,
         gpu: str | None = None,
         ctx: Tokens | None = None,
-        sort: str = "quality",
+        sort: str | None = None,
         kv: str | None = None,
         gpus: GpuCount = 1,
         engine: str | None = None,
         quant: str | None = None,
     ) -> None:
-        defaults = await defaults_for(self.bot, interaction)
-        req = RankRequest(
-            gpu=defaults.require_gpu(gpu),
-            ctx=parse_tokens(defaults.take("ctx", ctx) or DEFAULT_CTX),
-            sort=sort,
-            kv=defaults.take("kv", kv) or DEFAULT_KV,
-            gpus=gpus,
-            engine=defaults.take("engine", engine) or DEFAULT_ENGINE,
-            quant=quant,
-        )
-        svc = self.bot.service
         # Everything is checked here, before any defer, so a bad option gets a private answer at once.
+        built = await self.bot.build(interaction, RankRequest, gpu=gpu, ctx=ctx, sort=sort, kv=kv, gpus=gpus,
+                                     engine=engine, quant=quant)
+        req, svc = built.request, self.bot.service
         choice = svc.gpu_choice(req.gpu, req.gpus)
         found = choice.gpu
-        one_of("sort", sort, SORT_CHOICES)
-        formats = svc.formats(svc.engine(req.engine), quant)
+        formats = svc.formats(req.engine, req.quant)
         locale = str(interaction.locale.value)
-        key = req.cache_key(svc)
 
         async def render(page: int) -> Reply:
-            return await self.bot.render_pool.render("rank", req, page, locale=locale)
+            return await self.bot.render_pool.render(req, page, locale=locale)
 
         def view_for(reply: Reply) -> discord.ui.View | None:
             return pages_view(reply, interaction.user.id, render, "rank")
 
-        note = join_notes(choice_note(choice, locale), defaults.note(locale, {"gpu": found.name}))
+        note = join_notes(choice_note(choice, locale), defaults_note(built, locale, {"gpu": found.name}))
         community = await rank_community_field(self.bot, interaction.guild_id, found.id, choice.count,
-                                               svc.engine(req.engine), formats, locale)
-        await self.bot.answer(interaction, "rank", key, "rank", req, 1, view_for=view_for, note=note,
+                                               req.engine, formats, locale)
+        await self.bot.answer(interaction, req, view_for=view_for, note=note,
                               extra_fields=[community] if community else None)
 
 

@@ -150,7 +150,7 @@ class ReportCog(commands.GroupCog, group_name="report",
         build_text = build_text or measured.build
         ctx_tokens = parse_tokens(ctx) if ctx else None
         svc = self.bot.service
-        req = FitRequest(gpu=gpu, model=model, quant=quant, engine=engine, ctx=ctx_tokens or DEFAULT_CTX, gpus=gpus)
+        req = FitRequest.of(gpu=gpu, model=model, quant=quant, engine=engine, ctx=ctx_tokens or DEFAULT_CTX, gpus=gpus)
         q, formats = svc.base_query(req)
         option = svc.fit(req).options[0]
         reporter = await self.ctx.reporter(interaction.user.id)

@@ -6,85 +6,40 @@ clears. The stored values fill in every command's options that were left out, an
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import discord
 from discord import app_commands
 from discord.ext import commands
 
 from bot.cogs.common import ENGINE_CHOICES, KV_CHOICES, gpu_autocomplete
-from bot.params import BadValue, format_tokens, parse_tokens
+from bot.params import format_tokens
 from bot.render.replies import error_reply
 from bot.render.text import t
+from bot.requests import STORED_KEYS, Built, Scope, SettingsRequest, stored_values
 from bot.store.records import GuildSettings, UserSettings
 
 if TYPE_CHECKING:
     from bot.client import RigBot
 
-Scope = Literal["me", "server"]
-KEYS = ("gpu", "engine", "ctx", "kv")
 
-
-def _values(record: GuildSettings | UserSettings) -> dict[str, Any]:
-    found = {"gpu": record.gpu_ids[0] if record.gpu_ids else None, "engine": record.engine, "ctx": record.ctx,
-             "kv": record.kv}
-    return {k: v for k, v in found.items() if v}
-
-
-@dataclass
-class Defaults:
-    """Stored defaults (yours over the server's) and which of them a command ended up using."""
-
-    values: dict[str, Any] = field(default_factory=dict)
-    sources: dict[str, Scope] = field(default_factory=dict)
-    used: dict[str, Any] = field(default_factory=dict)
-
-    def take(self, key: str, given: Any) -> Any:
-        """The option as given; when it was left out, the stored default (remembered for the note)."""
-        if given is not None:
-            return given
-        value = self.values.get(key)
-        if value is not None:
-            self.used[key] = value
-        return value
-
-    def require_gpu(self, given: str | None) -> str:
-        gpu = self.take("gpu", given)
-        if not gpu:
-            raise BadValue.of("defaults.need_gpu")
-        return str(gpu)
-
-    def note(self, locale: str, label: dict[str, str] | None = None) -> str | None:
-        """'Defaults used: GPU NVIDIA T4 (yours), context 32k (server) (/settings)', or None."""
-        if not self.used:
-            return None
-        items = [
-            t(locale, "defaults.item", name=t(locale, f"setting.{k}"),
-              value=(label or {}).get(k) or _shown(k, self.used[k]),
-              source=t(locale, f"defaults.source.{self.sources[k]}"))
-            for k in KEYS if k in self.used
-        ]
-        return t(locale, "defaults.used", items=t(locale, "list_sep").join(items))
+def defaults_note(built: Built[Any], locale: str, label: Mapping[str, str] | None = None) -> str | None:
+    """'Defaults used: GPU NVIDIA T4 (yours), context 32k (server) (/settings)', or None when the asker's
+    options left nothing to a stored default. `label` shows a value by its name (the GPU's, not its id)."""
+    if not built.used:
+        return None
+    items = [
+        t(locale, "defaults.item", name=t(locale, f"setting.{k}"),
+          value=(label or {}).get(k) or _shown(k, built.used[k]),
+          source=t(locale, f"defaults.source.{built.sources[k]}"))
+        for k in STORED_KEYS if k in built.used
+    ]
+    return t(locale, "defaults.used", items=t(locale, "list_sep").join(items))
 
 
 def _shown(key: str, value: Any) -> str:
     return format_tokens(int(value)) if key == "ctx" else str(value)
-
-
-async def defaults_for(bot: RigBot, interaction: discord.Interaction) -> Defaults:
-    """User settings override the server's; both are optional."""
-    out = Defaults()
-    if bot.state is None:
-        return out
-    layers: list[tuple[Scope, GuildSettings | UserSettings]] = []
-    if interaction.guild_id:
-        layers.append(("server", await bot.state.get_guild_settings(interaction.guild_id)))
-    layers.append(("me", await bot.state.get_user_settings(interaction.user.id)))
-    for scope, record in layers:
-        for k, v in _values(record).items():
-            out.values[k], out.sources[k] = v, scope
-    return out
 
 
 def join_notes(*notes: str | None) -> str | None:
@@ -115,7 +70,7 @@ class SettingsCog(commands.GroupCog, group_name="settings", group_description="D
                 shown["gpu"] = self.bot.service.catalog.gpu(shown["gpu"]).name
             except KeyError:
                 pass  # an id from an older catalog still shows, as stored
-        parts = [f"{t(locale, f'setting.{k}')} {_shown(k, shown[k])}" for k in KEYS if k in shown]
+        parts = [f"{t(locale, f'setting.{k}')} {_shown(k, shown[k])}" for k in STORED_KEYS if k in shown]
         return t(locale, "list_sep").join(parts) or t(locale, "settings.none")
 
     async def _unavailable(self, interaction: discord.Interaction, locale: str) -> None:
@@ -134,25 +89,19 @@ class SettingsCog(commands.GroupCog, group_name="settings", group_description="D
         self, interaction: discord.Interaction, scope: Scope, gpu: str | None, engine: str | None, ctx: str | None,
         kv: str | None,
     ) -> None:
-        svc = self.bot.service
         locale = str(interaction.locale.value)
         # Validate everything before anything is written, so a typo changes nothing.
-        update: dict[str, Any] = {}
-        if gpu:
-            update["gpu_ids"] = (svc.gpu(gpu).id,)
-        if engine:
-            update["engine"] = svc.engine(engine)
-        if ctx:
-            update["ctx"] = parse_tokens(ctx)
-        if kv:
-            update["kv"] = svc.kv(kv)
+        given = SettingsRequest.of(gpu=gpu or None, engine=engine or None, ctx=ctx or None, kv=kv or None).given()
+        update: dict[str, Any] = {k: v for k, v in given.items() if k != "gpu"}
+        if "gpu" in given:
+            update["gpu_ids"] = (self.bot.service.gpu(given["gpu"]).id,)
         if self.bot.state is None:
             await self._unavailable(interaction, locale)
             return
         record = await self._load(scope, interaction)
         scope_name = t(locale, f"settings.scope.{scope}")
         if not update:
-            text = t(locale, "settings.current", scope=scope_name, values=self._describe(locale, _values(record)))
+            text = t(locale, "settings.current", scope=scope_name, values=self._describe(locale, stored_values(record)))
             text += "\n" + t(locale, "settings.hint", cmd=scope)
             await interaction.response.send_message(text, ephemeral=True)
             return
@@ -162,7 +111,7 @@ class SettingsCog(commands.GroupCog, group_name="settings", group_description="D
             await self.bot.state.set_guild_settings(interaction.guild_id, record)
         else:
             await self.bot.state.set_user_settings(interaction.user.id, record)
-        text = t(locale, "settings.saved", scope=scope_name, values=self._describe(locale, _values(record)))
+        text = t(locale, "settings.saved", scope=scope_name, values=self._describe(locale, stored_values(record)))
         await interaction.response.send_message(text, ephemeral=True)
 
     @app_commands.command(name="server", description="Defaults for everyone in this server (Manage Server)")

@@ -15,14 +15,12 @@ from bot.cogs.common import (
     NumberRange,
     Tokens,
     model_autocomplete,
-    prefetch_model,
     quant_autocomplete,
 )
-from bot.cogs.settings import defaults_for
-from bot.params import parse_tokens
+from bot.cogs.settings import defaults_note
 from bot.render.reply import Reply
+from bot.requests import WhatGpuRequest
 from bot.ui.pages import pages_view
-from estimator.query import DEFAULT_CTX, DEFAULT_ENGINE
 
 if TYPE_CHECKING:
     from bot.client import RigBot
@@ -54,35 +52,18 @@ class WhatGpu(commands.Cog):
         budget: app_commands.Transform[float, NumberRange("budget", 1.0, 10000000.0, integer=False)] | None = None,
         engine: str | None = None,
     ) -> None:
-        svc = self.bot.service
-        defaults = await defaults_for(self.bot, interaction)
-        engine = defaults.take("engine", engine) or DEFAULT_ENGINE
-        await prefetch_model(interaction, svc, model)
-        found, _ = svc.model(model)
-        tokens = parse_tokens(defaults.take("ctx", ctx) or DEFAULT_CTX)
-        # Checked before any defer, so a bad option gets a private answer at once.
-        if quant:
-            svc.formats(svc.engine(engine), quant)
-        key = {
-            "model": found.id,
-            "ctx": tokens,
-            "quant": quant,
-            "min_tps": min_tps,
-            "budget": budget,
-            "engine": svc.engine(engine),
-        }
+        built = await self.bot.build(interaction, WhatGpuRequest, model=model, ctx=ctx, quant=quant, min_tps=min_tps,
+                                     budget=budget, engine=engine)
+        req = built.request
         locale = str(interaction.locale.value)
-        args = (model, tokens, quant, min_tps, budget, engine)
 
         async def render(page: int) -> Reply:
-            return await self.bot.render_pool.render("whatgpu", *args, page, locale=locale)
+            return await self.bot.render_pool.render(req, page, locale=locale)
 
         def view_for(reply: Reply) -> discord.ui.View | None:
             return pages_view(reply, interaction.user.id, render, "whatgpu")
 
-        await self.bot.answer(
-            interaction, "whatgpu", key, "whatgpu", *args, 1, view_for=view_for, note=defaults.note(locale)
-        )
+        await self.bot.answer(interaction, req, view_for=view_for, note=defaults_note(built, locale))
 
 
 async def setup(bot: RigBot) -> None:

@@ -38,7 +38,7 @@ from bot.render import charts
 from bot.render.embeds import COLORS, FOOTER_MAX, render_embed
 from bot.render.replies import rank_rows_view
 from bot.render.reply import Reply, ReplyFile
-from bot.requests import RankRequest
+from bot.requests import DAILY_MAX_GPUS, RankRequest
 from bot.service import Service
 from catalog.resolve import NotFound
 from estimator.query import DEFAULT_CTX
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 TOP_MODELS = 5
-MAX_GPUS = 4
+MAX_GPUS = DAILY_MAX_GPUS
 CHART_NAME = "daily.png"
 DEFAULT_GPU = "rtx 4090"
 # 429s and 5xx are retried until this long after the first attempt; a trigger answers within it.

@@ -20,26 +20,16 @@ import signal
 import sys
 import time
 from collections import OrderedDict
-from collections.abc import Callable
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
-from typing import Any
 
-from bot.render import charts, replies
+from bot.answers import reply_to
+from bot.render import charts
 from bot.render.reply import Reply
+from bot.requests import Request
 from bot.service import Service
 from catalog.schema import Model
 
 log = logging.getLogger(__name__)
-
-JOBS: dict[str, Callable[..., Any]] = {
-    "fit": replies.fit_reply,
-    "rank": replies.rank_reply,
-    "gpu": replies.gpu_reply,
-    "compare": replies.compare_reply,
-    "finetune": replies.finetune_reply,
-    "whatgpu": replies.whatgpu_reply,
-    "ping": lambda svc, locale: locale,
-}
 
 _worker_service: Service | None = None
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
@@ -79,10 +69,10 @@ FIRST_DRAW_GUESS_S = 0.1
 DRAW_MEAN_WEIGHT = 0.2
 
 
-def _run_split(job: str, args: tuple[Any, ...], locale: str, service: Any) -> tuple[Any, list[charts.ChartJob]]:
+def _run_split(request: Request, page: int, locale: str, service: Service) -> tuple[Reply, list[charts.ChartJob]]:
     """The reply with placeholders for its charts, and what to draw for them."""
     with charts.charts_deferred() as jobs:
-        reply = JOBS[job](service, *args, locale=locale)
+        reply = reply_to(request, service, page, locale=locale)
     return reply, list(jobs)
 
 
@@ -98,15 +88,20 @@ def chart_digest(job: charts.ChartJob) -> str:
     return hashlib.sha256(pickle.dumps((job.name, job.args, sorted(job.kwargs.items())), protocol=5)).hexdigest()
 
 
-def _run(job: str, args: tuple[Any, ...], locale: str, extra_models: dict[str, Model], service: Any = None) -> Any:
+def _run(request: Request, page: int, locale: str, extra_models: dict[str, Model],
+         service: Service | None = None) -> Reply:
     svc = service if service is not None else _worker_service
     assert svc is not None, "worker not initialised"
     svc.extra_models.update(extra_models)
-    return JOBS[job](svc, *args, locale=locale)
+    return reply_to(request, svc, page, locale=locale)
+
+
+def _ping() -> None:
+    """Nothing: proves a worker is up (its imports done)."""
 
 
 class RenderPool:
-    """`await pool.render("fit", req, locale=…)`; with `workers=0` it renders in threads instead."""
+    """`await pool.render(request, page, locale=…)`; with `workers=0` it renders in threads instead."""
 
     def __init__(self, service: Service, workers: int) -> None:
         self.service = service
@@ -129,17 +124,18 @@ class RenderPool:
         # A running mean of one drawing's seconds, to tell whether a chart can be waited for.
         self._draw_s = FIRST_DRAW_GUESS_S
 
-    async def render(self, job: str, *args: Any, locale: str) -> Any:
+    async def render(self, request: Request, page: int = 1, *, locale: str) -> Reply:
         loop = asyncio.get_running_loop()
         extra = {k: v for k, v in self.service.extra_models.items()}
         if self.workers > 0:
-            return await loop.run_in_executor(self._executor, _run, job, args, locale, extra)
-        return await loop.run_in_executor(self._executor, _run, job, args, locale, {}, self.service)
+            return await loop.run_in_executor(self._executor, _run, request, page, locale, extra)
+        return await loop.run_in_executor(self._executor, _run, request, page, locale, {}, self.service)
 
-    async def render_split(self, job: str, *args: Any, locale: str) -> tuple[Any, list[charts.ChartJob]]:
+    async def render_split(self, request: Request, page: int = 1, *,
+                           locale: str) -> tuple[Reply, list[charts.ChartJob]]:
         """The reply with chart placeholders, computed off the loop but not behind chart drawing."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._answers, _run_split, job, args, locale, self.service)
+        return await loop.run_in_executor(self._answers, _run_split, request, page, locale, self.service)
 
     def expected_draw_s(self, jobs: list[charts.ChartJob]) -> float:
         """About how long until `jobs` are drawn if asked now: behind the drawings already queued, spread
@@ -179,7 +175,8 @@ class RenderPool:
 
     async def warm(self) -> None:
         """Start every worker now (a few seconds of imports) rather than on the first command."""
-        await asyncio.gather(*(self.render("ping", locale="en") for _ in range(max(self.workers, 1))))
+        loop = asyncio.get_running_loop()
+        await asyncio.gather(*(loop.run_in_executor(self._executor, _ping) for _ in range(max(self.workers, 1))))
 
         log.info("render pool ready: %s", f"{self.workers} processes" if self.workers else "threads")
 
@@ -188,4 +185,4 @@ class RenderPool:
         self._answers.shutdown(wait=False, cancel_futures=True)
 
 
-__all__ = ["JOBS", "RenderPool", "Reply"]
+__all__ = ["RenderPool", "Reply"]

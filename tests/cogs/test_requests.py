@@ -1,0 +1,118 @@
+"""Requests are built one way: options as people type them, stored defaults for what was left out, and a
+refusal in words (never a pydantic dump) for what cannot be used."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from bot.params import BadValue
+from bot.requests import (
+    CompareRequest,
+    DailyRequest,
+    FinetuneRequest,
+    FitRequest,
+    GpuRequest,
+    RankRequest,
+    SettingsRequest,
+    Stored,
+    WhatGpuRequest,
+)
+from bot.resume import NotResumable, decode_request, encode_request
+from bot.service import Service
+
+SVC = Service()
+
+
+def refusal(kind: Any, **options: Any) -> str:
+    with pytest.raises(BadValue) as refused:
+        kind.of(**options)
+    return refused.value.text("en-US")
+
+
+def test_options_are_read_as_people_type_them() -> None:
+    req = FitRequest.of(gpu="T4", model="qwen3-8b", ctx="32k", engine="LM Studio", kv="q8", prompt="0")
+    assert (req.ctx, req.engine, req.kv, req.prompt) == (32768, "llama.cpp", "q8_0", 0)
+
+
+def test_options_left_out_take_the_defaults_stated_once() -> None:
+    req = FitRequest.of(gpu="T4", model="qwen3-8b", quant=None, ctx=None, engine=None, kv=None, gpus=None)
+    assert (req.ctx, req.engine, req.kv, req.prompt, req.gpus, req.batch) == (8192, "llama.cpp", "f16", 2048, 1, 1)
+    assert FinetuneRequest.of(gpu="T4", model="qwen3-8b").seq == 2048
+    assert RankRequest.of(gpu="T4").sort == "quality"
+
+
+@pytest.mark.parametrize(("kind", "options", "text"), [
+    (FitRequest, {"gpu": "T4"}, "model is missing"),
+    (FitRequest, {"model": "qwen3-8b"}, "gpu is missing: give `gpu:`"),
+    (FitRequest, {"gpu": "T4", "model": "qwen3-8b", "gpus": 0}, "gpus must be between 1 and 8"),
+    (FitRequest, {"gpu": "T4", "model": "qwen3-8b", "batch": 2.5}, "batch must be a whole number"),
+    (FitRequest, {"gpu": "T4", "model": "qwen3-8b", "ctx": "lots"}, "ctx must be a token count like 8192"),
+    (FitRequest, {"gpu": "T4", "model": "qwen3-8b", "engine": "tgi"}, "engine must be one of llama.cpp"),
+    (FitRequest, {"gpu": "T4", "model": "qwen3-8b", "kv": "int3"}, "kv must be one of f16"),
+    (FitRequest, {"gpu": "T4", "model": "qwen3-8b", "colour": "red"}, "colour is not an option here"),
+    (RankRequest, {"gpu": "T4", "sort": "fame"}, "sort must be one of quality, speed, size"),
+    (GpuRequest, {"gpu": "T4", "ctx": "-1"}, "ctx must be a token count"),
+    (CompareRequest, {"gpu": "T4", "model": "qwen3-8b"}, "give gpu2 (to compare GPUs) or model2"),
+    (WhatGpuRequest, {"model": "qwen3-8b", "max_gpus": 9}, "gpus must be between 1 and 8"),
+    (WhatGpuRequest, {"model": "qwen3-8b", "min_tps": float("nan")}, "min_tps must be a number"),
+    (FinetuneRequest, {"gpu": "T4", "model": "qwen3-8b", "method": "dpo"}, "method must be one of qlora, lora, full"),
+    (FinetuneRequest, {"gpu": "T4", "model": "qwen3-8b", "knobs": {"colour": 1}}, "colour is not an option here"),
+    (SettingsRequest, {"ctx": "0"}, "ctx must be a positive number of tokens"),
+    (DailyRequest, {"gpus": "t4"}, "Give a `channel`, a `webhook_url`, or both."),
+    (DailyRequest, {"channel_id": 1, "gpus": "a, b, c, d, e"}, "At most 4 GPUs."),
+    (DailyRequest, {"channel_id": 1}, "Say which GPUs with gpus:"),
+])
+def test_a_bad_option_is_refused_in_words(kind: Any, options: dict[str, Any], text: str) -> None:
+    said = refusal(kind, **options)
+    assert said.startswith(text), said
+    assert "Input should" not in said and "validation error" not in said
+
+
+def test_refusals_follow_the_askers_language() -> None:
+    with pytest.raises(BadValue) as refused:
+        FitRequest.of(gpu="T4", model="qwen3-8b", gpus=9)
+    assert refused.value.text("zh-CN") != refused.value.text("en-US")
+
+
+def test_stored_defaults_fill_only_what_was_left_out_and_say_whose() -> None:
+    stored = Stored.layered([("server", {"gpu": "nvidia-a30", "ctx": 32768, "kv": "q8_0"}),
+                             ("me", {"ctx": 16384, "engine": None})])
+    built = FitRequest.build(stored, model="qwen3-8b", gpu=None, ctx=None, kv="f16")
+    assert (built.request.gpu, built.request.ctx, built.request.kv) == ("nvidia-a30", 16384, "f16")
+    assert dict(built.used) == {"gpu": "nvidia-a30", "ctx": 16384}
+    assert dict(built.sources) == {"gpu": "server", "ctx": "me"}
+
+
+def test_a_command_takes_only_the_stored_defaults_it_uses() -> None:
+    stored = Stored.layered([("me", {"gpu": "nvidia-t4", "ctx": 32768, "kv": "q8_0", "engine": "vllm"})])
+    whatgpu = WhatGpuRequest.build(stored, model="qwen3-8b")
+    assert set(whatgpu.used) == {"ctx", "engine"} and whatgpu.request.kv == "f16"
+    finetune = FinetuneRequest.build(stored, model="qwen3-8b")
+    assert set(finetune.used) == {"gpu"} and finetune.request.seq == 2048
+
+
+def test_the_daily_subscription_defaults_to_the_servers_gpus() -> None:
+    req = DailyRequest.for_server({"gpu_ids": ("nvidia-t4", "nvidia-a30"), "ctx": 16384}, channel_id=7)
+    assert (req.gpus, req.ctx) == (("nvidia-t4", "nvidia-a30"), 16384)
+    given = DailyRequest.for_server({"gpu_ids": ("nvidia-t4",), "ctx": 16384}, channel_id=7, gpus="a30", ctx="8k")
+    assert (given.gpus, given.ctx) == (("a30",), 8192)
+
+
+def test_two_spellings_of_one_comparison_share_a_cache_key() -> None:
+    typed = CompareRequest.of(gpu="T4", model="Qwen/Qwen3-8B", gpu2="a30", ctx="8k")
+    canonical = CompareRequest.of(gpu="nvidia-t4", model="qwen3-8b", gpu2="nvidia-a30", ctx=8192)
+    assert typed.cache_key(SVC) == canonical.cache_key(SVC)
+    assert typed.cache_key(SVC)["b"]["gpu"] == "nvidia-a30"
+
+
+def test_a_request_survives_the_crash_resume_record() -> None:
+    req = FinetuneRequest.of(gpu="4090", model="qwen3-8b", seq="4k", knobs={"optimizer": "adamw8bit"})
+    back, page = decode_request(encode_request(req, 3, "k"))
+    assert back == req and page == 3
+
+
+def test_a_record_from_an_older_build_is_not_resumed() -> None:
+    with pytest.raises(NotResumable):
+        decode_request({"job": "fit", "args": [], "key": None})
