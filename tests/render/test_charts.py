@@ -201,6 +201,23 @@ def chart_cases(catalog, rows, points):
 CASES = ("vram en", "vram 2 zh", "vram 7 formats", "rank en", "rank zh", "rank one", "gpu", "setups", "empty")
 
 
+def test_a_chart_does_not_depend_on_the_charts_drawn_before_it(catalog, rows, points):
+    """Figures are reused from chart to chart: whatever came before (a message in place of a chart, more
+    bars, another theme), each chart has the pixels it has when drawn first in a thread of its own."""
+    cases = chart_cases(catalog, rows, points)
+
+    def fresh(case: str) -> bytes:
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            return pool.submit(cases[case]).result()
+
+    alone = {case: fresh(case) for case in CASES}
+    for order in (CASES, CASES[::-1], CASES[1::2] + CASES[::2]):
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            after_others = pool.submit(lambda order=order: [cases[case]() for case in order]).result()
+        for case, png in zip(order, after_others, strict=True):
+            assert png == alone[case], case
+
+
 @pytest.mark.parametrize("case", CASES)
 def test_each_chart_is_drawn_once(monkeypatch, catalog, rows, points, case):
     draws = []
