@@ -18,6 +18,10 @@ from tests.pg import PostgresServer, running_server
 # from the reply want one message, so their bot waits for the chart; tests/e2e/test_chart_after_answer.py
 # covers the two-step answer.
 os.environ.setdefault("RIGCHECK_CHART_WAIT_S", "30")
+# Each chart worker process imports the whole bot again (over a second of CPU): dozens of test bot processes
+# would spend more on that than on their tests. They draw in threads instead; the bot process the e2e
+# modules share (tests/e2e/conftest.py) and tests/deploy/test_pid1.py keep real worker processes.
+os.environ.setdefault("RIGCHECK_RENDER_WORKERS", "0")
 
 
 @pytest.fixture(scope="session")

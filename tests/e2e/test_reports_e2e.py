@@ -3,9 +3,11 @@ shown beside the next /fit; limits, outliers held, deletion, moderation, export,
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
+import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +15,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
+from bot import cli
 from bot.sandbox import Sandbox
 from bot.sandbox.models import Reply
 
@@ -62,11 +65,17 @@ def t4_qwen(*more: dict[str, Any]) -> list[dict[str, Any]]:
     return [opt("gpu", "t4"), opt("model", "qwen3-8b"), opt("quant", "Q4_K_M"), opt("engine", "llama.cpp"), *more]
 
 
+def _export_everything(source: Path) -> list[dict[str, Any]]:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "reports.json"
+        assert cli.main(["reports", "export", "--json", "--all", "--from", str(source), "-o", str(out)]) == 0
+        return list(json.loads(out.read_text(encoding="utf-8"))["measurement"])
+
+
 async def stored_reports(data_dir: Path) -> list[dict[str, Any]]:
-    out = subprocess.run([sys.executable, "-m", "bot.cli", "reports", "export", "--json", "--all",
-                          "--from", str(data_dir / "state.sqlite3")], capture_output=True, text=True, cwd=ROOT,
-                         check=True)
-    return list(json.loads(out.stdout)["measurement"])
+    """What the bot process has stored, read by `rigcheck reports export` run in this process (the command as
+    its own process is test_export_round_trips_accepted_reports's): a second of imports per read otherwise."""
+    return await asyncio.to_thread(_export_everything, data_dir / "state.sqlite3")
 
 
 async def test_pasted_llama_bench_is_confirmed_stored_and_shown_beside_fit(sandbox: tuple[Sandbox, Path]) -> None:

@@ -7,10 +7,24 @@ from __future__ import annotations
 import dataclasses
 import math
 
+import pytest
+
 from catalog import load_catalog
 from estimator.calibration import constants as fitted
-from estimator.calibration.fit import CONSTANTS_PATH, all_rows, fit_all, predicted_tps, render_constants
-from estimator.calibration.measurements import llamacpp_rows
+from estimator.calibration.fit import (
+    CONSTANTS_PATH,
+    Result,
+    all_rows,
+    arch_watts_per_tflops,
+    bandwidth_ratios,
+    catalog_priors,
+    cross_validate,
+    design,
+    fit_all,
+    predicted_tps,
+    render_constants,
+)
+from estimator.calibration.measurements import Row, llamacpp_rows
 from estimator.calibration.model import DECODE_PARAMS, MIN_GROUP_ROWS, MIN_GROUP_SOURCES, PREFILL_PARAMS
 from estimator.engines import (
     achieved_bandwidth_gbs,
@@ -20,25 +34,37 @@ from estimator.engines import (
 )
 from estimator.query import Engine
 
-ROWS, SKIPPED = llamacpp_rows(load_catalog(), "llamacpp.toml")
-EVERY, _ = all_rows()
-RESULT = fit_all(EVERY)
 # Far beyond any physical spread between groups (e^2 ≈ 7×): an offset this large means the fit ran away.
 MAX_ABS_LOG_OFFSET = 2.0
 
 
-def test_enough_rows_match_the_catalog() -> None:
+
+
+# Fixtures, not module constants: the fit takes seconds, and a module's top level runs in every test process
+# that collects it, whether or not it runs these tests.
+@pytest.fixture(scope="module")
+def every() -> list[Row]:
+    return all_rows()[0]
+
+
+@pytest.fixture(scope="module")
+def result(every: list[Row]) -> Result:
+    return fit_all(every)
+
+
+def test_enough_rows_match_the_catalog(every: list[Row]) -> None:
     """The first curated file matches almost whole; the newer files name GPUs the catalog is still gaining
     (their skipped rows are counted in the fit's report)."""
-    assert len(ROWS) >= 300
-    assert SKIPPED < len(ROWS) / 5
+    rows, skipped = llamacpp_rows(load_catalog(), "llamacpp.toml")
+    assert len(rows) >= 300
+    assert skipped < len(rows) / 5
     for kind in ("decode", "prefill"):
-        assert sum(r.kind == kind for r in EVERY) >= 150
+        assert sum(r.kind == kind for r in every) >= 150
 
 
-def test_committed_constants_are_what_the_fit_produces() -> None:
+def test_committed_constants_are_what_the_fit_produces(result: Result) -> None:
     """constants.py is the fit of the data files: nothing was tuned by hand."""
-    assert render_constants(RESULT) == CONSTANTS_PATH.read_text()
+    assert render_constants(result) == CONSTANTS_PATH.read_text()
 
 
 def test_no_group_owns_an_offset_on_too_few_rows_or_sources() -> None:
@@ -77,24 +103,31 @@ def test_offsets_name_real_parameters_and_levels() -> None:
             assert level in names[param]
 
 
-def test_predictions_are_computed_not_looked_up() -> None:
+def test_predictions_are_computed_not_looked_up(every: list[Row]) -> None:
     """A prediction does not move when the measured value does."""
-    for r in EVERY[::25]:
+    for r in every[::25]:
         fake = dataclasses.replace(r, measured_tps=r.measured_tps * 3)
         assert predicted_tps(fake) == predicted_tps(r)
 
 
-def test_cross_validation_never_sees_the_left_out_gpu() -> None:
-    """A leave-one-GPU-out residual is the same whatever that GPU's measured values are."""
-    target = next(r for r in EVERY if r.kind == "decode" and r.gpus == 1)
+def test_cross_validation_never_sees_the_left_out_gpu(every: list[Row], result: Result) -> None:
+    """A leave-one-GPU-out residual is the same whatever that GPU's measured values are.
+
+    Only the fold that matters is refitted on the changed data: the target GPU against all the others in one
+    fold, which trains on exactly the rows the fit's own leave-one-GPU-out fold for that GPU trains on."""
+    target = next(r for r in every if r.kind == "decode" and r.gpus == 1)
     changed = [dataclasses.replace(r, measured_tps=r.measured_tps * 2) if r.gpu.id == target.gpu.id else r
-               for r in EVERY]
-    again = fit_all(changed)
-    assert len(again.logo) == len(RESULT.logo)
-    for before, after in zip(RESULT.logo, again.logo, strict=True):
-        if after.row.gpu.id == target.gpu.id:
-            # Twice the measured rate, same estimate: the residual moves by exactly ln 2.
-            assert math.isclose(after.log_error, before.log_error + math.log(2), abs_tol=1e-9)
+               for r in every]
+    with catalog_priors(bandwidth_ratios(), arch_watts_per_tflops()):
+        designs = [design(kind, changed) for kind in ("decode", "prefill")]
+    again = [r for d in designs for r in cross_validate(d, lambda r: "target" if r.gpu.id == target.gpu.id else "")
+             if r.row.gpu.id == target.gpu.id]
+    before = [r for r in result.logo if r.row.gpu.id == target.gpu.id]
+    assert before and len(again) == len(before)
+    for old, new in zip(before, again, strict=True):
+        assert (new.row.kind, new.row.model.id, new.row.quant.id) == (old.row.kind, old.row.model.id, old.row.quant.id)
+        # Twice the measured rate, same estimate: the residual moves by exactly ln 2.
+        assert math.isclose(new.log_error, old.log_error + math.log(2), abs_tol=1e-9)
 
 
 def test_bands_are_ordered_and_rest_on_enough_residuals() -> None:
