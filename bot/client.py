@@ -49,8 +49,6 @@ log = logging.getLogger(__name__)
 R = TypeVar("R", bound=Request)
 # Where `RigTree.interaction_check` leaves an interaction's stored defaults for the command to merge.
 STORED_EXTRA = "stored_defaults"
-# Option names that name a model, fetched from Hugging Face first when they say `hf:org/name`.
-MODEL_OPTIONS = ("model", "model2")
 
 EXTENSIONS = (
     "bot.cogs.fit",
@@ -157,6 +155,19 @@ def people_text(exc: Exception) -> str:
     return str(exc)[:1500]
 
 
+def transformer_text(interaction: discord.Interaction, error: app_commands.TransformerError, locale: str) -> str:
+    """discord.py's own refusal of an option ("Failed to convert …") in the asker's words: which option, and
+    what it takes when that is a fixed set."""
+    command = interaction.command
+    params = command.parameters if isinstance(command, app_commands.Command) else []
+    named = next((p for p in params if getattr(interaction.namespace, p.name, None) == error.value), None)
+    name = named.display_name if named is not None else "value"
+    choices = error.transformer.choices or []
+    if choices:
+        return t(locale, "bad.one_of", name=name, values=", ".join(str(c.value) for c in choices))
+    return t(locale, "bad.value", name=name)
+
+
 async def send_private(interaction: discord.Interaction, reply: Reply) -> None:
     """An error reply only the asker sees. After a public defer the first follow-up would inherit the
     public "thinking…" message, so that message goes first and the error follows as a private message."""
@@ -216,26 +227,19 @@ async def edit_in_charts(interaction: discord.Interaction, reply: Reply) -> None
         attachments=[discord.File(io.BytesIO(f.data), filename=f.filename) for f in reply.files])
 
 
-class StoredDefaultsUnavailable(app_commands.AppCommandError):
-    """The stored defaults could not be read; `original` says why (a storage failure, usually)."""
-
-    def __init__(self, original: Exception) -> None:
-        super().__init__(str(original))
-        self.original = original
-
-
 class RigTree(app_commands.CommandTree["RigBot"]):
     """Every command error becomes a friendly ephemeral reply; unexpected ones get an id in the log."""
 
     async def interaction_check(self, interaction: discord.Interaction[RigBot], /) -> bool:
         """Stored defaults are read here, once, before any command runs; autocomplete (served from memory)
-        never reads them."""
+        never reads them. A store that cannot be read fails only the commands that needed a default."""
         if interaction.type is discord.InteractionType.application_command:
             try:
                 interaction.extras[STORED_EXTRA] = await self.client.stored_defaults(interaction)
             except Exception as exc:
-                await self.on_error(interaction, StoredDefaultsUnavailable(exc))
-                return False
+                if not storage_failure(exc):
+                    raise
+                interaction.extras[STORED_EXTRA] = exc
         return True
 
     async def on_error(self, interaction: discord.Interaction[RigBot], error: app_commands.AppCommandError) -> None:
@@ -255,7 +259,12 @@ class RigTree(app_commands.CommandTree["RigBot"]):
         elif isinstance(original, BadValue | app_commands.TransformerError | ValueError) and not isinstance(
             original, app_commands.CommandInvokeError
         ):
-            text = original.text(locale) if isinstance(original, BadValue) else people_text(original)
+            if isinstance(original, BadValue):
+                text = original.text(locale)
+            elif isinstance(original, app_commands.TransformerError):
+                text = transformer_text(interaction, original, locale)
+            else:
+                text = people_text(original)
             reply = error_reply(t(locale, "err.option.title"), text[:1500], locale)
         elif isinstance(original, app_commands.CommandOnCooldown):
             reply = error_reply(t(locale, "err.cooldown.title"),
@@ -457,12 +466,11 @@ class RigBot(commands.AutoShardedBot):
     async def build(self, interaction: discord.Interaction, kind: type[R], **options: Any) -> Built[R]:
         """The command's request from its options (None: left out) and the stored defaults read before it
         ran, with every name resolved: a bad option is refused here, before anything is deferred."""
-        from bot.cogs.common import prefetch_model
-
-        for name in MODEL_OPTIONS:
-            if isinstance(options.get(name), str):
-                await prefetch_model(interaction, self.service, options[name])
         stored = interaction.extras.get(STORED_EXTRA, NOTHING_STORED)
+        if isinstance(stored, Exception):
+            if any(options.get(k) is None for k in kind.STORED):
+                raise stored  # a default was needed and could not be read: the storage answer, privately
+            stored = NOTHING_STORED
         built = kind.build(stored, **options)
         built.request.check(self.service)
         return built

@@ -9,9 +9,10 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.cogs.common import NumberRange, echo, one_of
+from bot.cogs.common import echo, one_of
 from bot.render.replies import gpus_reply, models_reply
 from bot.render.reply import Reply
+from bot.transformers import NumberRange
 from bot.ui.pages import pages_view
 
 if TYPE_CHECKING:

@@ -8,17 +8,10 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.cogs.common import (
-    ENGINE_CHOICES,
-    HEAVY_COMMAND_PER_S,
-    HEAVY_COMMAND_RATE,
-    Tokens,
-    gpu_autocomplete,
-    model_autocomplete,
-    quant_autocomplete,
-)
+from bot.cogs.common import HEAVY_COMMAND_PER_S, HEAVY_COMMAND_RATE
 from bot.cogs.settings import defaults_note
 from bot.requests import CompareRequest
+from bot.transformers import EngineOption, GpuOption, ModelOption, QuantOption, Tokens, given
 
 if TYPE_CHECKING:
     from bot.client import RigBot
@@ -38,24 +31,20 @@ class Compare(commands.Cog):
         engine="Inference engine",
         quant="One format for both sides (default: the best that fits both)",
     )
-    @app_commands.choices(engine=ENGINE_CHOICES)
-    @app_commands.autocomplete(
-        gpu=gpu_autocomplete, gpu2=gpu_autocomplete, model=model_autocomplete, model2=model_autocomplete,
-        quant=quant_autocomplete,
-    )
     @app_commands.checks.cooldown(HEAVY_COMMAND_RATE, HEAVY_COMMAND_PER_S)
     async def compare(
         self,
         interaction: discord.Interaction,
-        model: str,
-        gpu: str | None = None,
-        gpu2: str | None = None,
-        model2: str | None = None,
+        model: ModelOption,
+        gpu: GpuOption | None = None,
+        gpu2: GpuOption | None = None,
+        model2: ModelOption | None = None,
         ctx: Tokens | None = None,
-        engine: str | None = None,
-        quant: str | None = None,
+        engine: EngineOption | None = None,
+        quant: QuantOption | None = None,
     ) -> None:
-        built = await self.bot.build(interaction, CompareRequest, gpu=gpu, model=model, gpu2=gpu2, model2=model2,
+        built = await self.bot.build(interaction, CompareRequest, gpu=given(gpu), model=given(model),
+                                     gpu2=given(gpu2), model2=given(model2),
                                      ctx=ctx, engine=engine, quant=quant)
         req = built.request
         note = defaults_note(built, str(interaction.locale.value), {"gpu": self.bot.service.gpu(req.gpu).name})

@@ -8,17 +8,11 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.cogs.common import (
-    HEAVY_COMMAND_PER_S,
-    HEAVY_COMMAND_RATE,
-    GpuCount,
-    NumberRange,
-    gpu_autocomplete,
-    model_autocomplete,
-)
+from bot.cogs.common import HEAVY_COMMAND_PER_S, HEAVY_COMMAND_RATE
 from bot.cogs.settings import defaults_note, join_notes
 from bot.render.replies import choice_note
 from bot.requests import FinetuneRequest
+from bot.transformers import GpuCount, GpuOption, ModelOption, NumberRange, given
 
 if TYPE_CHECKING:
     from bot.client import RigBot
@@ -48,13 +42,12 @@ class Finetune(commands.Cog):
         sharding="Several GPUs: ddp (replicated), zero2, zero3 or fsdp",
         cpu_offload="Optimizer state or parameters in CPU memory (ZeRO-Offload, FSDP CPU offload)",
     )
-    @app_commands.autocomplete(gpu=gpu_autocomplete, model=model_autocomplete)
     @app_commands.checks.cooldown(HEAVY_COMMAND_RATE, HEAVY_COMMAND_PER_S)
     async def finetune(
         self,
         interaction: discord.Interaction,
-        model: str,
-        gpu: str | None = None,
+        model: ModelOption,
+        gpu: GpuOption | None = None,
         method: Literal["qlora", "lora", "full"] | None = None,
         ctx: str | None = None,
         batch: app_commands.Transform[int, NumberRange("batch", 1, 128)] = 1,
@@ -87,8 +80,8 @@ class Finetune(commands.Cog):
             "sharding": sharding,
             "offload": cpu_offload,
         }
-        built = await self.bot.build(interaction, FinetuneRequest, gpu=gpu, model=model, method=method, seq=ctx,
-                                     batch=batch, gpus=gpus, knobs=knobs)
+        built = await self.bot.build(interaction, FinetuneRequest, gpu=given(gpu), model=given(model), method=method,
+                                     seq=ctx, batch=batch, gpus=gpus, knobs=knobs)
         req = built.request
         choice = self.bot.service.gpu_choice(req.gpu, req.gpus)
         locale = str(interaction.locale.value)

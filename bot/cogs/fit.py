@@ -8,23 +8,23 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.cogs.common import (
-    ENGINE_CHOICES,
-    HEAVY_COMMAND_PER_S,
-    HEAVY_COMMAND_RATE,
-    KV_CHOICES,
-    Batch,
-    GpuCount,
-    PromptTokens,
-    Tokens,
-    gpu_autocomplete,
-    model_autocomplete,
-    quant_autocomplete,
-)
+from bot.cogs.common import HEAVY_COMMAND_PER_S, HEAVY_COMMAND_RATE
 from bot.cogs.report import community_field
 from bot.cogs.settings import defaults_note, join_notes
 from bot.render.replies import choice_note
 from bot.requests import FitRequest
+from bot.transformers import (
+    Batch,
+    EngineOption,
+    GpuCount,
+    GpuOption,
+    KvOption,
+    ModelOption,
+    PromptTokens,
+    QuantOption,
+    Tokens,
+    given,
+)
 
 if TYPE_CHECKING:
     from bot.client import RigBot
@@ -46,23 +46,22 @@ class Fit(commands.Cog):
         prompt="Prompt length for time to first token (default 2048)",
         batch="Concurrent sequences (default 1)",
     )
-    @app_commands.choices(engine=ENGINE_CHOICES, kv=KV_CHOICES)
-    @app_commands.autocomplete(gpu=gpu_autocomplete, model=model_autocomplete, quant=quant_autocomplete)
     @app_commands.checks.cooldown(HEAVY_COMMAND_RATE, HEAVY_COMMAND_PER_S)
     async def fit(
         self,
         interaction: discord.Interaction,
-        model: str,
-        gpu: str | None = None,
-        quant: str | None = None,
+        model: ModelOption,
+        gpu: GpuOption | None = None,
+        quant: QuantOption | None = None,
         ctx: Tokens | None = None,
-        engine: str | None = None,
-        kv: str | None = None,
+        engine: EngineOption | None = None,
+        kv: KvOption | None = None,
         gpus: GpuCount = 1,
         prompt: PromptTokens | None = None,
         batch: Batch = 1,
     ) -> None:
-        built = await self.bot.build(interaction, FitRequest, gpu=gpu, model=model, quant=quant, engine=engine,
+        built = await self.bot.build(interaction, FitRequest, gpu=given(gpu), model=given(model), quant=quant,
+                                     engine=engine,
                                      ctx=ctx, prompt=prompt, kv=kv, gpus=gpus, batch=batch)
         req, svc = built.request, self.bot.service
         q, formats = svc.base_query(req)

@@ -8,10 +8,11 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.cogs.common import HEAVY_COMMAND_PER_S, HEAVY_COMMAND_RATE, Tokens, gpu_autocomplete
+from bot.cogs.common import HEAVY_COMMAND_PER_S, HEAVY_COMMAND_RATE
 from bot.cogs.settings import defaults_note, join_notes
 from bot.render.replies import choice_note
 from bot.requests import GpuRequest
+from bot.transformers import GpuOption, Tokens, given
 
 if TYPE_CHECKING:
     from bot.client import RigBot
@@ -23,10 +24,10 @@ class Gpu(commands.Cog):
 
     @app_commands.command(name="gpu", description="Spec card: VRAM, bandwidth, largest models, fine-tuning")
     @app_commands.describe(gpu="GPU, e.g. T4, RTX 4090, M2 Max 64GB", ctx="Context for the capability (default 8k)")
-    @app_commands.autocomplete(gpu=gpu_autocomplete)
     @app_commands.checks.cooldown(HEAVY_COMMAND_RATE, HEAVY_COMMAND_PER_S)
-    async def gpu(self, interaction: discord.Interaction, gpu: str | None = None, ctx: Tokens | None = None) -> None:
-        built = await self.bot.build(interaction, GpuRequest, gpu=gpu, ctx=ctx)
+    async def gpu(self, interaction: discord.Interaction, gpu: GpuOption | None = None,
+                  ctx: Tokens | None = None) -> None:
+        built = await self.bot.build(interaction, GpuRequest, gpu=given(gpu), ctx=ctx)
         choice = self.bot.service.gpu_choice(built.request.gpu)
         # The card is of the GPU picked (for a chip family, its smallest memory option), named by its id.
         req = built.request.model_copy(update={"gpu": choice.gpu.id})

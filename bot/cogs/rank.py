@@ -8,21 +8,13 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.cogs.common import (
-    ENGINE_CHOICES,
-    HEAVY_COMMAND_PER_S,
-    HEAVY_COMMAND_RATE,
-    KV_CHOICES,
-    SORT_CHOICES,
-    GpuCount,
-    Tokens,
-    gpu_autocomplete,
-)
+from bot.cogs.common import HEAVY_COMMAND_PER_S, HEAVY_COMMAND_RATE, SORT_CHOICES
 from bot.cogs.report import rank_community_field
 from bot.cogs.settings import defaults_note, join_notes
 from bot.render.replies import choice_note
 from bot.render.reply import Reply
 from bot.requests import RankRequest
+from bot.transformers import EngineOption, GpuCount, GpuOption, KvOption, QuantOption, Tokens, given
 from bot.ui.pages import pages_view
 
 if TYPE_CHECKING:
@@ -43,22 +35,21 @@ class Rank(commands.Cog):
         engine="Inference engine",
         quant="Only this format or level (e.g. int4, Q8_0)",
     )
-    @app_commands.choices(sort=SORT_CHOICES, kv=KV_CHOICES, engine=ENGINE_CHOICES)
-    @app_commands.autocomplete(gpu=gpu_autocomplete)
+    @app_commands.choices(sort=SORT_CHOICES)
     @app_commands.checks.cooldown(HEAVY_COMMAND_RATE, HEAVY_COMMAND_PER_S)
     async def rank(
         self,
         interaction: discord.Interaction,
-        gpu: str | None = None,
+        gpu: GpuOption | None = None,
         ctx: Tokens | None = None,
         sort: str | None = None,
-        kv: str | None = None,
+        kv: KvOption | None = None,
         gpus: GpuCount = 1,
-        engine: str | None = None,
-        quant: str | None = None,
+        engine: EngineOption | None = None,
+        quant: QuantOption | None = None,
     ) -> None:
         # Everything is checked here, before any defer, so a bad option gets a private answer at once.
-        built = await self.bot.build(interaction, RankRequest, gpu=gpu, ctx=ctx, sort=sort, kv=kv, gpus=gpus,
+        built = await self.bot.build(interaction, RankRequest, gpu=given(gpu), ctx=ctx, sort=sort, kv=kv, gpus=gpus,
                                      engine=engine, quant=quant)
         req, svc = built.request, self.bot.service
         choice = svc.gpu_choice(req.gpu, req.gpus)

@@ -13,15 +13,7 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.cogs.common import (
-    ENGINE_CHOICES,
-    GpuCount,
-    echo,
-    gpu_autocomplete,
-    model_autocomplete,
-    one_of,
-    quant_autocomplete,
-)
+from bot.cogs.common import echo, one_of
 from bot.i18n import interaction_locale
 from bot.params import BadValue, format_tokens, parse_tokens
 from bot.render.text import t
@@ -37,6 +29,7 @@ from bot.reports.rules import (
 )
 from bot.requests import FitRequest
 from bot.store.reports import ReportDraft
+from bot.transformers import EngineOption, GpuCount, GpuOption, ModelOption, QuantOption
 from bot.ui.report import MINE_MAX, ConfirmReport, MineView, report_embed
 from estimator import ESTIMATOR_VERSION
 from estimator.query import DEFAULT_CTX, Query
@@ -122,15 +115,13 @@ class ReportCog(commands.GroupCog, group_name="report",
         notes="Anything else worth knowing (200 characters)",
         paste="llama-bench table or `ollama run --verbose` timings",
     )
-    @app_commands.choices(engine=ENGINE_CHOICES)
-    @app_commands.autocomplete(gpu=gpu_autocomplete, model=model_autocomplete, quant=quant_autocomplete)
     async def add(
         self,
         interaction: discord.Interaction,
-        gpu: str,
-        model: str,
-        quant: str,
-        engine: str,
+        gpu: GpuOption,
+        model: ModelOption,
+        quant: QuantOption,
+        engine: EngineOption,
         decode_tps: str | None = None,
         prefill_tps: str | None = None,
         ctx: str | None = None,
@@ -141,7 +132,6 @@ class ReportCog(commands.GroupCog, group_name="report",
     ) -> None:
         locale = interaction_locale(interaction)
         state = self.ctx.state
-        one_of("engine", engine, ENGINE_CHOICES)
         if await state.reports_opted_out(interaction.guild_id):
             raise BadValue.of("report.opted_out")
         build_text = clean_text(build, "build", BUILD_MAX_CHARS)
@@ -150,7 +140,8 @@ class ReportCog(commands.GroupCog, group_name="report",
         build_text = build_text or measured.build
         ctx_tokens = parse_tokens(ctx) if ctx else None
         svc = self.bot.service
-        req = FitRequest.of(gpu=gpu, model=model, quant=quant, engine=engine, ctx=ctx_tokens or DEFAULT_CTX, gpus=gpus)
+        req = FitRequest.of(gpu=gpu.text, model=model.text, quant=quant, engine=engine, ctx=ctx_tokens or DEFAULT_CTX,
+                            gpus=gpus)
         q, formats = svc.base_query(req)
         option = svc.fit(req).options[0]
         reporter = await self.ctx.reporter(interaction.user.id)

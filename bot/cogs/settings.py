@@ -13,12 +13,12 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.cogs.common import ENGINE_CHOICES, KV_CHOICES, gpu_autocomplete
 from bot.params import format_tokens
 from bot.render.replies import error_reply
 from bot.render.text import t
 from bot.requests import STORED_KEYS, Built, Scope, SettingsRequest, stored_values
 from bot.store.records import GuildSettings, UserSettings
+from bot.transformers import EngineOption, GpuOption, KvOption, Tokens, given
 
 if TYPE_CHECKING:
     from bot.client import RigBot
@@ -86,15 +86,15 @@ class SettingsCog(commands.GroupCog, group_name="settings", group_description="D
         return await state.get_user_settings(interaction.user.id)
 
     async def _save(
-        self, interaction: discord.Interaction, scope: Scope, gpu: str | None, engine: str | None, ctx: str | None,
+        self, interaction: discord.Interaction, scope: Scope, gpu: str | None, engine: str | None, ctx: int | None,
         kv: str | None,
     ) -> None:
         locale = str(interaction.locale.value)
         # Validate everything before anything is written, so a typo changes nothing.
-        given = SettingsRequest.of(gpu=gpu or None, engine=engine or None, ctx=ctx or None, kv=kv or None).given()
-        update: dict[str, Any] = {k: v for k, v in given.items() if k != "gpu"}
-        if "gpu" in given:
-            update["gpu_ids"] = (self.bot.service.gpu(given["gpu"]).id,)
+        asked = SettingsRequest.of(gpu=gpu, engine=engine, ctx=ctx, kv=kv).given()
+        update: dict[str, Any] = {k: v for k, v in asked.items() if k != "gpu"}
+        if "gpu" in asked:
+            update["gpu_ids"] = (self.bot.service.gpu(asked["gpu"]).id,)
         if self.bot.state is None:
             await self._unavailable(interaction, locale)
             return
@@ -117,35 +117,31 @@ class SettingsCog(commands.GroupCog, group_name="settings", group_description="D
     @app_commands.command(name="server", description="Defaults for everyone in this server (Manage Server)")
     @app_commands.describe(gpu="Default GPU", engine="Default engine", ctx="Default context, e.g. 32k",
                            kv="Default KV cache precision")
-    @app_commands.choices(engine=ENGINE_CHOICES, kv=KV_CHOICES)
-    @app_commands.autocomplete(gpu=gpu_autocomplete)
     @app_commands.guild_only()
     @app_commands.default_permissions(manage_guild=True)
     @app_commands.checks.has_permissions(manage_guild=True)
     async def server(
         self,
         interaction: discord.Interaction,
-        gpu: str | None = None,
-        engine: str | None = None,
-        ctx: str | None = None,
-        kv: str | None = None,
+        gpu: GpuOption | None = None,
+        engine: EngineOption | None = None,
+        ctx: Tokens | None = None,
+        kv: KvOption | None = None,
     ) -> None:
-        await self._save(interaction, "server", gpu, engine, ctx, kv)
+        await self._save(interaction, "server", given(gpu), engine, ctx, kv)
 
     @app_commands.command(name="me", description="Your own defaults (override the server's)")
     @app_commands.describe(gpu="Default GPU", engine="Default engine", ctx="Default context, e.g. 32k",
                            kv="Default KV cache precision")
-    @app_commands.choices(engine=ENGINE_CHOICES, kv=KV_CHOICES)
-    @app_commands.autocomplete(gpu=gpu_autocomplete)
     async def me(
         self,
         interaction: discord.Interaction,
-        gpu: str | None = None,
-        engine: str | None = None,
-        ctx: str | None = None,
-        kv: str | None = None,
+        gpu: GpuOption | None = None,
+        engine: EngineOption | None = None,
+        ctx: Tokens | None = None,
+        kv: KvOption | None = None,
     ) -> None:
-        await self._save(interaction, "me", gpu, engine, ctx, kv)
+        await self._save(interaction, "me", given(gpu), engine, ctx, kv)
 
     @app_commands.command(name="reset", description="Clear your defaults, or this server's (Manage Server)")
     @app_commands.describe(scope="Whose defaults: yours (me) or this server's")

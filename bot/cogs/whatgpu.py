@@ -8,18 +8,11 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.cogs.common import (
-    ENGINE_CHOICES,
-    HEAVY_COMMAND_PER_S,
-    HEAVY_COMMAND_RATE,
-    NumberRange,
-    Tokens,
-    model_autocomplete,
-    quant_autocomplete,
-)
+from bot.cogs.common import HEAVY_COMMAND_PER_S, HEAVY_COMMAND_RATE
 from bot.cogs.settings import defaults_note
 from bot.render.reply import Reply
 from bot.requests import WhatGpuRequest
+from bot.transformers import EngineOption, ModelOption, NumberRange, QuantOption, Tokens, given
 from bot.ui.pages import pages_view
 
 if TYPE_CHECKING:
@@ -39,21 +32,19 @@ class WhatGpu(commands.Cog):
         budget="Most you would spend, USD (launch prices)",
         engine="Inference engine",
     )
-    @app_commands.choices(engine=ENGINE_CHOICES)
-    @app_commands.autocomplete(model=model_autocomplete, quant=quant_autocomplete)
     @app_commands.checks.cooldown(HEAVY_COMMAND_RATE, HEAVY_COMMAND_PER_S)
     async def whatgpu(
         self,
         interaction: discord.Interaction,
-        model: str,
+        model: ModelOption,
         ctx: Tokens | None = None,
-        quant: str | None = None,
+        quant: QuantOption | None = None,
         min_tps: app_commands.Transform[float, NumberRange("min_tps", 0.1, 10000.0, integer=False)] | None = None,
         budget: app_commands.Transform[float, NumberRange("budget", 1.0, 10000000.0, integer=False)] | None = None,
-        engine: str | None = None,
+        engine: EngineOption | None = None,
     ) -> None:
-        built = await self.bot.build(interaction, WhatGpuRequest, model=model, ctx=ctx, quant=quant, min_tps=min_tps,
-                                     budget=budget, engine=engine)
+        built = await self.bot.build(interaction, WhatGpuRequest, model=given(model), ctx=ctx, quant=quant,
+                                     min_tps=min_tps, budget=budget, engine=engine)
         req = built.request
         locale = str(interaction.locale.value)
 
