@@ -19,11 +19,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bot.render.charts import gpu_chart, png_size, rank_chart, text_locale, vram_chart
 from catalog import load_catalog
 from estimator.curve import vram_curves
-from estimator.fit import default_formats
 from estimator.memory import memory
 from estimator.query import Query
 from estimator.rank import rank
 from estimator.units import GIB
+from estimator.verdict import default_formats
 
 
 def cases() -> dict[str, Callable[[], bytes]]:

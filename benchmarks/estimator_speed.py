@@ -19,9 +19,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from catalog import load_catalog
 from catalog.resolve import Resolver
-from estimator.fit import default_formats, fit_option
 from estimator.query import Query
 from estimator.rank import rank
+from estimator.verdict import default_formats, fit_option
 
 RANK_GOAL_MS = 5.0
 FIT_GOAL_US = 200.0

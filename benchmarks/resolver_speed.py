@@ -11,11 +11,12 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.estimator_speed import median_seconds
 from catalog import load_catalog
 from catalog.resolve import NotFound, Resolver
 
@@ -25,14 +26,8 @@ GPU_PREFIXES = ["", "r", "rtx", "rtx 40", "a100", "m2 max", "h100 s", "mi3", "ar
 LOOKUPS = ["qwen3-8b", "Qwen/Qwen3-8B", "llama3.1:8b-instruct-q4_K_M", "qwen3-8bb", "t4", "rtx 4090", "m2 max"]
 
 
-def median_us(fn, runs: int) -> float:  # type: ignore[no-untyped-def]
-    fn()
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e6
+def median_us(fn: Callable[[], object], runs: int) -> float:
+    return median_seconds(fn, runs) * 1e6
 
 
 def main(argv: list[str] | None = None) -> int:

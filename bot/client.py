@@ -23,10 +23,9 @@ import discord
 import yarl
 from discord import app_commands
 from discord.ext import commands
-from pydantic import ValidationError
 
 from bot.i18n import RigTranslator, interaction_locale
-from bot.params import BadValue
+from bot.params import BadValue, people_text
 from bot.render.pool import RenderPool
 from bot.render.replies import error_reply
 from bot.render.reply import Reply, ReplyFile
@@ -146,13 +145,6 @@ async def send_reply(interaction: discord.Interaction, reply: Reply, view: disco
         await interaction.followup.send(**kwargs)
     else:
         await interaction.response.send_message(**kwargs)
-
-
-def people_text(exc: Exception) -> str:
-    """One readable line for a value error: pydantic's multi-line dump becomes `field: reason`."""
-    if isinstance(exc, ValidationError):
-        return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}" for e in exc.errors())[:500]
-    return str(exc)[:1500]
 
 
 def transformer_text(interaction: discord.Interaction, error: app_commands.TransformerError, locale: str) -> str:

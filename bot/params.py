@@ -6,6 +6,8 @@ import math
 import re
 from typing import Any
 
+from pydantic import ValidationError
+
 from estimator.query import ENGINES, KV_DTYPES, Engine, KVDtype
 
 CTX_MAX_TOKENS = 10_000_000
@@ -36,6 +38,13 @@ class BadValue(ValueError):
         from bot.render.text import t
 
         return t(locale, self.key, **self.values)
+
+
+def people_text(exc: Exception) -> str:
+    """One readable line for a value error: pydantic's multi-line dump becomes `field: reason`."""
+    if isinstance(exc, ValidationError):
+        return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}" for e in exc.errors())[:500]
+    return str(exc)[:1500]
 
 
 def parse_tokens(text: str | int, *, name: str = "ctx", allow_zero: bool = False) -> int:

@@ -21,7 +21,6 @@ from catalog.store import Catalog, load_catalog
 from estimator import ESTIMATOR_VERSION
 from estimator.curve import VramCurves, vram_curves
 from estimator.engines import DEFAULT_FORMAT, DEFAULT_LEVELS, runs_format, supports
-from estimator.fit import FitResult, default_formats, fit
 from estimator.memory import memory
 from estimator.query import (
     ENGINES,
@@ -31,6 +30,7 @@ from estimator.query import (
     Query,
 )
 from estimator.rank import RankRow, Sort, rank
+from estimator.verdict import FitResult, default_formats, fit
 
 
 @dataclass(frozen=True)

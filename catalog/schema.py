@@ -1,8 +1,8 @@
 """Catalog entries: GPUs, models and quantization formats, with the units in the field names.
 
 Memory sizes as vendors sell them ("16 GB" of GDDR6) are binary: the chips hold 16 GiB. We keep the
-vendor's figure in `vram_gb` because that is what people type and read, and convert with `vram_gib`
-(same number, named for what it means). Bandwidth and FLOPS are decimal (GB/s = 10^9 B/s).
+vendor's figure in `vram_gb` because that is what people type and read, and convert with `vram_bytes`
+(× 2^30). Bandwidth and FLOPS are decimal (GB/s = 10^9 B/s).
 
 A fact that could not be found in a primary source is `None` and its field name is listed in
 `unknown`, so "unknown" is always said, never guessed.
@@ -69,10 +69,6 @@ class GPU(_Frozen):
     source: str = Field(min_length=8)
     notes: str = ""
     unknown: tuple[str, ...] = ()
-
-    @property
-    def vram_gib(self) -> float:
-        return self.vram_gb
 
     @property
     def vram_bytes(self) -> float:

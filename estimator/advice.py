@@ -20,11 +20,11 @@ from estimator.capability import (
 )
 from estimator.curve import VramCurves, vram_curves
 from estimator.engines import DEFAULT_FORMAT, DEFAULT_LEVELS, family
-from estimator.fit import FitOption, FitResult
 from estimator.memory import Verdict, memory, usable_vram_bytes
 from estimator.offload import OffloadPlan, offload_plan
 from estimator.query import DEFAULT_CTX, MAX_GPUS, Engine, Query
 from estimator.speed import speed
+from estimator.verdict import FitOption, FitResult
 
 LONG_CONTEXT = 32 * 1024
 

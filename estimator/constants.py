@@ -15,12 +15,21 @@ KV_BYTES_PER_ELEMENT: dict[str, float] = {"f16": 2.0, "bf16": 2.0, "fp8": 1.0, "
 # by vLLM's mamba cache by default.
 RECURRENT_STATE_BYTES_PER_ELEMENT = 4.0
 
-# CUDA context + cuBLAS workspace that the engine's own memory log does not count (nvidia-smi shows
-# 250–500 MiB per process on Ampere/Hopper before any allocation).
-CUDA_CONTEXT_BYTES = 0.45 * GIB
-# A PyTorch training process loads more into the same context (its own kernels, cuBLAS and cuDNN): about
-# 0.5 GiB on recent drivers. It appears in nvidia-smi, never in torch.cuda.memory_allocated or
-# memory_reserved, so fine-tuning peaks add it on top of what the allocator holds.
+# One CUDA context per process: the driver's structures and the kernels a process loads, plus cuBLAS's
+# workspace. Nothing the process allocates counts it, nvidia-smi does. Its size depends on what is loaded, so
+# the two kinds of process get their own figures (kept apart on purpose: the fine-tuning constants in
+# estimator/finetune.py were fitted with TORCH_CUDA_CONTEXT_BYTES added to every nvidia-smi and capacity row).
+# - An inference engine (llama.cpp, vLLM) loads few kernels, and the engine's own memory log leaves the
+#   context out: 250–500 MiB per process on Ampere/Hopper before any allocation, growing with the SM count
+#   (a bare context takes 107 MiB on an RTX 4060 Ti and 555 MiB on an RTX PRO 6000 Blackwell,
+#   https://github.com/ggml-org/llama.cpp/pull/23604, 2026-05-24).
+ENGINE_CUDA_CONTEXT_BYTES = 0.45 * GIB
+# - A PyTorch training process loads more into it (its own kernels, cuBLAS and cuDNN): the context alone is
+#   about 300 MB with CUDA ≥ 11.7's lazy kernel loading and over 1000 MB before it
+#   (https://github.com/pytorch/pytorch/issues/107667, 2023-08-28); with the libraries' handles and
+#   workspaces, 0.5 GiB is the figure the fine-tuning constants were fitted with. It never appears in
+#   torch.cuda.memory_allocated or memory_reserved, so fine-tuning peaks add it on top of what the
+#   allocator holds.
 TORCH_CUDA_CONTEXT_BYTES = 0.5 * GIB
 # Metal and ROCm runtimes reserve less outside the engine's buffers.
 OTHER_CONTEXT_BYTES = 0.25 * GIB

@@ -11,9 +11,10 @@ from estimator.query import Query
 CURVE_START = 1024
 
 
-def curve_points(max_ctx: int) -> list[int]:
-    """1k, 2k, 4k … doubling up to the model's maximum, with the maximum itself as the last point."""
-    points, ctx = [], CURVE_START
+def curve_points(max_ctx: int, start: int = CURVE_START) -> list[int]:
+    """1k, 2k, 4k … (from `start`) doubling up to the model's maximum, with the maximum itself as the last
+    point."""
+    points, ctx = [], start
     while ctx < max_ctx:
         points.append(ctx)
         ctx *= 2

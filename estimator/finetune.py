@@ -46,6 +46,7 @@ from catalog.arch import attention_params_per_layer, embedding_params
 from catalog.schema import GPU, Model
 from estimator.capability import training_precision
 from estimator.constants import TORCH_CUDA_CONTEXT_BYTES
+from estimator.curve import curve_points
 from estimator.finetune_presets import FRAMEWORKS, Framework, preset_values
 from estimator.memory import Verdict, verdict_for
 from estimator.units import GB_DECIMAL, GIB
@@ -416,10 +417,6 @@ class FinetuneMemory(BaseModel):
     @property
     def total_gib(self) -> float:
         return self.total / GIB
-
-    @property
-    def total_gb(self) -> float:
-        return self.total / GB_DECIMAL
 
     @property
     def allocated(self) -> float:
@@ -978,17 +975,8 @@ class FinetunePlan(BaseModel):
     curves: tuple[SeqCurve, ...]
 
 
-def curve_seqs(max_context: int) -> list[int]:
-    points, seq = [], CURVE_START_SEQ
-    while seq < max_context:
-        points.append(seq)
-        seq *= 2
-    points.append(max_context)
-    return points
-
-
 def seq_curve(model: Model, settings: FinetuneSettings, usable_per_gpu_bytes: float) -> SeqCurve:
-    points = curve_seqs(model.max_context)
+    points = curve_points(model.max_context, start=CURVE_START_SEQ)
     # What must fit, the quantity the OOM line and max_seq are about (paged optimizer state left out).
     totals = tuple(finetune_memory(model, settings.model_copy(update={"seq": p})).required for p in points)
     return SeqCurve(

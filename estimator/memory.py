@@ -133,7 +133,7 @@ def vllm_activation_bytes(model: Model) -> float:
 
 
 def context_bytes(gpu: GPU) -> float:
-    return k.CUDA_CONTEXT_BYTES if gpu.vendor == "nvidia" else k.OTHER_CONTEXT_BYTES
+    return k.ENGINE_CUDA_CONTEXT_BYTES if gpu.vendor == "nvidia" else k.OTHER_CONTEXT_BYTES
 
 
 def runtime_overhead_bytes(model: Model, gpu: GPU, engine: Engine, ctx: int, gpus: int = 1) -> float:

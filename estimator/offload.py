@@ -46,10 +46,6 @@ class OffloadPlan(BaseModel):
     system_ram_gbs: float
     cpu_efficiency: float
 
-    @property
-    def gpu_fraction(self) -> float:
-        return self.gpu_layers / self.total_layers
-
 
 def _per_layer(q: Query) -> tuple[float, float, float]:
     """(stored weight bytes, KV bytes, streamed weight bytes per token) of one repeating layer."""

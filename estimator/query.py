@@ -48,9 +48,6 @@ class Query(BaseModel):
     kv: KVDtype = DEFAULT_KV
     batch: int = Field(default=1, ge=1, le=MAX_BATCH, description="concurrent sequences")
 
-    def with_ctx(self, ctx: int) -> Query:
-        return self.model_copy(update={"ctx": ctx})
-
 
 def backend_of(gpu: GPU) -> Backend:
     """The compute backend llama.cpp and vLLM use on this vendor's GPUs."""

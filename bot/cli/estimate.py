@@ -9,7 +9,7 @@ from typing import Any
 
 from bot.cli import json_shapes
 from bot.cli.common import CliError, at_least_one, fetch_hf, fit_request, print_json, table
-from bot.params import BadValue, format_tokens
+from bot.params import BadValue, format_tokens, people_text
 from bot.requests import DEFAULT_SORT, DEFAULT_WHATGPU_LIMIT, GpuRequest, RankRequest, WhatGpuRequest
 from bot.service import Service
 from catalog.resolve import NotFound
@@ -158,22 +158,35 @@ def cmd_gpu(svc: Service, args: argparse.Namespace) -> int:
 # --- batch -----------------------------------------------------------------------------------------
 
 
+BATCH_LINE_EXAMPLE = '{"gpu": "t4", "model": "qwen3-8b", "ctx": "16k"}'
+
+
+def batch_query(number: int, line: str) -> dict[str, Any]:
+    """One stdin line as a query; the parser's own wording ("Expecting value: line 1 column 1") would
+    leave a person guessing what was wrong."""
+    try:
+        query = json.loads(line)
+    except json.JSONDecodeError:
+        query = None
+    if not isinstance(query, dict):
+        raise CliError(f"line {number} is not a JSON object; give one query a line, e.g. {BATCH_LINE_EXAMPLE}")
+    return query
+
+
 def cmd_batch(svc: Service, args: argparse.Namespace) -> int:
-    for line in sys.stdin:
+    for number, line in enumerate(sys.stdin, start=1):
         if not line.strip():
             continue
         try:
-            query = json.loads(line)
-            if not isinstance(query, dict):
-                raise CliError("each line must be a JSON object")
+            query = batch_query(number, line)
             if "finetune" in query:
                 from bot.cli.finetune import finetune_json
 
                 print_json(finetune_json(svc, query["finetune"]))
             else:
                 print_json(json_shapes.fit_json(svc.fit(fit_request(query))))
-        except (json.JSONDecodeError, CliError, BadValue, NotFound, ValueError, TypeError) as exc:
-            print_json({"error": str(exc) or type(exc).__name__})
+        except (CliError, BadValue, NotFound, ValueError, TypeError) as exc:
+            print_json({"error": people_text(exc) or type(exc).__name__})
     return 0
 
 

@@ -6,9 +6,9 @@ from typing import Any
 
 from catalog.schema import GPU, Model
 from estimator.capability import LargestModel
-from estimator.fit import FitResult
 from estimator.rank import RankRow
 from estimator.units import to_gib
+from estimator.verdict import FitResult
 
 
 def gpu_brief(gpu: GPU, count: int = 1) -> dict[str, Any]:
@@ -101,7 +101,3 @@ def capability_json(items: list[LargestModel]) -> dict[str, Any]:
 
 def gpu_facts(gpu: GPU) -> dict[str, Any]:
     return gpu.model_dump(mode="json")
-
-
-def model_facts(model: Model) -> dict[str, Any]:
-    return model.model_dump(mode="json")

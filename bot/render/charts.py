@@ -829,6 +829,18 @@ def memory_chart(series: list[Series], limits: list[Limit], *, title: str, x_axi
 
 # --- ranked decode speed ---------------------------------------------------------------------------
 
+def _speed_bar_frame(ax: Axes, st: _Style, values: list[float], labels: list[str]) -> None:
+    """The frame of a decode-speed bar chart: one labelled row per bar, top to bottom, from zero to just past
+    the fastest."""
+    ax.set_xlim(0, (max(values) if max(values) > 0 else 1.0) * 1.05)
+    ax.set_ylim(len(values) - 0.5, -0.5)
+    ax.set_yticks(list(range(len(values))), labels)
+    ax.tick_params(axis="y", length=0)
+    ax.grid(False, axis="y")
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=6))
+    _axis_label(ax, "x", st.text("chart.tps_axis"), st)
+
+
 @deferrable
 def rank_chart(rows: list[RankRow], *, title: str, limit: int = 10, locale: str = "en-US",
                theme: Theme = "dark") -> bytes:
@@ -852,14 +864,7 @@ def rank_chart(rows: list[RankRow], *, title: str, limit: int = 10, locale: str 
         if hatch:
             bar.set_hatch(hatch)
             bar.set_edgecolor(pal.bg)
-    top = max(values) if max(values) > 0 else 1.0
-    ax.set_xlim(0, top * 1.05)
-    ax.set_ylim(len(shown) - 0.5, -0.5)
-    ax.set_yticks(ys, labels)
-    ax.tick_params(axis="y", length=0)
-    ax.grid(False, axis="y")
-    ax.xaxis.set_major_locator(MaxNLocator(nbins=6))
-    _axis_label(ax, "x", say("chart.tps_axis"), st)
+    _speed_bar_frame(ax, st, values, labels)
     notes = []
     for y, v, r in zip(ys, values, shown, strict=True):
         note = f"{say('chart.tps', tps=_tps(v))}  ·  {say('chart.ttft', t=_seconds(r.best.speed.ttft_s))}"
@@ -940,13 +945,7 @@ def setups_chart(bars: list[tuple[str, float, float]], *, title: str, locale: st
     values = [tps for _, tps, _ in bars]
     ys = list(range(len(bars)))
     ax.barh(ys, values, height=_bar_height(len(bars)), color=pal.dense, edgecolor=pal.bg, linewidth=0, zorder=3)
-    ax.set_xlim(0, (max(values) if max(values) > 0 else 1.0) * 1.05)
-    ax.set_ylim(len(bars) - 0.5, -0.5)
-    ax.set_yticks(ys, labels)
-    ax.tick_params(axis="y", length=0)
-    ax.grid(False, axis="y")
-    ax.xaxis.set_major_locator(MaxNLocator(nbins=6))
-    _axis_label(ax, "x", say("chart.tps_axis"), st)
+    _speed_bar_frame(ax, st, values, labels)
     notes = []
     for y, (_, v, headroom) in zip(ys, bars, strict=True):
         note = f"{say('chart.tps', tps=_tps(v))}  ·  +{_gib(headroom)} GiB"

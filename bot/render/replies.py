@@ -25,11 +25,11 @@ from estimator.advice import (
 )
 from estimator.curve import VramCurves
 from estimator.finetune import Method
-from estimator.fit import FitResult
 from estimator.offload import OffloadPlan
 from estimator.query import DEFAULT_CTX, Query
 from estimator.rank import RankRow
 from estimator.units import GIB, gib_text
+from estimator.verdict import FitResult
 
 PAGE_SIZE = 10
 VERDICT_NAMES = ("fits", "tight", "does_not_fit")
@@ -98,7 +98,7 @@ def offload_text(plan: OffloadPlan | None, locale: str) -> str | None:
 def fit_reply(svc: Service, req: FitRequest, locale: str, theme: charts.Theme = "dark") -> Reply:
     q, formats = svc.base_query(req)
     from estimator.curve import vram_curves
-    from estimator.fit import fit
+    from estimator.verdict import fit
 
     result = fit(q, formats)
     verdict = overall_verdict(result)
@@ -346,7 +346,7 @@ def gpu_reply(
 def compare_reply(svc: Service, reqs: list[FitRequest], locale: str, theme: charts.Theme = "dark") -> Reply:
     """Two setups in the same format (the asked one, else the best that fits both), on one chart."""
     from estimator.curve import vram_curves
-    from estimator.fit import fit, shared_format
+    from estimator.verdict import fit, shared_format
 
     queries = [svc.base_query(req) for req in reqs]
     results = [fit(q, formats) for q, formats in queries]

@@ -1,8 +1,11 @@
 """Accepted reports as rows shaped like the calibration measurements (estimator/calibration/data/
-llamacpp.toml: gpu, gpu_count, model, model_hf, quant, backend, test, tps, date, source, note), plus
+llamacpp.toml: gpu, gpu_count, model, model_hf, quant, engine, backend, test, tps, date, source, note), plus
 their provenance, for a person to review and copy into the data by hand. Never read by the fit.
 
-The reporter and server are left out: a reviewer needs what was measured, not who measured it.
+`--json` writes `{"format": "rigcheck-reports", "measurement": [row, …]}` (the data files' `[[measurement]]`
+tables); `--csv` the same rows, one column per key of `COLUMNS` in its order. `backend` is spelled as the
+data files spell it ("CUDA", "ROCm", …) and is empty for a GPU the catalog no longer has. The reporter and
+server are left out: a reviewer needs what was measured, not who measured it.
 """
 
 from __future__ import annotations
@@ -14,23 +17,30 @@ from typing import Any
 
 from bot.store.reports import Report
 from catalog.store import Catalog
+from estimator.calibration.measurements import BACKENDS
+from estimator.query import backend_of
+
+# The data files' spelling of each backend, which the measurement loader reads back.
+BACKEND_NAMES = {backend: name for name, backend in BACKENDS.items()}
 
 EXPORT_FORMAT = "rigcheck-reports"
 # Column → type, in output order; CSV cells are read back through these.
 COLUMNS: dict[str, type] = {
-    "gpu": str, "gpu_count": int, "model": str, "model_hf": str, "quant": str, "backend": str, "test": str,
-    "tps": float, "date": str, "source": str, "note": str, "report_id": int, "report_source": str, "status": str,
-    "build": str, "ctx": int, "estimate_decode_tps": float, "estimate_decode_tps_low": float,
+    "gpu": str, "gpu_count": int, "model": str, "model_hf": str, "quant": str, "engine": str, "backend": str,
+    "test": str, "tps": float, "date": str, "source": str, "note": str, "report_id": int, "report_source": str,
+    "status": str, "build": str, "ctx": int, "estimate_decode_tps": float, "estimate_decode_tps_low": float,
     "estimate_decode_tps_high": float, "estimate_prefill_tps": float, "estimator_version": str,
 }
 
 
-def _names(catalog: Catalog, r: Report) -> tuple[str, str, str | None, str]:
-    """Catalog names for the stored ids; an id a later catalog dropped is exported as stored."""
+def _names(catalog: Catalog, r: Report) -> tuple[str, str | None, str, str | None, str]:
+    """Catalog names (and the GPU's backend) for the stored ids; an id a later catalog dropped is exported
+    as stored."""
     try:
-        gpu = catalog.gpu(r.gpu_id).name
+        entry = catalog.gpu(r.gpu_id)
+        gpu, backend = entry.name, BACKEND_NAMES.get(backend_of(entry))
     except (KeyError, LookupError):
-        gpu = r.gpu_id
+        gpu, backend = r.gpu_id, None
     try:
         model = catalog.model(r.model_id)
         model_name, hf = model.name, model.hf_repo
@@ -40,17 +50,17 @@ def _names(catalog: Catalog, r: Report) -> tuple[str, str, str | None, str]:
         quant = catalog.quant(r.quant_id).name
     except (KeyError, LookupError):
         quant = r.quant_id
-    return gpu, model_name, hf, quant
+    return gpu, backend, model_name, hf, quant
 
 
 def rows(reports: Iterable[Report], catalog: Catalog) -> list[dict[str, Any]]:
     """One row per measured quantity: decode (`tgN`) and, when reported, prompt processing (`ppN`)."""
     out = []
     for r in reports:
-        gpu, model, hf, quant = _names(catalog, r)
+        gpu, backend, model, hf, quant = _names(catalog, r)
         base = {
-            "gpu": gpu, "gpu_count": r.gpu_count, "model": model, "model_hf": hf, "quant": quant, "backend": r.engine,
-            "date": r.created_at.date().isoformat(), "source": f"rigcheck community report #{r.id}",
+            "gpu": gpu, "gpu_count": r.gpu_count, "model": model, "model_hf": hf, "quant": quant, "engine": r.engine,
+            "backend": backend, "date": r.created_at.date().isoformat(), "source": f"rigcheck community report #{r.id}",
             "note": r.notes, "report_id": r.id, "report_source": r.source, "status": r.status, "build": r.build,
             "ctx": r.ctx, "estimate_decode_tps": r.estimate_decode_tps,
             "estimate_decode_tps_low": r.estimate_decode_tps_low,

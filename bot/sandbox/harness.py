@@ -7,7 +7,6 @@ import contextlib
 import logging
 import os
 import signal
-import sys
 import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
@@ -267,7 +266,3 @@ async def _poll_until(check: Callable[[], bool], timeout: float, interval: float
         if time.monotonic() >= deadline:
             raise TimeoutError
         await asyncio.sleep(interval)
-
-
-def default_bot_argv() -> list[str]:
-    return [sys.executable, "-m", "bot"]

@@ -83,6 +83,25 @@ def _interaction_metadata(state: SandboxState, record: InteractionRecord) -> dic
     }
 
 
+def _answer_message(state: SandboxState, request: web.Request, record: InteractionRecord, payload: dict[str, Any],
+                    flags: int) -> StoredMessage:
+    """A message the bot posts in answer to an interaction (its response or a follow-up), as Discord shows it:
+    sent by the application's webhook, carrying the interaction it answers."""
+    return new_message(
+        state,
+        request,
+        channel_id=record.channel_id,
+        guild_id=record.guild_id,
+        payload=payload,
+        author=_bot_author(state),
+        flags=flags,
+        webhook_id=state.world.application_id,
+        application_id=state.world.application_id,
+        interaction_metadata=_interaction_metadata(state, record),
+        type=MESSAGE_TYPE_CHAT_INPUT_COMMAND,
+    )
+
+
 def apply_edit(
     state: SandboxState,
     request: web.Request,
@@ -153,19 +172,7 @@ async def interaction_callback(request: web.Request) -> web.Response:
     message: StoredMessage | None = None
     if response_type in (CALLBACK_MESSAGE, CALLBACK_DEFERRED_MESSAGE):
         flags = record.ack_flags | (FLAG_LOADING if response_type == CALLBACK_DEFERRED_MESSAGE else 0)
-        message = new_message(
-            state,
-            request,
-            channel_id=record.channel_id,
-            guild_id=record.guild_id,
-            payload=data if response_type == CALLBACK_MESSAGE else {},
-            author=_bot_author(state),
-            flags=flags,
-            webhook_id=state.world.application_id,
-            application_id=state.world.application_id,
-            interaction_metadata=_interaction_metadata(state, record),
-            type=MESSAGE_TYPE_CHAT_INPUT_COMMAND,
-        )
+        message = _answer_message(state, request, record, data if response_type == CALLBACK_MESSAGE else {}, flags)
         record.original_message_id = message.id
     elif response_type == CALLBACK_UPDATE_MESSAGE:
         message = state.messages[record.original_message_id or 0]
@@ -312,19 +319,7 @@ async def _followup(state: SandboxState, record: InteractionRecord, request: web
         apply_edit(state, request, original, size_limit=record.attachment_size_limit, payload=replacement)
         message = original
     else:
-        message = new_message(
-            state,
-            request,
-            channel_id=record.channel_id,
-            guild_id=record.guild_id,
-            payload=payload,
-            author=_bot_author(state),
-            flags=flags,
-            webhook_id=state.world.application_id,
-            application_id=state.world.application_id,
-            interaction_metadata=_interaction_metadata(state, record),
-            type=MESSAGE_TYPE_CHAT_INPUT_COMMAND,
-        )
+        message = _answer_message(state, request, record, payload, flags)
     state.add_exchange(
         record,
         Exchange(

@@ -18,9 +18,5 @@ def new_snowflake() -> int:
     return snowflake_at(int(time.time() * 1000), next(_increment))
 
 
-def snowflake_unix_ms(snowflake: int) -> int:
-    return (snowflake >> 22) + DISCORD_EPOCH_MS
-
-
 def shard_of(guild_id: int, shard_count: int) -> int:
     return (guild_id >> 22) % shard_count

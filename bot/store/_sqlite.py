@@ -94,10 +94,6 @@ async def fetch_one(db: aiosqlite.Connection, sql: str, params: Sequence[object]
     return None if row is None else tuple(row)
 
 
-async def fetch_all(db: aiosqlite.Connection, sql: str, params: Sequence[object] = ()) -> list[Sequence[Any]]:
-    return [tuple(row) for row in await db.execute_fetchall(sql, params)]
-
-
 def sidecar_paths(path: Path) -> list[Path]:
     """The database file and the WAL files SQLite keeps next to it."""
     return [path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")]

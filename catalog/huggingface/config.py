@@ -324,24 +324,14 @@ def _gated_deltanet(c: _Cfg, hidden: int) -> tuple[int, int]:
 
 def _mamba2(c: _Cfg, hidden: int, prefix: str) -> tuple[int, int]:
     """(params per Mamba2 mixer, state elements per layer); Granite 4 uses `mamba_*`, Nemotron-H plain keys."""
+    # (heads, head_dim, d_state, conv kernel) and the group count, as each family names them.
     if prefix == "mamba_":
-        need = c.require("mamba_n_heads", "mamba_d_head", "mamba_d_state", "mamba_d_conv")
-        heads, head_dim, d_state, kernel = (
-            need["mamba_n_heads"],
-            need["mamba_d_head"],
-            need["mamba_d_state"],
-            need["mamba_d_conv"],
-        )
-        groups = c.integer("mamba_n_groups") or 1
+        keys, groups_key = ("mamba_n_heads", "mamba_d_head", "mamba_d_state", "mamba_d_conv"), "mamba_n_groups"
     else:
-        need = c.require("mamba_num_heads", "mamba_head_dim", "ssm_state_size", "conv_kernel")
-        heads, head_dim, d_state, kernel = (
-            need["mamba_num_heads"],
-            need["mamba_head_dim"],
-            need["ssm_state_size"],
-            need["conv_kernel"],
-        )
-        groups = c.integer("n_groups") or 1
+        keys, groups_key = ("mamba_num_heads", "mamba_head_dim", "ssm_state_size", "conv_kernel"), "n_groups"
+    need = c.require(*keys)
+    heads, head_dim, d_state, kernel = (need[k] for k in keys)
+    groups = c.integer(groups_key) or 1
     inner = heads * head_dim
     conv_dim = inner + 2 * groups * d_state
     params = (

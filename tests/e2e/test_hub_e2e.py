@@ -25,6 +25,7 @@ from bot.service import Service
 from estimator.memory import memory
 from estimator.query import Query
 from estimator.whatgpu import DEFAULT_PROMPT_TOKENS, what_gpu
+from tests.fake_hub import stream_chunked
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
 
@@ -60,7 +61,7 @@ class LoopbackHub:
             await asyncio.sleep(SLOW_S)
             return web.Response(body=(DATA / "Qwen__Qwen3-8B" / "config.json").read_bytes())
         if org == "huge":  # 20 MB, chunked: no Content-Length to refuse early
-            return await self._stream(request, b" " * (20 * 1024 * 1024))
+            return await stream_chunked(request, b" " * (20 * 1024 * 1024))
         if org == "hugelength":  # 20 MB with its Content-Length
             return web.Response(body=b" " * (20 * 1024 * 1024))
         path = DATA / f"{org}__{name}" / filename
@@ -68,18 +69,6 @@ class LoopbackHub:
             return web.Response(body=path.read_bytes(), content_type="application/json")
         return web.Response(status=404, text="Repository not found")
 
-    @staticmethod
-    async def _stream(request: web.Request, body: bytes) -> web.StreamResponse:
-        resp = web.StreamResponse()
-        resp.enable_chunked_encoding()
-        await resp.prepare(request)
-        try:
-            for i in range(0, len(body), 256 * 1024):
-                await resp.write(body[i : i + 256 * 1024])
-            await resp.write_eof()
-        except (ConnectionError, RuntimeError):
-            pass  # the bot hung up once it had seen enough
-        return resp
 
 
 @dataclass

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from catalog.quality import arena_snapshot
 from catalog.store import load_catalog
-from estimator.fit import default_formats
 from estimator.rank import quality_percentiles, rank
+from estimator.verdict import default_formats
 
 CATALOG = load_catalog()
 

@@ -23,6 +23,7 @@ from bot.huggingface_client import (
     RepoNotFound,
     validate_repo,
 )
+from tests.fake_hub import stream_chunked
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "hf"
 QWEN3 = (DATA / "Qwen__Qwen3-8B" / "config.json").read_bytes()
@@ -60,8 +61,8 @@ class FakeHub:
             if org == "withindex":
                 return web.json_response({"metadata": {"total_size": 16_381_470_720}, "weight_map": {}})
             if org == "bigindex":
-                return await self._stream(request, b'{"metadata": {"total_size": 16381470720}, "weight_map": {'
-                                          + b'"x": "y", ' * 300_000 + b'"z": "w"}}')
+                return await stream_chunked(request, b'{"metadata": {"total_size": 16381470720}, "weight_map": {'
+                                           + b'"x": "y", ' * 300_000 + b'"z": "w"}}')
             return web.Response(status=404)
         if org == "gated":
             return web.Response(status=401, text="Access to model is restricted")
@@ -71,7 +72,7 @@ class FakeHub:
             await asyncio.sleep(3)
             return web.Response(body=QWEN3)
         if org == "huge":
-            return await self._stream(request, b" " * (20 * 1024 * 1024))
+            return await stream_chunked(request, b" " * (20 * 1024 * 1024))
         if org == "hugelength":
             return web.Response(body=b" " * (20 * 1024 * 1024))
         if org == "badjson":
@@ -104,18 +105,6 @@ class FakeHub:
             return web.Response(body=path.read_bytes(), content_type="application/json")
         return web.Response(status=404, text="Entry not found")
 
-    @staticmethod
-    async def _stream(request: web.Request, body: bytes) -> web.StreamResponse:
-        resp = web.StreamResponse()
-        resp.enable_chunked_encoding()
-        await resp.prepare(request)
-        try:
-            for i in range(0, len(body), 256 * 1024):
-                await resp.write(body[i:i + 256 * 1024])
-            await resp.write_eof()
-        except (ConnectionResetError, RuntimeError):
-            pass
-        return resp
 
 
 @pytest.fixture

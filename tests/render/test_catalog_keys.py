@@ -8,10 +8,8 @@ import re
 import string
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import discord
-import pytest
 from discord import app_commands
 
 from bot.client import EXTENSIONS, RigBot
@@ -132,20 +130,14 @@ class _Recorder(app_commands.Translator):
         return None
 
 
-@pytest.fixture
-async def bot(tmp_path: Any) -> Any:
-    rig = RigBot(Settings(rigcheck_data_dir=str(tmp_path), rigcheck_render_workers=0, discord_token=None))
-    for ext in EXTENSIONS:
-        await rig.load_extension(ext)
-    yield rig
-    rig.render_pool.close()
-    await rig.http.close()
-
-
-async def test_every_description_is_translated_and_every_translation_is_used(bot: RigBot) -> None:
+async def test_every_description_is_translated_and_every_translation_is_used(tmp_path: Path) -> None:
     recorder = _Recorder()
-    for command in bot.tree.get_commands():
-        await command.get_translated_payload(bot.tree, recorder)
+    settings = Settings(rigcheck_data_dir=str(tmp_path), rigcheck_render_workers=0, discord_token=None)
+    async with RigBot(settings) as bot:
+        for ext in EXTENSIONS:
+            await bot.load_extension(ext)
+        for command in bot.tree.get_commands():
+            await command.get_translated_payload(bot.tree, recorder)
     assert len(recorder.descriptions) > 50 and recorder.choices
     for loc in LOCALES:
         if loc == DEFAULT_LOCALE:

@@ -15,10 +15,10 @@ from bot.render import charts
 from bot.render.charts import ctx_label, gpu_chart, png_size, rank_chart, vram_chart
 from catalog import load_catalog
 from estimator.curve import VramCurves, vram_curves
-from estimator.fit import default_formats
 from estimator.memory import memory
 from estimator.query import Query
 from estimator.rank import RankRow, rank
+from estimator.verdict import default_formats
 
 GIB = 1024**3
 MAX_BYTES = 200 * 1024

@@ -11,7 +11,7 @@ from bot.render.replies import fit_reply
 from bot.requests import FitRequest
 from bot.service import Service
 from catalog.schema import ContextExtension
-from estimator.fit import fit
+from estimator.verdict import fit
 
 YARN = ContextExtension(method="yarn", factor=4, extended_context=131072,
                         source="https://huggingface.co/Qwen/Qwen3-8B (model card: YaRN for 131,072 tokens)")

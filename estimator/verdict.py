@@ -1,4 +1,5 @@
-"""`fit`: does this model run on these GPUs, in which formats, how fast, with how much context."""
+"""Does this model run on these GPUs, in which formats, how fast, with how much context: one option per
+format, each with its memory verdict, speed and largest context."""
 
 from __future__ import annotations
 
@@ -41,14 +42,6 @@ class FitResult(BaseModel):
 
 def default_formats(catalog: Catalog, engine: Engine, levels: tuple[str, ...] = DEFAULT_LEVELS) -> list[QuantFormat]:
     return [catalog.quant(DEFAULT_FORMAT[engine][lvl]) for lvl in levels if lvl in DEFAULT_FORMAT[engine]]
-
-
-def format_for(catalog: Catalog, engine: Engine, text_level_or_id: str) -> QuantFormat:
-    """A generic level ('int4') picks the engine's default format; an exact format id is taken as is."""
-    table = DEFAULT_FORMAT[engine]
-    if text_level_or_id in table:
-        return catalog.quant(table[text_level_or_id])
-    return catalog.quant(text_level_or_id)
 
 
 def fit_option(q: Query) -> FitOption:
