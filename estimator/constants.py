@@ -82,6 +82,11 @@ APPLE_FLOPS_PER_BYTE = 26.5
 # measured per generation (philipturner/metal-benchmarks, "Overview of Apple-designed GPUs": M1 family
 # 1278–1296 MHz, M2 1398 MHz; later generations are taken at M2's clock, a lower bound).
 APPLE_ALUS_PER_CORE = 128
+# M5-generation GPUs carry a Neural Accelerator in each core for matrix multiplies: "over 4x the peak GPU
+# compute for AI" of the M4's same 10-core GPU (Apple newsroom, 15 Oct 2025). llama.cpp's Metal backend uses
+# them through the Metal 4 tensor API (ggml-org/llama.cpp#16634) and MLX from 0.30; attention and
+# dequantisation stay on the ALUs.
+APPLE_NEURAL_ACCELERATOR_MATMUL_GAIN = 4.0
 APPLE_GPU_CLOCK_GHZ: dict[str, float] = {"M1": 1.296, "M2": 1.398, "later": 1.398}
 
 # llama.cpp k-quants pack rows in blocks of 256; a tensor whose rows are not a multiple of that (Qwen2.5-72B's

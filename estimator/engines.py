@@ -141,7 +141,7 @@ def compute_tflops(engine: Engine, fmt: QuantFormat, gpu: GPU) -> float:
     FP8 and INT8 W8A8 use those tensor cores where the GPU has them and fall back to fp16 otherwise.
     """
     if gpu.vendor == "apple":
-        return apple_tflops(gpu)
+        return apple_tflops(gpu) * (k.APPLE_NEURAL_ACCELERATOR_MATMUL_GAIN if has_neural_accelerators(gpu) else 1.0)
     fp16 = gpu.fp16_tflops or gpu.bf16_tflops or gpu.fp32_tflops or 1.0
     if family(engine) == "llama.cpp":
         # MMQ multiplies the quantized weights with int8 activations: int8 tensor cores (Turing on), dp4a
@@ -174,6 +174,11 @@ def apple_tflops(gpu: GPU) -> float:
         return gpu.bandwidth_gbs * k.APPLE_FLOPS_PER_BYTE / 1000
     clock = k.APPLE_GPU_CLOCK_GHZ.get(gpu.architecture.split()[1], k.APPLE_GPU_CLOCK_GHZ["later"])
     return cores * k.APPLE_ALUS_PER_CORE * 2 * clock / 1000
+
+
+def has_neural_accelerators(gpu: GPU) -> bool:
+    """Apple's M5 generation and later name them in the GPU's architecture ("10-core, Neural Accelerators")."""
+    return gpu.vendor == "apple" and "neural accelerator" in gpu.architecture.lower()
 
 
 def apple_gpu_cores(gpu: GPU) -> int | None:

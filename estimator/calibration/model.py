@@ -95,7 +95,7 @@ DECODE_PARAMS: tuple[Param, ...] = (
 # Prefill: seconds = Σ coefficient × term (see estimator.speed.prefill_terms).
 PREFILL_PARAMS: tuple[Param, ...] = (
     Param("inv_matmul_utilisation", 2.5, "peak-FLOPS seconds per second", (
-        "all", "family", "engine", "backend", "compute", "arch", "gpu", "power", "power_per_flop",
+        "all", "family", "engine", "backend", "compute", "arch", "die", "gpu", "power", "power_per_flop",
         "build_age"),
         "the engine's GEMM kernels reach a per-architecture share of the datasheet peak"),
     Param("inv_attention_utilisation", 4.0, "peak-FLOPS seconds per second", ("all", "family", "backend", "fa"),

@@ -188,3 +188,16 @@ def test_attention_runs_at_the_fp16_rate_whatever_the_weight_format() -> None:
 
 def test_apple_chips_of_one_generation_share_a_die_group() -> None:
     assert die_group(gpu("apple-m1-8gb")) == die_group(gpu("apple-m1-max-64gb")) != die_group(gpu("apple-m3-max-64gb"))
+
+
+def test_m5_neural_accelerators_speed_up_prefill_matmuls_not_attention() -> None:
+    """Apple quotes over 4x the M4's peak GPU compute for AI on the M5's same 10 cores: the matrix multiplies
+    get it, attention and dequantisation stay on the ALUs."""
+    from estimator.engines import alu_ops_per_s, apple_tflops, attention_tflops
+
+    m4, m5 = gpu("apple-m4-16gb"), gpu("apple-m5-16gb")
+    assert apple_tflops(m4) == apple_tflops(m5)
+    assert compute_tflops("llama.cpp", quant("q4_0"), m5) == 4 * compute_tflops("llama.cpp", quant("q4_0"), m4)
+    assert compute_tflops("mlx", quant("mlx-4bit"), m5) == 4 * compute_tflops("mlx", quant("mlx-4bit"), m4)
+    assert attention_tflops(m5) == attention_tflops(m4)
+    assert alu_ops_per_s(m5) == alu_ops_per_s(m4)
