@@ -434,7 +434,6 @@ class ModelsRequest(Request):
 
     family: str | None = None
     max_params: float | None = None
-    page: int = 1
 
 
 class GpusRequest(Request):
@@ -443,7 +442,6 @@ class GpusRequest(Request):
     COMMAND: ClassVar[str] = "gpus"
 
     vendor: Vendor | None = None
-    page: int = 1
 
 
 class SettingsRequest(_Options):

@@ -3,22 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, get_args
 
 import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.cogs.common import echo, one_of
+from bot.cogs.common import echo
 from bot.render.replies import gpus_reply, models_reply
 from bot.render.reply import Reply
+from bot.requests import GpusRequest, ModelsRequest, Vendor
 from bot.transformers import NumberRange
 from bot.ui.pages import pages_view
 
 if TYPE_CHECKING:
     from bot.client import RigBot
 
-VENDORS = [app_commands.Choice(name=v, value=v) for v in ("nvidia", "amd", "apple", "intel")]
+VENDORS = [app_commands.Choice(name=v, value=v) for v in get_args(Vendor)]
 
 
 class Browse(commands.Cog):
@@ -33,11 +34,13 @@ class Browse(commands.Cog):
         family: str | None = None,
         max_params: app_commands.Transform[float, NumberRange("max_params", 0.1, 5000.0, integer=False)] | None = None,
     ) -> None:
+        req = ModelsRequest.of(family=family, max_params=max_params)
         locale = str(interaction.locale.value)
-        label = echo(family) if family else None
+        label = echo(req.family) if req.family else None
 
         async def render(page: int) -> Reply:
-            return models_reply(self.bot.service, family, max_params, page, locale=locale, family_label=label)
+            return models_reply(self.bot.service, req.family, req.max_params, page, locale=locale,
+                                family_label=label)
 
         await self._send(interaction, await render(1), render, "models")
 
@@ -45,12 +48,11 @@ class Browse(commands.Cog):
     @app_commands.describe(vendor="Vendor")
     @app_commands.choices(vendor=VENDORS)
     async def gpus(self, interaction: discord.Interaction, vendor: str | None = None) -> None:
-        if vendor:
-            one_of("vendor", vendor, VENDORS)
+        req = GpusRequest.of(vendor=vendor)
         locale = str(interaction.locale.value)
 
         async def render(page: int) -> Reply:
-            return gpus_reply(self.bot.service, vendor, page, locale=locale)
+            return gpus_reply(self.bot.service, req.vendor, page, locale=locale)
 
         await self._send(interaction, await render(1), render, "gpus")
 

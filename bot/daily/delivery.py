@@ -23,7 +23,7 @@ import logging
 import random
 import re
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from datetime import time as dtime
@@ -44,7 +44,9 @@ from catalog.resolve import NotFound
 from estimator.query import DEFAULT_CTX
 
 if TYPE_CHECKING:
+    from bot.client import RigBot
     from bot.store.records import CatalogSnapshot, Delivery, QueryStats, Subscription
+    from bot.store.state import StateStore
 
 log = logging.getLogger(__name__)
 
@@ -190,7 +192,7 @@ def _ref_tag(delivery_id: int) -> str:
     return f" · #{delivery_id}"
 
 
-def _carries_ref(message: dict[str, Any], delivery_id: int) -> bool:
+def _carries_ref(message: Mapping[str, Any], delivery_id: int) -> bool:
     tag = _ref_tag(delivery_id)
     return any(str((e.get("footer") or {}).get("text", "")).endswith(tag) for e in message.get("embeds") or [])
 
@@ -210,7 +212,7 @@ def _retry_after(exc: discord.HTTPException) -> float | None:
 class DailyJob:
     """Composes and delivers summaries for one bot; owns the HTTP session webhook posts go through."""
 
-    def __init__(self, bot: Any) -> None:
+    def __init__(self, bot: RigBot) -> None:
         self.bot = bot
         self.session: aiohttp.ClientSession | None = None
 
@@ -225,6 +227,12 @@ class DailyJob:
     @property
     def svc(self) -> Service:
         return self.bot.service
+
+    @property
+    def state(self) -> StateStore:
+        # The daily commands refuse before reaching here when the bot runs without a state store.
+        assert self.bot.state is not None, "daily summaries need the state store"
+        return self.bot.state
 
     def _count(self, outcome: str) -> None:
         if self.bot.metrics is not None:
@@ -245,13 +253,13 @@ class DailyJob:
         # Compared with what was known before the summary's day, so every run that day (other
         # servers, forced re-sends, resumed deliveries) reports the same changes.
         start = datetime.combine(date.fromisoformat(day), dtime.min, tzinfo=UTC)
-        return catalog_changes(self.svc, await self.bot.state.last_catalog_snapshot(before=start))
+        return catalog_changes(self.svc, await self.state.last_catalog_snapshot(before=start))
 
     async def compose_for(
         self, *, guild_id: int, day: str, gpu_ids: Sequence[str], ctx: int, locale: str, changes: CatalogChanges
     ) -> Reply:
         since, until = stats_window(day)
-        usage = await self.bot.state.query_stats(guild_id, since, until, top=5)
+        usage = await self.state.query_stats(guild_id, since, until, top=5)
         guild = self.bot.get_guild(guild_id)
         return await asyncio.to_thread(
             compose, self.svc, day=day, gpu_ids=gpu_ids, ctx=ctx, locale=locale, usage=usage, changes=changes,
@@ -261,11 +269,11 @@ class DailyJob:
     async def preview(self, guild_id: int, locale: str, day: str | None = None) -> Reply:
         """What this server's summary would look like today, without claiming or posting anything."""
         day = day or datetime.now(UTC).date().isoformat()
-        subs = await self.bot.state.list_subscriptions(guild_id)
+        subs = await self.state.list_subscriptions(guild_id)
         if subs:
             gpu_ids, ctx, locale = list(subs[0].gpus), subs[0].ctx, subs[0].locale
         else:
-            settings = await self.bot.state.get_guild_settings(guild_id)
+            settings = await self.state.get_guild_settings(guild_id)
             gpu_ids = list(settings.gpu_ids) or [self.svc.gpu(DEFAULT_GPU).id]
             ctx = settings.ctx or DEFAULT_CTX
         return await self.compose_for(guild_id=guild_id, day=day, gpu_ids=gpu_ids, ctx=ctx, locale=locale,
@@ -280,7 +288,7 @@ class DailyJob:
 
         Returns one result per subscription, by subscription id; `progress` hears each as it is known.
         """
-        state = self.bot.state
+        state = self.state
         subs = await state.list_subscriptions(guild_id)
         if on_total is not None:
             await on_total(len(subs))
@@ -309,7 +317,7 @@ class DailyJob:
         Gone means: the lease ran out, no holder was recorded (a claim from before leases), or the holder
         is an earlier incarnation of this instance (this process's own predecessor, restarted).
         """
-        state = self.bot.state
+        state = self.state
         now = datetime.now(UTC)
         name = self.owner.split("#", 1)[0]
         taken: list[Delivery] = []
@@ -336,7 +344,7 @@ class DailyJob:
         result = _describe(sub)
         if not dry_run:
             # A cheap look first: in a fleet, most subscriptions were already taken by another process.
-            statuses = await self.bot.state.delivery_status(sub.id, day)
+            statuses = await self.state.delivery_status(sub.id, day)
             if "pending" in statuses or ("sent" in statuses and not force):
                 self._count("skipped")
                 return {**result, "status": "skipped", "reason": "already sent (or in progress) for this day"}
@@ -351,7 +359,7 @@ class DailyJob:
         if dry_run:
             self._count("dry_run")
             return {**result, "status": "would_send", "title": reply.embeds[0].get("title") if reply.embeds else None}
-        delivery = await self.bot.state.begin_delivery(sub.id, day, force=force, owner=self.owner, lease=self.lease)
+        delivery = await self.state.begin_delivery(sub.id, day, force=force, owner=self.owner, lease=self.lease)
         if delivery is None:
             self._count("skipped")
             return {**result, "status": "skipped", "reason": "already sent (or in progress) for this day"}
@@ -359,7 +367,7 @@ class DailyJob:
 
     async def _send(self, sub: Subscription, delivery: Delivery, reply: Reply,
                     result: dict[str, Any]) -> dict[str, Any]:
-        state = self.bot.state
+        state = self.state
         result = {**result, "delivery": delivery.id}
         try:
             message_id = await self._post_with_retry(sub, with_ref(reply, delivery.id))
@@ -438,7 +446,7 @@ class DailyJob:
 
     async def resume(self, pending: Sequence[Delivery]) -> None:
         """Finish deliveries a previous process claimed but never marked: find the post, or post it."""
-        state = self.bot.state
+        state = self.state
         for delivery in pending:
             try:
                 sub = await state.get_subscription(delivery.subscription_id)
