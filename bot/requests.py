@@ -29,6 +29,7 @@ from estimator.query import (
     Engine,
     KVDtype,
 )
+from estimator.rank import Sort
 
 if TYPE_CHECKING:
     from bot.service import Service
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
     from estimator.finetune import FinetuneSettings
 
 Scope = Literal["me", "server"]
-Sort = Literal["quality", "speed", "size"]
+# The estimator's methods, in the order a refusal lists them (lightest first, as /finetune offers them).
 Method = Literal["qlora", "lora", "full"]
 Vendor = Literal["nvidia", "amd", "apple", "intel"]
 

@@ -13,7 +13,7 @@ from functools import cached_property
 from typing import Any
 
 from bot.huggingface_client import HubClient, HubError
-from bot.params import BadValue, format_tokens, parse_engine, parse_kv, parse_tokens
+from bot.params import BadValue, format_tokens, parse_engine, parse_kv
 from bot.requests import FitRequest, RankRequest
 from catalog.resolve import NotFound, Resolver
 from catalog.schema import GPU, Model, QuantFormat
@@ -29,7 +29,7 @@ from estimator.query import (
     Engine,
     Query,
 )
-from estimator.rank import RankRow, Sort, rank
+from estimator.rank import RankRow, rank
 from estimator.verdict import FitResult, default_formats, fit
 
 
@@ -153,15 +153,14 @@ class Service:
     def fit_choice(self, req: FitRequest) -> GpuChoice:
         """For /fit, a chip family answers with the smallest memory option on which some format runs."""
         model, tagged = self.model(req.model)
-        engine = self.engine(req.engine)
+        engine = req.engine
         formats = self.formats(engine, req.quant) if req.quant or tagged is None else [tagged]
-        ctx = parse_tokens(req.ctx)
 
         def runs(gpu: GPU, count: int) -> bool:
             if not supports(engine, gpu):
                 return False
-            q = Query(gpu=gpu, gpus=count, model=model, quant=formats[0], engine=engine, ctx=ctx, kv=self.kv(req.kv),
-                      batch=self.batch(req.batch))
+            q = Query(gpu=gpu, gpus=count, model=model, quant=formats[0], engine=engine, ctx=req.ctx, kv=req.kv,
+                      batch=req.batch)
             return any(memory(q.model_copy(update={"quant": f})).verdict != "does_not_fit" for f in formats)
 
         return self.gpu_choice(req.gpu, req.gpus, runs)
@@ -170,31 +169,29 @@ class Service:
         choice = self.fit_choice(req)
         gpu = choice.gpu
         model, tagged = self.model(req.model)
-        engine = self.engine(req.engine)
+        engine = req.engine
         if not supports(engine, gpu):
             raise BadValue.of("bad.engine_gpu_apple" if gpu.vendor == "apple" else "bad.engine_gpu", engine=engine,
                               gpu=gpu.name)
         formats = self.formats(engine, req.quant) if req.quant or tagged is None else [tagged]
-        ctx = parse_tokens(req.ctx)
-        self.check_context(model, ctx)
-        prompt = self.asked_prompt(req)
+        self.check_context(model, req.ctx)
         q = Query(
             gpu=gpu,
             gpus=choice.count,
             model=model,
             quant=formats[0],
             engine=engine,
-            ctx=ctx,
-            prompt_tokens=min(prompt, ctx),
-            kv=self.kv(req.kv),
-            batch=self.batch(req.batch),
+            ctx=req.ctx,
+            prompt_tokens=min(req.prompt, req.ctx),
+            kv=req.kv,
+            batch=req.batch,
         )
         return q, formats
 
     @staticmethod
     def asked_prompt(req: FitRequest) -> int:
         """The prompt as asked; the query caps it at the context, and the reply says when it did."""
-        return parse_tokens(req.prompt, name="prompt", allow_zero=True)
+        return req.prompt
 
     @staticmethod
     def check_context(model: Model, ctx: int) -> None:
@@ -215,19 +212,15 @@ class Service:
     def rank(self, req: RankRequest) -> tuple[GPU, list[RankRow]]:
         choice = self.gpu_choice(req.gpu, req.gpus)
         gpu = choice.gpu
-        engine = self.engine(req.engine)
-        if req.sort not in ("quality", "speed", "size"):
-            raise BadValue.of("bad.sort")
-        sort: Sort = req.sort  # type: ignore[assignment]
         rows = rank(
             self.catalog.models,
-            self.formats(engine, req.quant),
+            self.formats(req.engine, req.quant),
             gpu,
             gpus=choice.count,
-            ctx=parse_tokens(req.ctx),
-            engine=engine,
-            kv=self.kv(req.kv),
-            sort=sort,
+            ctx=req.ctx,
+            engine=req.engine,
+            kv=req.kv,
+            sort=req.sort,
         )
         return gpu, rows[: req.limit] if req.limit else rows
 

@@ -116,3 +116,14 @@ def test_a_request_survives_the_crash_resume_record() -> None:
 def test_a_record_from_an_older_build_is_not_resumed() -> None:
     with pytest.raises(NotResumable):
         decode_request({"job": "fit", "args": [], "key": None})
+
+
+def test_the_cli_and_a_command_ask_the_same_question_the_same_way() -> None:
+    from bot.cli.common import fit_request
+    from bot.cli.finetune import finetune_request
+
+    typed = fit_request({"gpu": "T4", "model": "qwen3-8b", "ctx": "32k", "kv": "", "gpus": "2"})
+    assert typed == FitRequest.build(gpu="T4", model="qwen3-8b", ctx=32768, kv=None, gpus=2).request
+    assert typed.kv == "f16" and typed.gpus == 2
+    tuned = finetune_request({"gpu": "4090", "model": "qwen3-8b", "seq": "4k", "optimizer": "adamw8bit", "rank": None})
+    assert tuned == FinetuneRequest.of(gpu="4090", model="qwen3-8b", seq=4096, knobs={"optimizer": "adamw8bit"})
