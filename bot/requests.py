@@ -44,7 +44,7 @@ Vendor = Literal["nvidia", "amd", "apple", "intel"]
 
 DEFAULT_SORT: Sort = "quality"
 DEFAULT_METHOD: Method = "qlora"
-# Fine-tuning sequences are shorter than inference contexts: 2048 is what the trainers' examples use.
+# The sequence a fine-tuning estimate assumes when none is asked (its own default, not the context's).
 DEFAULT_FINETUNE_SEQ = 2048
 DEFAULT_WHATGPU_LIMIT = 25
 # The options a stored default can fill, in the order the "defaults used" note lists them.
