@@ -573,10 +573,15 @@ class RigBot(commands.AutoShardedBot):
         hit = reply is not None
         sent = False
         recorded = False
+        renewing: asyncio.Task[None] | None = None
         try:
             if reply is None:
                 if not interaction.response.is_done():
                     recorded = await self.remember_before_defer(interaction, request, page, key, locale)
+                    if recorded:
+                        from bot.resume import renew_claim
+
+                        renewing = renew_claim(self, interaction.id)
                     await interaction.response.defer(thinking=True)
                 reply, sent = await self.compute_and_send(interaction, request, page, locale, key, started,
                                                           view_for, note, extra_fields)
@@ -590,6 +595,8 @@ class RigBot(commands.AutoShardedBot):
                 self.metrics.observe(command, latency_ms / 1000, hit)
             self.metrics_outcome(interaction, "ok")
         finally:
+            if renewing is not None:
+                renewing.cancel()
             # Marked answered only once the answer is out: a crash before this line is finished on restart.
             if recorded:
                 await self.forget_pending(interaction.id)

@@ -8,6 +8,7 @@ request types in `bot.requests` are accepted on the way back.
 
 from __future__ import annotations
 
+import asyncio
 import io
 import logging
 from datetime import UTC, datetime, timedelta
@@ -64,6 +65,30 @@ def lease(bot: RigBot) -> timedelta:
     return timedelta(seconds=float(bot.settings.rigcheck_resume_lease_s))
 
 
+def renew_claim(bot: RigBot, interaction_id: int) -> asyncio.Task[None]:
+    """Keep this process's claim on an interaction it is answering, renewed every third of the lease until
+    the task is cancelled: an answer slower than one lease (a long chart queue, a slow hub fetch) is then
+    never taken for orphaned by another process and answered twice. A process that dies stops renewing,
+    so its claims still run out one lease later."""
+    return asyncio.create_task(_renewing(bot, interaction_id), name=f"renew-claim-{interaction_id}")
+
+
+async def _renewing(bot: RigBot, interaction_id: int) -> None:
+    state = bot.state
+    if state is None:
+        return
+    while True:
+        await asyncio.sleep(lease(bot).total_seconds() / 3)
+        try:
+            held = await state.renew_pending(interaction_id, bot.claim_owner, lease(bot))
+        except Exception:
+            # The next renewal may get through before the lease runs out; the answer goes on either way.
+            log.warning("could not renew the claim on interaction %s", interaction_id, exc_info=True)
+            continue
+        if not held:  # answered, or taken over: nothing left to hold
+            return
+
+
 def orphaned(row: Pending, owner: str, now: datetime) -> bool:
     """Whether nobody is answering `row`: its holder's lease ran out, or the holder is an earlier
     incarnation of this instance (this process's own predecessor, restarted)."""
@@ -81,6 +106,7 @@ async def resume_one(bot: RigBot, row: Pending) -> bool:
     mine = await state.take_over_pending(row, bot.claim_owner, lease(bot))
     if mine is None:
         return False
+    renewing = renew_claim(bot, mine.interaction_id)
     try:
         if not await _still_thinking(mine.application_id, mine.token):
             log.info("interaction %s was answered before the restart", mine.interaction_id)
@@ -104,6 +130,8 @@ async def resume_one(bot: RigBot, row: Pending) -> bool:
         await state.finish_pending(mine.interaction_id)
     except Exception:
         log.warning("could not finish interaction %s after a restart", mine.interaction_id, exc_info=True)
+    finally:
+        renewing.cancel()
     return True
 
 
@@ -120,4 +148,4 @@ async def resume_pending(bot: RigBot) -> int:
     return taken
 
 
-__all__ = ["NotResumable", "decode_request", "encode_request", "lease", "orphaned", "resume_pending"]
+__all__ = ["NotResumable", "decode_request", "encode_request", "lease", "orphaned", "renew_claim", "resume_pending"]

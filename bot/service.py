@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cache, cached_property
 from typing import Any
 
 from bot.huggingface_client import HubClient, HubError
@@ -235,7 +235,9 @@ def engine_names(engines: tuple[str, ...]) -> str:
     return "/".join(ENGINE_NAMES.get(e, e) for e in engines)
 
 
+@cache
 def constants_digest() -> str:
+    # The fitted constants are code, fixed for the process's life, and every command's cache key reads it.
     from estimator.calibration import constants
 
     text = repr((sorted(constants.DECODE_OFFSETS.items()), sorted(constants.PREFILL_OFFSETS.items()),

@@ -3,6 +3,7 @@ is comfortable, how fast bandwidth lets it generate, what it can fine-tune). Rep
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -184,6 +185,14 @@ class GpuCard(BaseModel):
     recommendation: Recommendation
 
 
+@lru_cache(maxsize=1024)
+def _largest_trainable_on(catalog: Catalog, gpu: GPU, gpus: int) -> tuple[tuple[finetune.Method, Model | None], ...]:
+    # The same for every context a card is asked at, and tens of milliseconds of peak estimates on a
+    # small card (most of the catalog is tried before one fits): worked out once per GPU setup.
+    settings = finetune.settings_on(gpu, method="qlora", gpus=gpus)
+    return tuple(finetune.largest_trainable(catalog.models, settings, usable_vram_bytes(gpu)).items())
+
+
 def gpu_card(catalog: Catalog, gpu: GPU, *, ctx: int = DEFAULT_CTX, gpus: int = 1,
              engine: Engine = "llama.cpp") -> GpuCard:
     models = catalog.models
@@ -194,7 +203,7 @@ def gpu_card(catalog: Catalog, gpu: GPU, *, ctx: int = DEFAULT_CTX, gpus: int = 
         ref = largest_class_that_fits(models, fmt, gpu, gpus=gpus, ctx=ctx, engine=engine)
         levels.append(LevelCapability(largest=largest, reference_class=ref))
     usable = usable_vram_bytes(gpu)
-    best = finetune.largest_trainable(models, finetune.settings_on(gpu, method="qlora", gpus=gpus), usable)
+    best = dict(_largest_trainable_on(catalog, gpu, gpus))
     q4 = catalog.quant(DEFAULT_FORMAT[engine]["int4"])
     q8 = catalog.quant(DEFAULT_FORMAT[engine]["int8"])
     refs = tuple(m for i in REFERENCE_SPEED_MODELS for m in models if m.id == i)

@@ -362,7 +362,9 @@ class Driver:
 
     def requests_for(self, record: InteractionRecord) -> list[RecordedRequest]:
         marker = f"/interactions/{record.id}/"
-        return [r for r in self.state.log.requests if record.token in r.path or marker in r.path]
+        found = {r.seq: r for r in self.state.log.with_segment(record.token)}
+        found.update((r.seq, r) for r in self.state.log.with_segment(str(record.id)) if marker in r.path)
+        return [found[seq] for seq in sorted(found)]
 
     def reply_from(self, record: InteractionRecord, exchange: Exchange) -> Reply:
         deferred = record.response_type in (CALLBACK_DEFERRED_MESSAGE, CALLBACK_DEFERRED_UPDATE)

@@ -45,11 +45,20 @@ class Notifier:
 class RequestLog:
     def __init__(self) -> None:
         self.requests: list[RecordedRequest] = []
+        # Requests by each segment of their path (an interaction's id or token among them): finding one
+        # interaction's requests must not read the whole log, which grows with every command of a long run.
+        self._by_segment: dict[str, list[RecordedRequest]] = {}
         self.changed = Notifier()
 
     def add(self, request: RecordedRequest) -> None:
         self.requests.append(request)
+        for segment in set(request.path.split("/")):
+            self._by_segment.setdefault(segment, []).append(request)
         self.changed.notify()
+
+    def with_segment(self, segment: str) -> list[RecordedRequest]:
+        """The requests whose path has `segment` between two slashes (or at its end), in arrival order."""
+        return list(self._by_segment.get(segment, ()))
 
     def next_seq(self) -> int:
         return len(self.requests) + 1

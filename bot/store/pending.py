@@ -108,6 +108,18 @@ class PendingRecords:
             )
         return added == 1
 
+    async def renew_pending(self, interaction_id: int, owner: str, lease: timedelta) -> bool:
+        """Extend `owner`'s claim for another `lease` from now, while it is still answering; False when the
+        row is answered or no longer `owner`'s (another process took it over)."""
+        now = self._clock()
+        async with self._writing() as db:
+            changed = await db.run(
+                "UPDATE pending_interactions SET lease_until = ?, updated_at = ?"
+                " WHERE interaction_id = ? AND status = 'pending' AND claimed_by = ?",
+                (to_db_time(now + lease), to_db_time(now), interaction_id, owner),
+            )
+        return changed > 0
+
     async def finish_pending(self, interaction_id: int) -> bool:
         """Mark an interaction answered (its token is no longer kept); False if it was not pending.
 

@@ -60,6 +60,10 @@ async def bot(tmp_path: Any) -> AsyncIterator[RigBot]:
     for ext in EXTENSIONS:
         await rig.load_extension(ext)
     yield rig
+    # As the bot's shutdown does (never connected, it cannot run the whole of it): extensions unloaded
+    # first, so each cog closes what it opened, like the daily job's HTTP session.
+    for ext in EXTENSIONS:
+        await rig.unload_extension(ext)
     rig.render_pool.close()
     await rig.http.close()
 

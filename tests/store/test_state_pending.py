@@ -6,10 +6,11 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import SimpleNamespace
 
 from store_clocks import T0, UtcClock
 
-from bot.resume import orphaned
+from bot.resume import orphaned, renew_claim
 from bot.store.pending import MAX_ATTEMPTS, Pending
 from bot.store.state import StateStore
 from tests.pg import PostgresServer
@@ -110,3 +111,48 @@ async def test_export_and_import_carry_what_is_owed(tmp_path: Path, pg_server: P
         assert (row.interaction_id, row.token, row.request) == (SNOWFLAKE, f"tok-{SNOWFLAKE}", REQUEST)
         assert row.created_at == T0 and row.created_at.tzinfo is not None
         assert datetime.now(UTC) > row.created_at
+
+
+async def test_a_holder_still_answering_keeps_its_claim(state: StateStore, utc_clock: UtcClock) -> None:
+    await record(state, owner="pod-0#a1")
+    utc_clock.advance(LEASE - timedelta(seconds=5))
+    assert await state.renew_pending(SNOWFLAKE, "pod-0#a1", LEASE)
+    utc_clock.advance(timedelta(seconds=30))  # past the first lease, inside the renewed one
+    (row,) = await state.unanswered_interactions()
+    assert row.lease_until == T0 + 2 * LEASE - timedelta(seconds=5)
+    assert not orphaned(row, "pod-1#b2", T0 + LEASE + timedelta(seconds=25)), "nobody else may take it"
+    assert not await state.renew_pending(SNOWFLAKE, "pod-1#b2", LEASE), "only the holder renews"
+    utc_clock.advance(LEASE)  # the holder stopped renewing: it died
+    (row,) = await state.unanswered_interactions()
+    taken = await state.take_over_pending(row, "pod-1#b2", LEASE)
+    assert taken is not None
+    assert not await state.renew_pending(SNOWFLAKE, "pod-0#a1", LEASE), "a claim taken over is not renewed"
+    assert await state.finish_pending(SNOWFLAKE)
+    assert not await state.renew_pending(SNOWFLAKE, "pod-1#b2", LEASE), "an answered row holds no claim"
+
+
+async def test_an_answer_slower_than_its_lease_is_not_taken_over(state: StateStore, utc_clock: UtcClock) -> None:
+    """The bot renews its claim while it answers: past the first lease, another process still finds the
+    interaction held; once the answer stops renewing (done, or the process died), the claim runs out."""
+    lease = timedelta(seconds=0.3)
+    bot = SimpleNamespace(settings=SimpleNamespace(rigcheck_resume_lease_s=lease.total_seconds()), state=state,
+                          claim_owner="pod-0#a1")
+    await record(state, owner="pod-0#a1")  # held until T0 + LEASE
+
+    async def lease_until() -> datetime | None:
+        (row,) = await state.unanswered_interactions()
+        return row.lease_until
+
+    renewing = renew_claim(bot, SNOWFLAKE)  # type: ignore[arg-type]
+    utc_clock.advance(LEASE + timedelta(seconds=10))  # far past the lease it was recorded with
+    async with asyncio.timeout(20):
+        while await lease_until() != utc_clock.now + lease:
+            await asyncio.sleep(0.05)
+    (row,) = await state.unanswered_interactions()
+    assert not orphaned(row, "pod-1#b2", utc_clock.now), "still answering: nobody else may take it"
+    renewing.cancel()
+    await asyncio.sleep(lease.total_seconds())
+    utc_clock.advance(timedelta(seconds=1))
+    assert await lease_until() == utc_clock.now - timedelta(seconds=1) + lease, "no renewal after the answer"
+    (row,) = await state.unanswered_interactions()
+    assert orphaned(row, "pod-1#b2", utc_clock.now), "stopped renewing: the claim runs out"
