@@ -26,6 +26,7 @@ import aiosqlite
 import yarl
 from pydantic import ValidationError
 
+from bot.params import CatalogError
 from bot.store._sqlite import is_corruption, sidecar_paths
 from catalog.huggingface.bounds import check_config, check_params_b
 from catalog.huggingface.config import UnsupportedConfig, model_from_config
@@ -49,7 +50,7 @@ _TOTAL_SIZE = re.compile(rb'"total_size"\s*:\s*(\d+)')
 _TOTAL_PARAMS = re.compile(rb'"total_parameters"\s*:\s*(\d+)')
 
 
-class HubError(Exception):
+class HubError(CatalogError):
     """A Hub lookup that failed; `str(err)` is a sentence for the person who asked."""
 
 
@@ -86,7 +87,7 @@ def validate_repo(repo: str) -> str:
     if text.lower().startswith("hf:"):
         text = text[3:].strip()
     if len(text) > 96 or ".." in text or not REPO_ID.match(text):
-        raise BadRepoId(f"not a Hugging Face model id: {text[:60]!r} (expected org/name, e.g. Qwen/Qwen3-8B)")
+        raise BadRepoId.of("hub.bad_id", text=repr(text[:60]))
     return text
 
 
@@ -182,7 +183,7 @@ class HubClient:
             attempt += 1
             left = deadline - loop.time()
             if left <= 0:
-                raise HubTimeout(f"Hugging Face did not answer within {self.total_timeout_s:g} s for {repo}")
+                raise self._timeout(repo)
             timeout = aiohttp.ClientTimeout(total=left, connect=min(self.connect_timeout_s, left))
             try:
                 # Redirects are followed by hand: only to the configured origin, and only a few.
@@ -193,46 +194,46 @@ class HubClient:
                         redirects += 1
                         attempt -= 1  # a redirect is not a failed try
                         if redirects > MAX_REDIRECTS:
-                            raise HubBadResponse(f"Hugging Face redirected {repo}/{filename} more than "
-                                                 f"{MAX_REDIRECTS} times")
+                            raise HubBadResponse.of("hub.redirects", repo=repo, filename=filename,
+                                                    most=MAX_REDIRECTS)
                         continue
                     if resp.status == 200:
                         return await self._read_capped(resp, repo, filename, partial_ok)
                     if resp.status == 404:
-                        raise RepoNotFound(f"no such model on Hugging Face: {repo}")
+                        raise RepoNotFound.of("hub.not_found", repo=repo)
                     if resp.status in (401, 403):
-                        raise RepoGated(f"{repo} is gated or private — rigcheck can only read public configs")
+                        raise RepoGated.of("hub.gated", repo=repo)
                     if resp.status not in _RETRY_STATUS:
-                        raise HubBadResponse(f"Hugging Face answered HTTP {resp.status} for {repo}/{filename}")
+                        raise HubBadResponse.of("hub.http", status=resp.status, repo=repo, filename=filename)
                     wait = _retry_after_s(resp.headers.get("Retry-After"))
             except (TimeoutError, aiohttp.ServerTimeoutError):
-                raise HubTimeout(f"Hugging Face did not answer within {self.total_timeout_s:g} s for {repo}") from None
+                raise self._timeout(repo) from None
             except aiohttp.ClientError as exc:
-                raise HubUnavailable(f"could not reach Hugging Face ({type(exc).__name__})") from None
+                raise HubUnavailable.of("hub.unreachable", error=type(exc).__name__) from None
             if wait is None:
                 wait = self.backoff_s * 2 ** (attempt - 1)
             if attempt == self.max_tries:
                 break
             if loop.time() + wait >= deadline:
-                raise HubUnavailable(f"Hugging Face is busy (HTTP {resp.status}) and asked to wait {wait:g} s, "
-                                     f"longer than rigcheck waits; try again later")
+                raise HubUnavailable.of("hub.busy_wait", status=resp.status, seconds=f"{wait:g}")
             await asyncio.sleep(wait)
-        raise HubUnavailable(f"Hugging Face is busy (HTTP {resp.status} after {self.max_tries} tries); try again later")
+        raise HubUnavailable.of("hub.busy", status=resp.status, tries=self.max_tries)
+
+    def _timeout(self, repo: str) -> HubTimeout:
+        return HubTimeout.of("hub.timeout", seconds=f"{self.total_timeout_s:g}", repo=repo)
 
     def _same_origin(self, current: yarl.URL, location: str | None, repo: str) -> yarl.URL:
         if not location:
-            raise HubBadResponse(f"Hugging Face sent a redirect without a target for {repo}")
+            raise HubBadResponse.of("hub.redirect_empty", repo=repo)
         target = current.join(yarl.URL(location))
         base = yarl.URL(self.base_url)
         if (target.scheme, target.host, target.port) != (base.scheme, base.host, base.port):
-            raise HubBadResponse(f"Hugging Face redirected {repo} to another host ({target.host}); "
-                                 f"rigcheck only reads from {base.host}")
+            raise HubBadResponse.of("hub.redirect_host", repo=repo, host=target.host, allowed=base.host)
         return target
 
     async def _read_capped(self, resp: aiohttp.ClientResponse, repo: str, filename: str,
                            partial_ok: bool) -> tuple[bytes, bool]:
-        too_big = HubTooLarge(f"{repo}/{filename} is larger than {self.max_bytes // 1000} kB; "
-                              "that is not a model config")
+        too_big = HubTooLarge.of("hub.too_large", repo=repo, filename=filename, kb=self.max_bytes // 1000)
         if resp.content_length is not None and resp.content_length > self.max_bytes and not partial_ok:
             raise too_big
         body = bytearray()
@@ -256,27 +257,27 @@ class HubClient:
                 raw, _ = await self._get(repo, "config.json", deadline)
                 index = await self._index(repo, deadline)
         except TimeoutError:
-            raise HubTimeout(f"Hugging Face did not answer within {self.total_timeout_s:g} s for {repo}") from None
+            raise self._timeout(repo) from None
         try:
             config = json.loads(raw, parse_constant=_refuse_constant)
         except (ValueError, RecursionError):  # bad UTF-8 or JSON, NaN, 4,300-digit ints, 100k-deep nesting
-            raise HubBadResponse(f"{repo}/config.json is not valid JSON (or is nested absurdly deep)") from None
+            raise HubBadResponse.of("hub.not_json", repo=repo) from None
         if not isinstance(config, dict):
-            raise HubBadResponse(f"{repo}/config.json is not a JSON object")
+            raise HubBadResponse.of("hub.not_object", repo=repo)
         try:
             check_config(config)
             model = model_from_config(repo, config, safetensors_index=index,
                                       fetched_at=self._clock().strftime("%Y-%m-%d"))
             check_params_b(model.params_b)
         except UnsupportedConfig as exc:
-            raise HubBadResponse(f"{repo}: {exc}") from None
+            raise HubBadResponse.of("hub.unsupported", repo=repo, reason=str(exc)) from None
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "value"
-            raise HubBadResponse(f"{repo}: config.json gives an impossible {where} ({first['msg']})") from None
+            raise HubBadResponse.of("hub.impossible", repo=repo, where=where, reason=first["msg"]) from None
         except (ValueError, ArithmeticError, TypeError) as exc:
             log.info("config of %s not derivable: %r", repo, exc)
-            raise HubBadResponse(f"{repo}: config.json has values rigcheck cannot use") from None
+            raise HubBadResponse.of("hub.unusable", repo=repo) from None
         return model
 
     async def _index(self, repo: str, deadline: float) -> dict[str, Any] | None:

@@ -4,22 +4,21 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
+from typing import Any, Self
 
 from pydantic import ValidationError
 
+from bot.render.text import DEFAULT_LOCALE, t
 from estimator.query import ENGINES, KV_DTYPES, Engine, KVDtype
 
 CTX_MAX_TOKENS = 10_000_000
 _TOKENS = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmM]?)\s*$")
 
 
-class BadValue(ValueError):
-    """A value a person typed that we cannot use; the message says what is allowed.
-
-    Built with `BadValue.of(key, **values)` it carries a message-catalog key, so the reply is written in the
-    asker's language; `str()` is the English text (the CLI prints that).
-    """
+class CatalogError(Exception):
+    """An error whose sentence is a message-catalog entry: built with `.of(key, **values)`, the reply is
+    written in the asker's language (`.text(locale)`); `str()` is the English text (the CLI and logs print
+    that)."""
 
     def __init__(self, message: str, *, key: str | None = None, values: dict[str, Any] | None = None) -> None:
         super().__init__(message)
@@ -27,17 +26,15 @@ class BadValue(ValueError):
         self.values = values or {}
 
     @classmethod
-    def of(cls, key: str, **values: Any) -> BadValue:
-        from bot.render.text import t
-
-        return cls(t("en", key, **values), key=key, values=values)
+    def of(cls, key: str, **values: Any) -> Self:
+        return cls(t(DEFAULT_LOCALE, key, **values), key=key, values=values)
 
     def text(self, locale: str | None) -> str:
-        if self.key is None:
-            return str(self)
-        from bot.render.text import t
+        return str(self) if self.key is None else t(locale, self.key, **self.values)
 
-        return t(locale, self.key, **self.values)
+
+class BadValue(CatalogError, ValueError):
+    """A value a person typed that we cannot use; the message says what is allowed."""
 
 
 def people_text(exc: Exception) -> str:

@@ -66,7 +66,7 @@ class Service:
             try:
                 self.extra_models[key] = await self.hub.get_or_fetch(key)
             except HubError as exc:
-                raise BadValue(str(exc)) from None
+                raise BadValue(str(exc), key=exc.key, values=exc.values) from None
 
     @cached_property
     def resolver(self) -> Resolver:

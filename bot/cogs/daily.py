@@ -99,10 +99,7 @@ class DailyCog(
     ) -> None:
         assert interaction.guild_id is not None
         if webhook_url is not None:
-            try:
-                parse_webhook_url(webhook_url, self.bot.settings.discord_api_base)
-            except ValueError as exc:
-                raise BadValue(str(exc)) from None
+            parse_webhook_url(webhook_url, self.bot.settings.discord_api_base)
         state = self._state()
         # The summary is the server's: its GPUs and context default to the server's, never the caller's own.
         settings = await state.get_guild_settings(interaction.guild_id)

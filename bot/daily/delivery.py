@@ -33,7 +33,7 @@ from urllib.parse import urlsplit
 import aiohttp
 import discord
 
-from bot.params import format_tokens
+from bot.params import BadValue, format_tokens
 from bot.render import charts
 from bot.render.embeds import COLORS, FOOTER_MAX, render_embed
 from bot.render.replies import rank_rows_view
@@ -69,7 +69,7 @@ _DISCORD_HOSTS = frozenset({"discord.com", "discordapp.com", "ptb.discord.com", 
 
 
 def parse_webhook_url(url: str, api_base: str | None = None) -> tuple[int, str]:
-    """(webhook id, token) of a channel webhook URL; raises ValueError with a readable reason.
+    """(webhook id, token) of a channel webhook URL; raises BadValue (a ValueError) with a readable reason.
 
     Discord's own hosts are accepted over https; the configured API base's host too, so a stand-in
     Discord (or a proxy) can hand out its own webhook URLs.
@@ -80,10 +80,10 @@ def parse_webhook_url(url: str, api_base: str | None = None) -> tuple[int, str]:
         base = urlsplit(api_base)
         allowed = (parts.scheme, parts.netloc) == (base.scheme, base.netloc)
     if not allowed:
-        raise ValueError("the webhook URL must be a Discord channel webhook (https://discord.com/api/webhooks/…)")
+        raise BadValue.of("daily.webhook_not_discord")
     match = _WEBHOOK_PATH.fullmatch(parts.path)
     if match is None or parts.query or parts.fragment:
-        raise ValueError("the webhook URL must look like https://discord.com/api/webhooks/<id>/<token>")
+        raise BadValue.of("daily.webhook_shape")
     return int(match["id"]), match["token"]
 
 

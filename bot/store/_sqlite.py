@@ -94,6 +94,14 @@ async def fetch_one(db: aiosqlite.Connection, sql: str, params: Sequence[object]
     return None if row is None else tuple(row)
 
 
+async def stamp_and_commit(db: aiosqlite.Connection, application_id: int, version: int) -> None:
+    """Mark the file as this store's, at this layout, and end the transaction that built it: a later open
+    (of this store or the other) reads both before it touches anything."""
+    await db.execute(f"PRAGMA application_id = {application_id}")
+    await db.execute(f"PRAGMA user_version = {version}")
+    await db.execute("COMMIT")
+
+
 def sidecar_paths(path: Path) -> list[Path]:
     """The database file and the WAL files SQLite keeps next to it."""
     return [path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")]

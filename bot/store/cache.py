@@ -32,6 +32,7 @@ from bot.store._sqlite import (
     integrity_problems,
     is_corruption,
     sidecar_paths,
+    stamp_and_commit,
 )
 
 log = logging.getLogger(__name__)
@@ -438,9 +439,7 @@ class ReplyCache(Store):
                 await db.execute("DROP TABLE IF EXISTS replies")
             for statement in _SCHEMA:
                 await db.execute(statement)
-            await db.execute(f"PRAGMA application_id = {CACHE_APPLICATION_ID}")
-            await db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-            await db.execute("COMMIT")
+            await stamp_and_commit(db, CACHE_APPLICATION_ID, SCHEMA_VERSION)
         except BaseException:
             await db.close()
             raise

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import aiosqlite
 
-from bot.store._sqlite import STATE_APPLICATION_ID, integrity_problems, is_corruption
+from bot.store._sqlite import STATE_APPLICATION_ID, integrity_problems, is_corruption, stamp_and_commit
 from bot.store.errors import SchemaTooNewError, StateCorruptError, StateStoreError
 
 log = logging.getLogger(__name__)
@@ -263,9 +263,7 @@ class SqliteDatabase(Database):
                 for steps in migrations[current:]:
                     for statement in steps:
                         await db.execute(statement)
-                await db.execute(f"PRAGMA application_id = {STATE_APPLICATION_ID}")
-                await db.execute(f"PRAGMA user_version = {latest}")
-                await db.execute("COMMIT")
+                await stamp_and_commit(db, STATE_APPLICATION_ID, latest)
             except BaseException:
                 await _rollback(db)
                 raise

@@ -2,30 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
 import statistics
-from pathlib import Path
-from types import ModuleType
 
 import pytest
 
+from benchmarks import finetune_accuracy
 from catalog import load_catalog
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "finetune_accuracy.py"
 OVERALL_GOAL = 0.15  # median absolute error on held-out measured peaks
-
-
-def _bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("finetune_accuracy", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
 def results() -> list[dict[str, object]]:
-    bench = _bench()
+    bench = finetune_accuracy
     catalog = load_catalog()
     return bench.evaluate(bench.load_rows(), {m.id: m for m in catalog.models}, {g.id: g for g in catalog.gpus})
 
@@ -60,7 +49,7 @@ def test_fits_or_out_of_memory_mostly_called_right(results: list[dict[str, objec
 
 
 def test_leave_one_source_out_never_fits_on_the_rows_it_judges(monkeypatch: pytest.MonkeyPatch) -> None:
-    bench = _bench()
+    bench = finetune_accuracy
     catalog = load_catalog()
     models, gpus = {m.id: m for m in catalog.models}, {g.id: g for g in catalog.gpus}
     rows = bench.load_rows()

@@ -42,6 +42,15 @@ def catalog_twin(repo: str) -> Model | None:
     return next((by_repo[c] for c in candidates if c in by_repo), None)
 
 
+def shipped_twin(dirname: str) -> tuple[str, Model]:
+    """A shipped config's repo and its catalog twin; the test is skipped for a model the catalog lacks."""
+    repo = repo_of(dirname)
+    twin = catalog_twin(repo)
+    if twin is None:
+        pytest.skip(f"{repo} is not in the catalog")
+    return repo, twin
+
+
 def test_at_least_eight_real_configs_ship():
     assert len(CONFIGS) >= 8
     readme = (DATA / "README.md").read_text()
@@ -51,10 +60,7 @@ def test_at_least_eight_real_configs_ship():
 
 @pytest.mark.parametrize("dirname", CONFIGS)
 def test_structure_matches_the_catalog(dirname):
-    repo = repo_of(dirname)
-    twin = catalog_twin(repo)
-    if twin is None:
-        pytest.skip(f"{repo} is not in the catalog")
+    repo, twin = shipped_twin(dirname)
     derived = model_from_config(repo, config_of(dirname), fetched_at="2025-01-01")
     for field in FIELDS:
         assert getattr(derived, field) == getattr(twin, field), field
@@ -68,10 +74,7 @@ def test_structure_matches_the_catalog(dirname):
 
 @pytest.mark.parametrize("dirname", CONFIGS)
 def test_parameter_count_within_two_percent(dirname):
-    repo = repo_of(dirname)
-    twin = catalog_twin(repo)
-    if twin is None:
-        pytest.skip(f"{repo} is not in the catalog")
+    repo, twin = shipped_twin(dirname)
     config = config_of(dirname)
     derived = model_from_config(repo, config)
     count = derived.params

@@ -21,8 +21,9 @@ ROOT = Path(__file__).resolve().parents[2]
 CODE = [p for p in sorted((ROOT / "bot").rglob("*.py")) if "sandbox" not in p.parts]
 LOADER = ROOT / "bot" / "render" / "text.py"
 
-# Calls whose argument at this position (or keyword) is a catalog key.
-KEY_ARGS = {"t": 1, "BadValue.of": 0, "say": 0, "st.text": 0}
+# Calls whose argument at this position (or keyword) is a catalog key; `SomeError.of(key, …)` builds any
+# catalog-worded error (bot.params.CatalogError).
+KEY_ARGS = {"t": 1, "say": 0, "st.text": 0}
 KEY_KEYWORDS = {"refusal"}
 KEY_HEAD = re.compile(r"[a-z_]+\.[a-z_.]*")
 
@@ -33,7 +34,8 @@ def _fields(text: str) -> set[str]:
 
 def _key_expressions(node: ast.AST) -> Iterator[ast.expr]:
     for call in (n for n in ast.walk(node) if isinstance(n, ast.Call)):
-        position = KEY_ARGS.get(ast.unparse(call.func))
+        catalog_error = isinstance(call.func, ast.Attribute) and call.func.attr == "of"
+        position = 0 if catalog_error else KEY_ARGS.get(ast.unparse(call.func))
         if position is not None and len(call.args) > position:
             yield call.args[position]
         yield from (k.value for k in call.keywords if k.arg in KEY_KEYWORDS)
