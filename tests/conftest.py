@@ -4,15 +4,22 @@ and settings every test's bot process inherits."""
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 
 # The calibration fit solves thousands of small systems; on a loaded 2-core machine BLAS worker threads spin
 # against each other and make it ten times slower. Set before anything imports numpy.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+# The suite starts dozens of Python processes (test processes, bots, CLIs): each would otherwise compile the
+# project's modules, and rewrite the test modules' asserts, again from source.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 import pytest
 
+from bot.settings import available_cpus
 from tests.pg import PostgresServer, running_server
+
+sys.dont_write_bytecode = False  # this process's too: the test modules are imported after this file
 
 # Under load the bot posts an answer before its chart and edits the chart in. Tests that read the chart
 # from the reply want one message, so their bot waits for the chart; tests/e2e/test_chart_after_answer.py
@@ -28,3 +35,19 @@ os.environ.setdefault("RIGCHECK_RENDER_WORKERS", "0")
 def pg_server() -> Iterator[PostgresServer]:
     with running_server() as server:
         yield server
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Modules that start processes or fit the calibration first: the test processes take modules in this
+    order, and a long one taken last would leave the others idle while it runs. Whole modules move, so a
+    module's shared bot process is still started once."""
+    long = {item.module.__name__ for item in items if isinstance(item, pytest.Function)
+            and (item.get_closest_marker("e2e") or item.get_closest_marker("slow"))}
+    items.sort(key=lambda item: 0 if isinstance(item, pytest.Function) and item.module.__name__ in long else 1)
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto`: one test process per CPU this process may use (a container's share, not the host's count).
+    More would not finish sooner: the e2e tests wait on bot processes that need the same CPUs, and a bot
+    starved of them misses Discord's three-second deadline for answering an interaction."""
+    return available_cpus()

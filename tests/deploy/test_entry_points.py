@@ -21,8 +21,9 @@ RIGCHECK = [sys.executable, "-m", "bot.cli"]
 
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DISCORD_", "RIGCHECK_"))}
+    # Chart worker processes are not what these tests are about (tests/deploy/test_pid1.py starts them).
     env.update({"PYTHONPATH": str(ROOT), "RIGCHECK_DATA_DIR": str(tmp_path / "data"), "PYTHONUNBUFFERED": "1",
-                "NO_PROXY": "127.0.0.1,localhost"})
+                "NO_PROXY": "127.0.0.1,localhost", "RIGCHECK_RENDER_WORKERS": "0"})
     env.update(extra)
     return env
 

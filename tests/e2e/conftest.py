@@ -18,7 +18,7 @@ async def sb(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Sandbox]
         process: BotProcess = await sandbox.start_bot([sys.executable, "-m", "bot"], env={
             "RIGCHECK_DATA_DIR": str(data_dir), "RIGCHECK_HTTP_ENABLED": "false",
             "RIGCHECK_GUILD_READY_TIMEOUT": "0.2",
-            # Charts drawn in a worker process, as in production: pickled jobs and PNGs on every answer here.
-            "RIGCHECK_RENDER_WORKERS": "1"}, ready_timeout=60)
+            # Charts drawn in worker processes, as in production: pickled jobs and PNGs on every answer here.
+            "RIGCHECK_RENDER_WORKERS": "2"}, ready_timeout=60)
         assert process is not None
         yield sandbox

@@ -34,6 +34,8 @@ from estimator.engines import (
 )
 from estimator.query import Engine
 
+pytestmark = pytest.mark.slow
+
 # Far beyond any physical spread between groups (e^2 ≈ 7×): an offset this large means the fit ran away.
 MAX_ABS_LOG_OFFSET = 2.0
 
