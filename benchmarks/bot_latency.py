@@ -16,7 +16,8 @@ throughput is what the CPUs allow: the CPU line says where it goes.
 Goal: p99 ≤ 1 s to the first visible answer and ≤ 2 s to the chart at 25 in flight.
 
 The figures depend on the machine; on a shared machine (other processes competing for the same cores)
-they vary from run to run, so compare runs made on the same idle machine.
+they vary from run to run, so compare runs made on the same idle machine. The last line says how much of
+the machine's CPU other processes took during the run.
 """
 
 from __future__ import annotations
@@ -121,6 +122,13 @@ def cpu_s(pid: int) -> tuple[float, float]:
     return own, workers
 
 
+def machine_busy_s() -> float:
+    """CPU seconds all processes on the machine have used so far, over all its cores (/proc/stat)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:9]]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
 async def run(total: int, concurrency: int, seed: int) -> None:
     rng = random.Random(seed)
     fresh = iter(queries())
@@ -141,6 +149,7 @@ async def run(total: int, concurrency: int, seed: int) -> None:
             rss_before = rss_kib(bot.pid)
             cpu_before = cpu_s(bot.pid)
             harness_before = time.process_time()
+            machine_before = machine_busy_s()
             peak = rss_before
             sem = asyncio.Semaphore(concurrency)
 
@@ -176,6 +185,7 @@ async def run(total: int, concurrency: int, seed: int) -> None:
             peak = max(peak, rss_kib(bot.pid))
             cpu_after = cpu_s(bot.pid)
             harness_cpu = time.process_time() - harness_before
+            machine_cpu = machine_busy_s() - machine_before
     print(f"{total} commands, {concurrency} in flight, {elapsed:.1f} s ({total / elapsed:.1f}/s), "
           f"{len(refused)} refused with a reason, {len(failures)} failed; "
           f"cores visible: {len(os.sched_getaffinity(0))}, load average {os.getloadavg()[0]:.1f}")
@@ -191,6 +201,12 @@ async def run(total: int, concurrency: int, seed: int) -> None:
     print(f"CPU per command: bot process {bot_cpu / total * 1000:.0f} ms, "
           f"render workers {worker_cpu / total * 1000:.0f} ms, loopback Discord and this client "
           f"{harness_cpu / total * 1000:.0f} ms")
+    # With `concurrency` commands always waiting, these processes would use every core if they could:
+    # what other processes took in the same time is what the figures above were measured against.
+    cores = os.cpu_count() or 1
+    ours = bot_cpu + worker_cpu + harness_cpu
+    print(f"CPU over the run: {ours:.0f} core-s these processes, {max(machine_cpu - ours, 0):.0f} core-s other "
+          f"processes on this machine, of {elapsed * cores:.0f} core-s ({cores} cores × {elapsed:.0f} s)")
     for failure in failures[:10]:
         print("failed:", failure)
 
