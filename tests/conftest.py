@@ -1,5 +1,5 @@
-"""Fixtures every test directory can use: one PostgreSQL server per test session, started on first use;
-and settings every test's bot process inherits."""
+"""Fixtures every test directory can use: one PostgreSQL server per test process, started on first use;
+settings every test's bot process inherits; the order modules run in and how many test processes run them."""
 
 from __future__ import annotations
 
