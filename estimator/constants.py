@@ -40,6 +40,9 @@ LLAMACPP_UBATCH = 512
 # Prompt tokens that share one read of a weight tile in the prefill matrix multiplies (llama.cpp's MMQ
 # kernels take up to 128 token columns per tile, mmq_x in ggml-cuda/mmq.cuh; cuBLAS tiles are 128–256).
 PREFILL_WEIGHT_TILE_TOKENS = 128
+# Flash attention walks the whole cache once for each tile of queries it holds (64 rows in llama.cpp's CUDA/HIP
+# tile kernels, ggml-cuda/fattn-tile.cu); the share the L2 cache spares is fitted per backend.
+ATTENTION_QUERY_TILE_TOKENS = 64
 # llama.cpp compute buffer: logits for a micro-batch in fp32 plus the FFN and attention intermediates
 # of one layer (flash attention on: no n_ctx x n_ubatch score matrix).
 COMPUTE_BUFFER_FLOATS_PER_TOKEN_FACTOR = 1.0

@@ -218,6 +218,7 @@ class PrefillCoefficients:
     tile_dequant_ops_per_weight: float
     recurrent_step_s: float
     prefill_layer_overhead_s: float
+    inv_kv_reread_efficiency: float
 
 
 def covariates(gpu: GPU) -> dict[str, float]:

@@ -14,6 +14,7 @@
                     + tile_dequant_ops_per_weight × prompt tiles × quantized weights / ALU rate
                     + recurrent_step_s          × prompt tokens × linear-attention/SSM layers
                     + prefill_layer_overhead_s  × micro-batch passes × layers
+                    + inv_kv_reread_efficiency  × query tiles × cached KV bytes / achieved bandwidth
                     + request_overhead_s (servers)
 
 The compute coefficients also scale with the board's watts per datasheet TFLOPS against its architecture's
@@ -216,6 +217,7 @@ class PrefillTerms:
     tile_dequant_s: float = 0.0  # quantized weights unpacked per tile of prompt tokens / ALU rate
     recurrent_token_layers: float = 0.0  # prompt tokens × recurrent (linear-attention / SSM) layers
     layer_passes: float = 0.0  # micro-batch passes × layers (kernel launches per layer per pass)
+    kv_reread_s: float = 0.0  # the cached keys/values streamed once per tile of prompt queries / achieved bandwidth
 
 
 def prefill_terms(
@@ -239,6 +241,8 @@ def prefill_terms(
         * (dense + routed + embedding_table_params(model)) / alu_ops_per_s(gpu),
         recurrent_token_layers=float(prompt_tokens * model.recurrent_layers),
         layer_passes=float(passes * model.layers),
+        kv_reread_s=prompt_tokens / k.ATTENTION_QUERY_TILE_TOKENS
+        * kv_cache_bytes(model, depth + prompt_tokens // 2) / (achieved_bandwidth_gbs(gpu) * GB_DECIMAL),
     )
 
 
@@ -252,6 +256,7 @@ def prefill_seconds_from(t: PrefillTerms, c: PrefillCoefficients) -> float:
         + c.tile_dequant_ops_per_weight * t.tile_dequant_s
         + c.recurrent_step_s * t.recurrent_token_layers
         + c.prefill_layer_overhead_s * t.layer_passes
+        + c.inv_kv_reread_efficiency * t.kv_reread_s
     )
 
 
@@ -266,7 +271,7 @@ def prefill_seconds(
     if parallel > 1:
         t = PrefillTerms(t.matmul_s / parallel, t.expert_matmul_s / parallel, t.attention_s / parallel,
                          t.weight_passes_s / parallel, t.request, t.tile_dequant_s / parallel,
-                         t.recurrent_token_layers / parallel, t.layer_passes)
+                         t.recurrent_token_layers / parallel, t.layer_passes, t.kv_reread_s / parallel)
     return prefill_seconds_from(t, prefill_coefficients(engine, fmt, gpu))
 
 

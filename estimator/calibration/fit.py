@@ -134,7 +134,8 @@ def prefill_features(row: Row) -> list[float]:
     values = {"inv_matmul_utilisation": t.matmul_s, "moe_matmul_extra": t.expert_matmul_s,
               "inv_attention_utilisation": t.attention_s, "inv_pass_efficiency": t.weight_passes_s,
               "request_overhead_s": t.request, "tile_dequant_ops_per_weight": t.tile_dequant_s,
-              "recurrent_step_s": t.recurrent_token_layers, "prefill_layer_overhead_s": t.layer_passes}
+              "recurrent_step_s": t.recurrent_token_layers, "prefill_layer_overhead_s": t.layer_passes,
+              "inv_kv_reread_efficiency": t.kv_reread_s}
     return [values[p.name] for p in PREFILL_PARAMS]
 
 

@@ -114,6 +114,9 @@ PREFILL_PARAMS: tuple[Param, ...] = (
           "linear-attention / SSM layers scan the prompt in order, a chunk at a time, with many small kernels"),
     Param("prefill_layer_overhead_s", 1e-4, "s per layer per micro-batch pass", ("all", "family", "backend"),
           "each layer's kernels are launched once per micro-batch, whatever its size"),
+    Param("inv_kv_reread_efficiency", 0.25, "achieved-bandwidth seconds per second", (
+        "all", "family", "backend", "fa"),
+          "flash attention streams the cached keys and values once per tile of queries (less what the cache keeps)"),
 )
 # Prior log-offsets of groups whose effect the source code states before any data: without dp4a
 # (compute capability < 6.1, GGML_CUDA_CC_DP4A in ggml/src/ggml-cuda/common.cuh) ggml_cuda_dp4a falls back

@@ -201,3 +201,14 @@ def test_m5_neural_accelerators_speed_up_prefill_matmuls_not_attention() -> None
     assert compute_tflops("mlx", quant("mlx-4bit"), m5) == 4 * compute_tflops("mlx", quant("mlx-4bit"), m4)
     assert attention_tflops(m5) == attention_tflops(m4)
     assert alu_ops_per_s(m5) == alu_ops_per_s(m4)
+
+
+def test_deep_prompts_stream_the_cache_once_per_query_tile() -> None:
+    """At 32k of cached context every tile of prompt queries reads the whole cache: the term grows with the
+    depth and with the KV heads (Llama 2 7B's 32 KV heads against Qwen3-8B's 8), and is absent for no cache."""
+    g = gpu("amd-radeon-ai-pro-r9700")
+    mha, gqa = model("llama-2-7b"), model("qwen3-8b")
+    shallow = prefill_terms(mha, quant("q4_0"), g, "llama.cpp", 2048, 0).kv_reread_s
+    deep = prefill_terms(mha, quant("q4_0"), g, "llama.cpp", 2048, 32768).kv_reread_s
+    assert deep > 15 * shallow > 0
+    assert prefill_terms(gqa, quant("q4_0"), g, "llama.cpp", 2048, 32768).kv_reread_s < deep / 3
