@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 from collections.abc import Awaitable, Callable
 
@@ -11,6 +12,9 @@ from bot.render.reply import Reply
 from bot.ui.owned import OwnedView
 
 PAGE_TIMEOUT_S = 600
+# Discord drops a button press not answered within 3 s; a page slower than this (its chart queued behind
+# others on a busy machine) is acknowledged first and edited in when drawn.
+ANSWER_PRESS_WITHIN_S = 2.0
 
 
 class Pages(OwnedView):
@@ -30,12 +34,18 @@ class Pages(OwnedView):
         self.next.disabled = self.page >= self.pages
 
     async def show(self, interaction: discord.Interaction) -> None:
-        reply = await self.render(self.page)
+        drawing = asyncio.ensure_future(self.render(self.page))
+        done, _ = await asyncio.wait({drawing}, timeout=ANSWER_PRESS_WITHIN_S)
+        if not done:
+            await interaction.response.defer()
+        reply = await drawing
         self._sync_buttons()
         files = [discord.File(io.BytesIO(f.data), filename=f.filename) for f in reply.files]
-        await interaction.response.edit_message(
-            embeds=[discord.Embed.from_dict(e) for e in reply.embeds], attachments=files, view=self
-        )
+        embeds = [discord.Embed.from_dict(e) for e in reply.embeds]
+        if interaction.response.is_done():
+            await interaction.edit_original_response(embeds=embeds, attachments=files, view=self)
+        else:
+            await interaction.response.edit_message(embeds=embeds, attachments=files, view=self)
 
     @discord.ui.button(label="◀", style=discord.ButtonStyle.secondary, custom_id="pages:prev")
     async def previous(self, interaction: discord.Interaction, button: discord.ui.Button[Pages]) -> None:

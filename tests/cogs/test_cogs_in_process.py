@@ -146,22 +146,59 @@ async def test_gpu_card_lists_what_it_can_fine_tune(bot: RigBot) -> None:
     assert any(f["name"].startswith("Fine-tuning") for f in embed["fields"]), embed["fields"]
 
 
+def press(bot: RigBot, custom_id: str) -> discord.Interaction:
+    return discord.Interaction(data={  # type: ignore[arg-type]
+        "id": str(next(_ids)), "application_id": str(APPLICATION_ID), "type": 3, "token": "t", "version": 1,
+        "locale": "en-US", "channel_id": "4000000000000004", "user": USER, "app_permissions": "0",
+        "attachment_size_limit": 10 * 1024 * 1024, "entitlements": [],
+        "channel": {"id": "4000000000000004", "type": 1}, "context": 1,
+        "message": message({"embeds": [{"description": "page 1"}]}, []),
+        "data": {"custom_id": custom_id, "component_type": 2},
+    }, state=bot._connection)
+
+
+UPDATE_MESSAGE, DEFERRED_UPDATE = 7, 6
+
+
+@pytest.mark.parametrize("draw_s, first_callback", [(0.0, UPDATE_MESSAGE), (0.3, DEFERRED_UPDATE)])
+async def test_a_page_slower_than_the_deadline_is_acknowledged_first(
+    bot: RigBot, monkeypatch: pytest.MonkeyPatch, draw_s: float, first_callback: int
+) -> None:
+    """A press is answered within Discord's 3 s: a page drawn in time replaces the message in the answer;
+    a slower one is acknowledged first and the message edited when it is drawn."""
+    import bot.ui.pages as pages_module
+
+    monkeypatch.setattr(pages_module, "ANSWER_PRESS_WITHIN_S", 0.1)
+
+    async def page(number: int) -> Reply:
+        await asyncio.sleep(draw_s)
+        return Reply(embeds=[{"description": f"page {number}"}])
+
+    pages = Pages(owner_id=int(USER["id"]), page=1, pages=3, render=page, prefix="rank")
+    pages.page = 2
+    captured = Captured()
+    token = async_context.set(captured)
+    try:
+        await pages.show(press(bot, "rank:next"))
+    finally:
+        async_context.reset(token)
+    [answer] = callbacks(captured)
+    assert answer["type"] == first_callback
+    edits = [body for method, path, body, _ in captured.sent if method == "PATCH" and "@original" in path]
+    shown = answer["data"]["embeds"] if first_callback == UPDATE_MESSAGE else edits[0]["embeds"]
+    assert [e["description"] for e in shown] == ["page 2"]
+    assert len(edits) == (first_callback == DEFERRED_UPDATE)
+
+
 async def test_only_the_asker_may_turn_the_pages(bot: RigBot) -> None:
     async def page(number: int) -> Reply:
         return Reply(content=f"page {number}")
 
     pages = Pages(owner_id=int(USER["id"]) + 1, page=1, pages=3, render=page, prefix="rank")
-    press = discord.Interaction(data={  # type: ignore[arg-type]
-        "id": str(next(_ids)), "application_id": str(APPLICATION_ID), "type": 3, "token": "t", "version": 1,
-        "locale": "en-US", "channel_id": "4000000000000004", "user": USER, "app_permissions": "0",
-        "attachment_size_limit": 10 * 1024 * 1024, "entitlements": [],
-        "channel": {"id": "4000000000000004", "type": 1}, "context": 1,
-        "data": {"custom_id": "rank:next", "component_type": 2},
-    }, state=bot._connection)
     captured = Captured()
     token = async_context.set(captured)
     try:
-        allowed = await pages.interaction_check(press)
+        allowed = await pages.interaction_check(press(bot, "rank:next"))
     finally:
         async_context.reset(token)
     assert allowed is False
