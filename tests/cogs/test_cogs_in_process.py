@@ -68,16 +68,20 @@ async def bot(tmp_path: Any) -> AsyncIterator[RigBot]:
     await rig.http.close()
 
 
-def slash(bot: RigBot, name: str, **options: Any) -> discord.Interaction:
-    typed = [{"name": k, "type": 4 if isinstance(v, int) else 3, "value": v} for k, v in options.items()]
-    data = {
-        "id": str(next(_ids)), "application_id": str(APPLICATION_ID), "type": 2, "token": "t", "version": 1,
+def interaction(bot: RigBot, kind: int, data: dict[str, Any], **extra: Any) -> discord.Interaction:
+    """An interaction payload as Discord sends it, from the asker in a DM channel."""
+    payload = {
+        "id": str(next(_ids)), "application_id": str(APPLICATION_ID), "type": kind, "token": "t", "version": 1,
         "locale": "en-US", "channel_id": "4000000000000004", "user": USER, "app_permissions": "0",
         "attachment_size_limit": 10 * 1024 * 1024, "entitlements": [],
-        "channel": {"id": "4000000000000004", "type": 1}, "context": 1,
-        "data": {"id": str(next(_ids)), "name": name, "type": 1, "options": typed},
+        "channel": {"id": "4000000000000004", "type": 1}, "context": 1, "data": data, **extra,
     }
-    return discord.Interaction(data=data, state=bot._connection)  # type: ignore[arg-type]
+    return discord.Interaction(data=payload, state=bot._connection)  # type: ignore[arg-type]
+
+
+def slash(bot: RigBot, name: str, **options: Any) -> discord.Interaction:
+    typed = [{"name": k, "type": 4 if isinstance(v, int) else 3, "value": v} for k, v in options.items()]
+    return interaction(bot, 2, {"id": str(next(_ids)), "name": name, "type": 1, "options": typed})
 
 
 async def run(bot: RigBot, interaction: discord.Interaction) -> Captured:
@@ -147,14 +151,8 @@ async def test_gpu_card_lists_what_it_can_fine_tune(bot: RigBot) -> None:
 
 
 def press(bot: RigBot, custom_id: str) -> discord.Interaction:
-    return discord.Interaction(data={  # type: ignore[arg-type]
-        "id": str(next(_ids)), "application_id": str(APPLICATION_ID), "type": 3, "token": "t", "version": 1,
-        "locale": "en-US", "channel_id": "4000000000000004", "user": USER, "app_permissions": "0",
-        "attachment_size_limit": 10 * 1024 * 1024, "entitlements": [],
-        "channel": {"id": "4000000000000004", "type": 1}, "context": 1,
-        "message": message({"embeds": [{"description": "page 1"}]}, []),
-        "data": {"custom_id": custom_id, "component_type": 2},
-    }, state=bot._connection)
+    return interaction(bot, 3, {"custom_id": custom_id, "component_type": 2},
+                       message=message({"embeds": [{"description": "page 1"}]}, []))
 
 
 UPDATE_MESSAGE, DEFERRED_UPDATE = 7, 6

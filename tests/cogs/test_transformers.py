@@ -16,12 +16,12 @@ from bot.client import RigBot
 from bot.store.records import UserSettings
 from bot.store.state import StateStore
 from tests.cogs.test_cogs_in_process import (
-    APPLICATION_ID,
     DEFERRED,
     USER,
     Captured,
     bot,
     callbacks,
+    interaction,
     private_error,
     run,
     slash,
@@ -37,14 +37,7 @@ def typing(bot: RigBot, name: str, option: str, value: str, **others: Any) -> di
     """An autocomplete interaction: `option` is the one being typed."""
     typed = [{"name": k, "type": 3, "value": v} for k, v in others.items()]
     typed.append({"name": option, "type": 3, "value": value, "focused": True})
-    data = {
-        "id": str(next(_ids)), "application_id": str(APPLICATION_ID), "type": 4, "token": "t", "version": 1,
-        "locale": "en-US", "channel_id": "4000000000000004", "user": USER, "app_permissions": "0",
-        "attachment_size_limit": 10 * 1024 * 1024, "entitlements": [],
-        "channel": {"id": "4000000000000004", "type": 1}, "context": 1,
-        "data": {"id": str(next(_ids)), "name": name, "type": 1, "options": typed},
-    }
-    return discord.Interaction(data=data, state=bot._connection)  # type: ignore[arg-type]
+    return interaction(bot, 4, {"id": str(next(_ids)), "name": name, "type": 1, "options": typed})
 
 
 async def offered(bot: RigBot, interaction: discord.Interaction) -> list[dict[str, Any]]:
