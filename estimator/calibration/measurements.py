@@ -111,6 +111,10 @@ class Row:
     flash_attn: bool | None = None  # None: the engine's default at that build
     ubatch: int | None = None  # prompt tokens per pass where the row sets it (llama-bench -ub)
     build: str = ""
+    # ROCm rows where the source states them: rocBLAS routed through hipBLASLt (ROCBLAS_USE_HIPBLASLT=1), and a
+    # build with rocWMMA flash attention (GGML_HIP_ROCWMMA_FATTN). Either can change prefill by a multiple on RDNA.
+    hipblaslt: bool | None = None
+    rocwmma: bool | None = None
 
     @property
     def family(self) -> str:
@@ -230,6 +234,7 @@ def llamacpp_rows(catalog: Catalog, pattern: str = "llamacpp*.toml") -> tuple[li
             tokens=int(test.group(2) or 1), depth=int(test.group(3) or 0), measured_tps=float(str(m["tps"])),
             source=str(m["source"]), date=str(m.get("date", "")), engine=engine, flash_attn=_flag(m.get("flash_attn")),
             ubatch=int(str(ubatch)) if ubatch else None, build=str(m.get("build", "")),
+            hipblaslt=_flag(m.get("hipblaslt")), rocwmma=_flag(m.get("rocwmma")),
             holdout=_held_out(m["gpu"], m["model"], m["quant"], m["test"], m.get("gpu_count", 1), m["source"]),
         ))
     return rows, skipped

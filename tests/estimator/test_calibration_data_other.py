@@ -109,3 +109,14 @@ def test_no_row_repeats_and_no_source_is_already_in_the_fitted_sets() -> None:
             assert identity not in seen, f"{path.name}: duplicate row {identity}"
             seen.add(identity)
             assert str(row["source"]).split(" ")[0] not in existing, f"{_label(row)}: source already in the fitted sets"
+
+
+def test_rocm_library_flags_are_flags_on_rocm_rows_only() -> None:
+    # hipBLASLt and rocWMMA change ROCm prefill by multiples; a flag copied onto a CUDA or Vulkan row, or written
+    # as a string ("1", "on"), would describe a build the row never ran.
+    for path in sorted(DATA_DIR.glob("llamacpp*.toml")):
+        for row in _rows(path):
+            for key in ("hipblaslt", "rocwmma"):
+                if key in row:
+                    assert isinstance(row[key], bool), f"{path.name}: {_label(row)}: {key} = {row[key]!r}"
+                    assert row.get("backend") == "ROCm", f"{path.name}: {_label(row)}: {key} on a non-ROCm row"
