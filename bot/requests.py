@@ -101,6 +101,10 @@ def _allowed(annotation: Any) -> tuple[str, ...]:
     return ()
 
 
+# A bound a field states (pydantic's `ge`, `gt`, `le`, `lt`) as the sentence that says it.
+_BOUND_KEYS = {"ge": "bad.at_least", "gt": "bad.above", "le": "bad.at_most", "lt": "bad.below"}
+
+
 def people_error(model: type[BaseModel], exc: ValidationError) -> BadValue:
     """The first thing wrong, in the words of the message catalog."""
     first = exc.errors()[0]
@@ -121,6 +125,9 @@ def people_error(model: type[BaseModel], exc: ValidationError) -> BadValue:
         allowed = _allowed(spec.annotation) if spec is not None else ()
         if allowed:
             return BadValue.of("bad.one_of", name=name, values=", ".join(allowed))
+    bound = next(((k, v) for k, v in (first.get("ctx") or {}).items() if k in _BOUND_KEYS), None)
+    if bound is not None:
+        return BadValue.of(_BOUND_KEYS[bound[0]], name=name, limit=f"{bound[1]:g}")
     if kind.startswith("int_"):
         return BadValue.of("bad.whole_number", name=name)
     if kind.startswith("float_") or kind == "finite_number":
@@ -413,11 +420,8 @@ class FinetuneRequest(_Options):
             return ft.settings_on(gpu, method=self.method, seq=self.seq, batch=self.batch,
                                   gpus=self.gpus if gpus is None else gpus, **self.knobs)
         except ValidationError as exc:
-            first = exc.errors()[0]
-            if first["type"] == "literal_error":
-                raise people_error(ft.FinetuneSettings, exc) from None
-            # A knob out of the estimator's range: named as the estimator names it.
-            raise BadValue(f"{'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+            # A knob out of the estimator's range is named as the estimator names it.
+            raise people_error(ft.FinetuneSettings, exc) from None
 
     def cache_key(self, svc: Service) -> dict[str, Any]:
         choice = svc.gpu_choice(self.gpu, self.gpus)

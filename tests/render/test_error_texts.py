@@ -10,6 +10,7 @@ import pytest
 from bot.daily.delivery import parse_webhook_url
 from bot.huggingface_client import BadRepoId, HubClient, RepoNotFound, validate_repo
 from bot.params import BadValue
+from bot.requests import FinetuneRequest
 from bot.service import Service
 
 
@@ -42,3 +43,18 @@ async def test_the_service_keeps_a_hub_error_in_the_askers_language() -> None:
         await svc.resolve_hf("hf:nobody/nothing")
     assert str(caught.value) == "no such model on Hugging Face: nobody/nothing"
     assert caught.value.text("zh-CN") == "Hugging Face 上没有这个模型：nobody/nothing"
+
+
+@pytest.mark.parametrize(("knobs", "english", "chinese"), [
+    ({"rank": 0}, "rank must be at least 1", "rank 须不小于 1"),
+    ({"lora_dropout": 1.5}, "lora_dropout must be less than 1", "lora_dropout 须小于 1"),
+    ({"lora_dropout": -0.5}, "lora_dropout must be at least 0", "lora_dropout 须不小于 0"),
+    ({"gradient_accumulation_steps": 0}, "gradient_accumulation_steps must be at least 1",
+     "gradient_accumulation_steps 须不小于 1"),
+])
+def test_a_fine_tuning_knob_out_of_range_says_its_bound(knobs: dict[str, Any], english: str, chinese: str) -> None:
+    svc = Service()
+    req = FinetuneRequest.of(gpu="T4", model="qwen3-8b", knobs=knobs)
+    with pytest.raises(BadValue) as caught:
+        req.settings(svc.gpu("T4"))
+    assert (str(caught.value), caught.value.text("zh-CN")) == (english, chinese)
