@@ -123,7 +123,7 @@ def test_text_does_not_say_it_runs_when_it_does_not_fit(capsys: pytest.CaptureFi
 @pytest.mark.parametrize(("extra", "message"), [
     (["--seq", "1M"], "rigcheck: 1M is past Qwen3-8B's longest documented context (128k); ask for at most 128k"),
     (["--gpus", "0"], "rigcheck: gpus must be between 1 and 8"),
-    (["--batch", "0"], "rigcheck: batch: "),
+    (["--batch", "0"], "rigcheck: batch must be at least 1"),
 ])
 def test_out_of_range_input_is_one_line(extra: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     code = cli.main(["finetune", "--gpu", "4090", "--model", "qwen3-8b", *extra])
