@@ -71,9 +71,14 @@ MODEL_NAMES: dict[str, str] = {
     # LLaMA 1 13B has Llama 2 13B's shapes (the LLaMA paper's table 2: 40 layers, dim 5120, 40 heads; the
     # huggyllama/llama-13b config: FFN 13824, vocabulary 32000).
     "llama 13b": "llama-2-13b",
+    # llama-bench's own label with the type left in, on rows that print 3.56 GiB / 6.74 B (Q4_0) or 12.55 GiB / 6.74 B
+    # (F16): LLaMA 1 / Llama 2 7B shapes; Mistral 7B, also labelled "llama 7B", has 7.24 B parameters.
+    "llama 7b q4_0": "llama-2-7b",
+    "llama 7b f16": "llama-2-7b",
 }
 # Spellings of GGUF types that are not their catalog id; any other catalog id (q4_k_s, iq4_xs, ...) matches as is.
-QUANT_NAMES: dict[str, str] = {"bf16": "bf16", "fp16": "f16", "f16": "f16", "mxfp4_moe": "mxfp4"}
+# "Q4_0 (QAT)": Gemma 3's quantization-aware-trained weights, shipped in the Q4_0 format.
+QUANT_NAMES: dict[str, str] = {"bf16": "bf16", "fp16": "f16", "f16": "f16", "mxfp4_moe": "mxfp4", "q4_0 (qat)": "q4_0"}
 # The quantization behind an Ollama library tag that rows name as "Ollama default for <tag>", where Ollama's own
 # metadata documents it (`ollama list` / `/api/tags` / `ollama show`: digest and quantization_level) and the tag
 # has kept that digest since before the rows' dates. Tags whose quant changed over time (llama3.1:8b went from
@@ -140,15 +145,19 @@ def _gpu(resolver: Resolver, catalog: Catalog, name: str) -> GPU | None:
 
 
 _QUANT_SUFFIX = re.compile(r"-(awq|gptq|fp8|int4|int8|awq-int4|gptq-int4)(-int4)?$", re.IGNORECASE)
-_BUILD_SUFFIX = re.compile(r"(-mlx)?(-(4|6|8)bit|-bf16|-fp16)?(-mlx)?$", re.IGNORECASE)
+_BUILD_SUFFIX = re.compile(r"(-mlx)?([- ](4|6|8)-?bit|-bf16|-fp16)?(-mlx)?$", re.IGNORECASE)
+# A printed name's trailing remark ("Llama-3.3-70B-Instruct (FP8 quantized)", "Phi-3.5-MoE (4bit)"): the row's own
+# quant field says the format, so the remark is not part of the model's name.
+_REMARK = re.compile(r"\s*\(.*\)$")
 
 
 def _model(resolver: Resolver, catalog: Catalog, name: str) -> Model | None:
+    name = _REMARK.sub("", name.strip())
     # "mlx-community/Llama-3.3-70B-Instruct-4bit" is a build of meta-llama/Llama-3.3-70B-Instruct.
-    name = _BUILD_SUFFIX.sub("", name.strip().split("/")[-1] if "mlx-community/" in name else name.strip())
+    name = _BUILD_SUFFIX.sub("", name.split("/")[-1] if "mlx-community/" in name else name)
     # "Qwen2.5-7B-Instruct-AWQ" is a quantized build of Qwen2.5-7B-Instruct; the row's quant says which.
     name = _QUANT_SUFFIX.sub("", name)
-    key = re.sub(r"\s*\(.*\)$", "", name.lower())
+    key = name.lower()
     if key in MODEL_NAMES:
         try:
             return catalog.model(MODEL_NAMES[key])
