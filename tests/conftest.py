@@ -26,8 +26,8 @@ sys.dont_write_bytecode = False  # this process's too: the test modules are impo
 # covers the two-step answer.
 os.environ.setdefault("RIGCHECK_CHART_WAIT_S", "30")
 # Each chart worker process imports the whole bot again (over a second of CPU): dozens of test bot processes
-# would spend more on that than on their tests. They draw in threads instead; the bot process the e2e
-# modules share (tests/e2e/conftest.py) and tests/deploy/test_pid1.py keep real worker processes.
+# would spend more on that than on their tests. They draw in threads instead; the bot process of
+# tests/e2e/conftest.py and tests/deploy/test_pid1.py keep real worker processes.
 os.environ.setdefault("RIGCHECK_RENDER_WORKERS", "0")
 
 
@@ -38,12 +38,16 @@ def pg_server() -> Iterator[PostgresServer]:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Modules that start processes or fit the calibration first: the test processes take modules in this
-    order, and a long one taken last would leave the others idle while it runs. Whole modules move, so a
-    module's shared bot process is still started once."""
-    long = {item.module.__name__ for item in items if isinstance(item, pytest.Function)
-            and (item.get_closest_marker("e2e") or item.get_closest_marker("slow"))}
-    items.sort(key=lambda item: 0 if isinstance(item, pytest.Function) and item.module.__name__ in long else 1)
+    """The calibration fit's module first (the longest in one process), then modules that start processes,
+    then the rest: the test processes take modules in this order (`--no-loadscope-reorder`), and a long one
+    taken last would leave the others idle while it runs. Whole modules move, so a module's shared bot
+    process is still started once."""
+    tier: dict[str, int] = {}
+    for item in items:
+        if isinstance(item, pytest.Function):
+            rank = 0 if item.get_closest_marker("slow") else 1 if item.get_closest_marker("e2e") else 2
+            tier[item.module.__name__] = min(rank, tier.get(item.module.__name__, 2))
+    items.sort(key=lambda item: tier.get(item.module.__name__, 2) if isinstance(item, pytest.Function) else 2)
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:

@@ -56,7 +56,8 @@ def _wait_for_line(proc: subprocess.Popen[str], needle: str, timeout: float) -> 
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs /proc to find the bot child")
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+# SIGTERM is what a service manager sends; Ctrl-C takes the same path and runs with the long tests.
+@pytest.mark.parametrize("sig", [signal.SIGTERM, pytest.param(signal.SIGINT, marks=pytest.mark.long)])
 def test_run_forwards_the_signal_to_the_bot_and_exits(tmp_path: Path, sig: signal.Signals) -> None:
     proc = subprocess.Popen([*RIGCHECK, "run", "--port", "0"], cwd=tmp_path, env=_env(tmp_path),
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

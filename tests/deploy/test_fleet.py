@@ -26,7 +26,7 @@ from bot.sharding import shard_for_guild
 from bot.web.signing import signed_headers
 from tests.pg import PostgresServer
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.long]
 
 SECRET = "fleet-webhook-secret"
 ADMIN = 1_071_698_660_929 | 0x20

@@ -18,7 +18,7 @@ from bot.sandbox.world import SandboxChannel, SandboxGuild, World
 from bot.sharding import shard_for_guild
 from tests.pg import PostgresServer
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.long]
 
 COUNT = 3
 # One guild per shard: (id >> 22) is the creation time in ms since Discord's epoch, the shard that % COUNT.

@@ -17,7 +17,7 @@ import pytest
 
 from bot.sandbox import Sandbox
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.long]
 
 GRACE_S = 20.0
 

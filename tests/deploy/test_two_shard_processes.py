@@ -13,7 +13,7 @@ from bot.sandbox import BotProcess, Sandbox
 from bot.sandbox.driver import ReplyTimeout
 from bot.sharding import shard_for_guild
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.long]
 
 BOT_ARGV = [sys.executable, "-m", "bot"]
 COMMAND = "/gpu gpu:RTX 4090"

@@ -1,4 +1,6 @@
-"""The bot process most end-to-end modules share: one per module, on a fresh data directory."""
+"""The real bot process, as `python -m bot` runs in production (charts drawn in worker processes): one per
+module, on a fresh data directory. Modules that need no process of their own run the bot in the test process
+(tests/inprocess)."""
 
 from __future__ import annotations
 

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import io
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 from matplotlib import image as mpimg
 
-from bot.sandbox import BotProcess, Sandbox
+from bot.sandbox import Sandbox
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
 
@@ -19,16 +17,6 @@ ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "e2e"
 MANAGE_GUILD = 1 << 5
 EXPECTED_COMMANDS = {"fit", "rank", "gpu", "compare", "finetune", "models", "gpus", "help", "settings", "whatgpu",
                      "daily"}
-
-
-@pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def sandbox(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[tuple[Sandbox, BotProcess]]:
-    data_dir = tmp_path_factory.mktemp("botdata")
-    async with Sandbox() as sb:
-        process = await sb.start_bot([sys.executable, "-m", "bot"], env={
-            "RIGCHECK_DATA_DIR": str(data_dir), "RIGCHECK_HTTP_ENABLED": "false",
-            "RIGCHECK_GUILD_READY_TIMEOUT": "0.2"}, ready_timeout=60)
-        yield sb, process
 
 
 def decode_png(data: bytes) -> tuple[int, int]:
@@ -42,8 +30,7 @@ def save(name: str, data: bytes) -> None:
     (ARTIFACTS / name).write_bytes(data)
 
 
-async def test_command_sync_matches_tree(sandbox: tuple[Sandbox, BotProcess]) -> None:
-    sb, _ = sandbox
+async def test_command_sync_matches_tree(sb: Sandbox) -> None:
     synced = {c["name"] for c in sb.driver.commands.values()} if isinstance(sb.driver.commands, dict) else {
         c["name"] for c in sb.driver.commands}
     assert EXPECTED_COMMANDS <= synced
@@ -61,8 +48,7 @@ async def test_command_sync_matches_tree(sandbox: tuple[Sandbox, BotProcess]) ->
     assert not fit.get("name_localizations")
 
 
-async def test_fit_embed_and_chart(sandbox: tuple[Sandbox, BotProcess]) -> None:
-    sb, _ = sandbox
+async def test_fit_embed_and_chart(sb: Sandbox) -> None:
     reply = await sb.invoke("/fit gpu:T4 model:qwen3-8b ctx:32k")
     assert reply.error is None and not reply.ephemeral
     embed = reply.embeds[0]
@@ -78,8 +64,7 @@ async def test_fit_embed_and_chart(sandbox: tuple[Sandbox, BotProcess]) -> None:
     save("fit-t4-qwen3-8b.png", png.data)
 
 
-async def test_second_identical_fit_is_served_from_cache(sandbox: tuple[Sandbox, BotProcess]) -> None:
-    sb, _ = sandbox
+async def test_second_identical_fit_is_served_from_cache(sb: Sandbox) -> None:
     first = await sb.invoke("/fit gpu:rtx 4090 model:llama-3.1-8b ctx:16k")
     second = await sb.invoke("/fit gpu:RTX 4090 model:Llama 3.1 8B ctx:16384")
     assert first.deferred  # computed and rendered: deferred first
@@ -88,39 +73,34 @@ async def test_second_identical_fit_is_served_from_cache(sandbox: tuple[Sandbox,
     assert [f.sha256 for f in second.files] == [f.sha256 for f in first.files]
 
 
-async def test_unknown_model_gets_did_you_mean(sandbox: tuple[Sandbox, BotProcess]) -> None:
-    sb, _ = sandbox
+async def test_unknown_model_gets_did_you_mean(sb: Sandbox) -> None:
     reply = await sb.invoke("/fit gpu:T4 model:qwen3-8bb")
     assert reply.ephemeral
     text = reply.embeds[0]["description"]
     assert "Did you mean" in text and "Qwen3-8B" in text
 
 
-async def test_ambiguous_gpu_lists_choices(sandbox: tuple[Sandbox, BotProcess]) -> None:
-    sb, _ = sandbox
+async def test_ambiguous_gpu_lists_choices(sb: Sandbox) -> None:
     reply = await sb.invoke("/fit gpu:a100 model:qwen3-8b")
     assert reply.ephemeral
     assert "A100 40GB SXM4" in reply.embeds[0]["description"]
 
 
-async def test_nonsense_context_is_explained(sandbox: tuple[Sandbox, BotProcess]) -> None:
-    sb, _ = sandbox
+async def test_nonsense_context_is_explained(sb: Sandbox) -> None:
     reply = await sb.invoke("/fit gpu:T4 model:qwen3-8b ctx:-1")
     assert reply.ephemeral and "ctx" in reply.embeds[0]["description"]
     huge = await sb.invoke("/fit gpu:T4 model:qwen3-8b ctx:9999999k")
     assert huge.ephemeral and "too large" in huge.embeds[0]["description"]
 
 
-async def test_client_refuses_what_discord_would_refuse(sandbox: tuple[Sandbox, BotProcess]) -> None:
-    sb, _ = sandbox
+async def test_client_refuses_what_discord_would_refuse(sb: Sandbox) -> None:
     typo = await sb.invoke("/fit gpu:T4 modle:qwen3-8b")
     assert typo.rejected_by_client
     too_many = await sb.invoke("/fit gpu:T4 model:qwen3-8b gpus:9")
     assert too_many.rejected_by_client
 
 
-async def test_does_not_fit_says_what_to_change(sandbox: tuple[Sandbox, BotProcess]) -> None:
-    sb, _ = sandbox
+async def test_does_not_fit_says_what_to_change(sb: Sandbox) -> None:
     reply = await sb.invoke("/fit gpu:T4 model:llama-3.3-70b quant:Q4_K_M")
     embed = reply.embeds[0]
     assert embed["description"].startswith("**Does not fit**")
@@ -128,8 +108,7 @@ async def test_does_not_fit_says_what_to_change(sandbox: tuple[Sandbox, BotProce
     assert "What to change" in fields or "Partial offload" in fields
 
 
-async def test_rank_pages_with_owner_only_buttons(sandbox: tuple[Sandbox, BotProcess]) -> None:
-    sb, _ = sandbox
+async def test_rank_pages_with_owner_only_buttons(sb: Sandbox) -> None:
     reply = await sb.invoke("/rank gpu:A30 ctx:32k", user=1001)
     assert reply.error is None
     desc = reply.embeds[0]["description"]
@@ -145,8 +124,7 @@ async def test_rank_pages_with_owner_only_buttons(sandbox: tuple[Sandbox, BotPro
     assert "page 2 of" in page2.embeds[0]["description"]
 
 
-async def test_autocomplete_is_fast_and_bounded(sandbox: tuple[Sandbox, BotProcess]) -> None:
-    sb, _ = sandbox
+async def test_autocomplete_is_fast_and_bounded(sb: Sandbox) -> None:
     choices = await sb.driver.autocomplete("/fit", "gpu", "409")
     assert 0 < len(choices) <= 25
     assert any(c["value"] == "nvidia-rtx-4090" for c in choices)
@@ -154,16 +132,14 @@ async def test_autocomplete_is_fast_and_bounded(sandbox: tuple[Sandbox, BotProce
     assert 0 < len(models) <= 25 and all("qwen" in c["name"].lower() for c in models)
 
 
-async def test_chinese_locale(sandbox: tuple[Sandbox, BotProcess]) -> None:
-    sb, _ = sandbox
+async def test_chinese_locale(sb: Sandbox) -> None:
     reply = await sb.invoke("/fit gpu:T4 model:qwen3-8b", locale="zh-CN")
     embed = reply.embeds[0]
     assert "可用显存" in embed["description"]
     assert any("权重" in f["value"] for f in embed["fields"])
 
 
-async def test_gpu_card(sandbox: tuple[Sandbox, BotProcess]) -> None:
-    sb, _ = sandbox
+async def test_gpu_card(sb: Sandbox) -> None:
     reply = await sb.invoke("/gpu gpu:t4")
     fields = {f["name"]: f["value"] for f in reply.embeds[0]["fields"]}
     assert "Largest model at 8k context" in fields and "QLoRA" in fields["Fine-tuning (seq 2048, batch 1, fp16)"]
@@ -171,8 +147,7 @@ async def test_gpu_card(sandbox: tuple[Sandbox, BotProcess]) -> None:
     save("gpu-t4.png", reply.files[0].data)
 
 
-async def test_compare_finetune_browse_help(sandbox: tuple[Sandbox, BotProcess]) -> None:
-    sb, _ = sandbox
+async def test_compare_finetune_browse_help(sb: Sandbox) -> None:
     compare = await sb.invoke("/compare gpu:t4 model:qwen3-8b gpu2:rtx 4090")
     assert len(compare.embeds[0]["fields"]) == 2
     finetune = await sb.invoke("/finetune gpu:a100 40gb model:llama-3.1-8b method:lora")
@@ -185,11 +160,22 @@ async def test_compare_finetune_browse_help(sandbox: tuple[Sandbox, BotProcess])
     assert help_reply.ephemeral and help_reply.embeds[0]["title"].startswith("How to read")
 
 
-async def test_server_settings_need_manage_server(sandbox: tuple[Sandbox, BotProcess]) -> None:
-    sb, _ = sandbox
+async def test_server_settings_need_manage_server(sb: Sandbox) -> None:
     denied = await sb.invoke("/settings server ctx:32k", member_permissions=0)
     assert denied.ephemeral and (denied.rejected_by_client or denied.embeds)
     allowed = await sb.invoke("/settings server ctx:32k engine:llama.cpp", member_permissions=MANAGE_GUILD)
     assert allowed.ephemeral and "32k" in (allowed.content or "")
     reply = await sb.invoke("/fit gpu:T4 model:qwen3-4b")
     assert "context 32k" in reply.embeds[0]["description"]
+
+
+async def test_ask_as_a_server_manager(tmp_path: Path) -> None:
+    """`rigcheck ask` starts its own bot process; `--admin` makes the asker a server manager."""
+    from bot.sandbox.ask import ask
+
+    argv = [sys.executable, "-m", "bot"]
+    env = {"RIGCHECK_DATA_DIR": str(tmp_path), "RIGCHECK_HTTP_ENABLED": "false", "RIGCHECK_GUILD_READY_TIMEOUT": "0.2"}
+    member = await ask(["/settings server ctx:32k"], bot_argv=argv, env=env)
+    manager = await ask(["/settings server ctx:32k"], bot_argv=argv, env=env, admin=True)
+    assert member[0]["ephemeral"] and "Saved" not in str(member[0])
+    assert manager[0]["content"] == "Saved (this server): context 32k"

@@ -10,7 +10,7 @@ import pytest
 
 from bot.sandbox import Sandbox
 
-pytestmark = [pytest.mark.e2e]
+pytestmark = [pytest.mark.e2e, pytest.mark.long]
 
 
 async def test_the_answer_arrives_after_a_restart(tmp_path: Path) -> None:

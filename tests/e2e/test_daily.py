@@ -354,6 +354,7 @@ async def test_health_and_metrics(running: Any) -> None:
     assert "rigcheck_cache_misses_total " in metrics
 
 
+@pytest.mark.long
 async def test_killed_mid_delivery_posts_exactly_once_after_restart(tmp_path: Path) -> None:
     crash = channel_id("crash", "crash")
     guild = str(GUILDS["crash"].id)
@@ -382,6 +383,7 @@ async def test_killed_mid_delivery_posts_exactly_once_after_restart(tmp_path: Pa
         await kill(sb, process)
 
 
+@pytest.mark.long
 async def test_restart_finds_a_post_made_just_before_the_kill(tmp_path: Path) -> None:
     """The process died after Discord accepted the post but before it was recorded as sent."""
     crash = channel_id("crash", "crash")

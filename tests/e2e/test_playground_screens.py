@@ -13,7 +13,7 @@ import pytest_asyncio
 from bot.sandbox import BotProcess, Sandbox
 from tests.browser import chromium
 
-pytestmark = [pytest.mark.e2e, pytest.mark.browser, pytest.mark.asyncio(loop_scope="module")]
+pytestmark = [pytest.mark.e2e, pytest.mark.long, pytest.mark.browser, pytest.mark.asyncio(loop_scope="module")]
 
 SCREENS = Path(__file__).resolve().parents[2] / "artifacts" / "screens"
 COMMANDS = {

@@ -13,7 +13,7 @@ import pytest
 
 from bot.sandbox import Sandbox
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.long]
 
 
 async def probe(http: aiohttp.ClientSession, base: str, path: str) -> tuple[int, Any]:

@@ -1,4 +1,4 @@
-"""/finetune through the real bot process and the loopback Discord: framework presets and knobs reach the
+"""/finetune through the real bot and the loopback Discord: framework presets and knobs reach the
 estimate, the verdict and what to change are shown, and different knobs are different cached answers."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 
 from bot.sandbox import Sandbox
 
-pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
 def _peak(reply) -> str:

@@ -1,30 +1,17 @@
-"""Probes that once failed, replayed against the real bot process: every bad option gets a private,
+"""Probes that once failed, replayed against the real bot: every bad option gets a private,
 readable answer before anything public happens, and nothing the bot posts can ping or link."""
 
 from __future__ import annotations
 
 import re
-import sys
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from bot.sandbox import Sandbox
 from bot.sandbox.models import Reply
 
-pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
-
-
-@pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def sandbox(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Sandbox]:
-    data_dir = tmp_path_factory.mktemp("botdata")
-    async with Sandbox() as sb:
-        await sb.start_bot([sys.executable, "-m", "bot"], env={
-            "RIGCHECK_DATA_DIR": str(data_dir), "RIGCHECK_HTTP_ENABLED": "false",
-            "RIGCHECK_GUILD_READY_TIMEOUT": "0.2"}, ready_timeout=60)
-        yield sb
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
 def opt(name: str, value: Any) -> dict[str, Any]:
@@ -58,14 +45,14 @@ def assert_private_and_readable(reply: Reply, *words: str) -> str:
     ("gpus", [opt("vendor", "<@123>")], ["vendor must be one of"]),
 ])
 async def test_bad_options_are_refused_privately_before_any_defer(
-        sandbox: Sandbox, command: str, options: list[dict[str, Any]], words: list[str]) -> None:
-    reply = await sandbox.driver.invoke_raw(command, options)
+        sb: Sandbox, command: str, options: list[dict[str, Any]], words: list[str]) -> None:
+    reply = await sb.driver.invoke_raw(command, options)
     assert_private_and_readable(reply, *words)
 
 
-async def test_models_family_is_bounded_and_escaped_in_the_public_embed(sandbox: Sandbox) -> None:
+async def test_models_family_is_bounded_and_escaped_in_the_public_embed(sb: Sandbox) -> None:
     family = "[click me](https://evil.example/x) @everyone " + "A" * 4000
-    reply = await sandbox.driver.invoke_raw("models", [opt("family", family)])
+    reply = await sb.driver.invoke_raw("models", [opt("family", family)])
     assert reply.error is None and not reply.ephemeral
     description = reply.embeds[0]["description"]
     assert "A" * 60 not in description, "the echo must be bounded"
@@ -73,13 +60,13 @@ async def test_models_family_is_bounded_and_escaped_in_the_public_embed(sandbox:
     assert "@everyone" not in description
 
 
-async def test_mentions_in_the_echo_are_made_inert(sandbox: Sandbox) -> None:
-    reply = await sandbox.driver.invoke_raw("models", [opt("family", "@everyone")])
+async def test_mentions_in_the_echo_are_made_inert(sb: Sandbox) -> None:
+    reply = await sb.driver.invoke_raw("models", [opt("family", "@everyone")])
     assert "@everyone" not in reply.embeds[0]["description"]
 
 
-async def test_every_message_the_bot_sends_disables_mentions(sandbox: Sandbox) -> None:
-    reply = await sandbox.invoke("/help")
+async def test_every_message_the_bot_sends_disables_mentions(sb: Sandbox) -> None:
+    reply = await sb.invoke("/help")
     bodies = [r.json_body for r in reply.requests if isinstance(r.json_body, dict)]
     datas = [b.get("data", b) for b in bodies]
     assert datas and all(d.get("allowed_mentions") == {"parse": []} for d in datas), datas
