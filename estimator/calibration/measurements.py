@@ -120,6 +120,9 @@ class Row:
     # build with rocWMMA flash attention (GGML_HIP_ROCWMMA_FATTN). Either can change prefill by a multiple on RDNA.
     hipblaslt: bool | None = None
     rocwmma: bool | None = None
+    # Server rows whose launch command is known: False for vLLM --enforce-eager / SGLang --disable-cuda-graph, whose
+    # decode pays a kernel launch per op; None where the command was not printed.
+    cuda_graphs: bool | None = None
 
     @property
     def family(self) -> str:
@@ -305,14 +308,15 @@ def server_rows(catalog: Catalog) -> tuple[list[Row], int]:
             source, date = str(m["source"]), str(m.get("date", ""))
             identity = (m.get("gpu"), m.get("model"), m.get("quant"), prompt, output, m["source"])
             tps = m.get("decode_tps") or (1000 / float(m["tpot_ms"]) if m.get("tpot_ms") else None)
+            graphs = _flag(m.get("cuda_graphs"))
             if tps:
                 rows.append(Row(kind="decode", gpu=gpu, gpus=gpus, model=model, quant=quant, tokens=max(output, 2),
                                 depth=prompt, measured_tps=float(tps), source=source, date=date, engine=engine,
-                                holdout=_held_out("decode", *identity)))
+                                cuda_graphs=graphs, holdout=_held_out("decode", *identity)))
             ttft = m.get("ttft_s") or (float(m["ttft_ms"]) / 1000 if m.get("ttft_ms") else None)
             prefill_tps = m.get("prompt_tps") or (prompt / float(ttft) if ttft and prompt else None)
             if prefill_tps and prompt:
                 rows.append(Row(kind="prefill", gpu=gpu, gpus=gpus, model=model, quant=quant, tokens=prompt, depth=0,
                                 measured_tps=float(prefill_tps), source=source, date=date, engine=engine,
-                                holdout=_held_out("prefill", *identity)))
+                                cuda_graphs=graphs, holdout=_held_out("prefill", *identity)))
     return rows, skipped

@@ -120,3 +120,11 @@ def test_rocm_library_flags_are_flags_on_rocm_rows_only() -> None:
                 if key in row:
                     assert isinstance(row[key], bool), f"{path.name}: {_label(row)}: {key} = {row[key]!r}"
                     assert row.get("backend") == "ROCm", f"{path.name}: {_label(row)}: {key} on a non-ROCm row"
+
+
+def test_cuda_graph_flags_are_flags() -> None:
+    # A launch flag recorded as text ("--enforce-eager") would read as truthy and say the opposite of the command.
+    for path in sorted(DATA_DIR.glob("*.toml")):
+        for row in tomllib.loads(path.read_text()).get("measurement", []):
+            if "cuda_graphs" in row:
+                assert isinstance(row["cuda_graphs"], bool), f"{path.name}: {_label(row)}: {row['cuda_graphs']!r}"
