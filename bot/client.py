@@ -256,7 +256,7 @@ class RigTree(app_commands.CommandTree["RigBot"]):
             elif isinstance(original, app_commands.TransformerError):
                 text = transformer_text(interaction, original, locale)
             else:
-                text = people_text(original)
+                text = people_text(original, locale)
             reply = error_reply(t(locale, "err.option.title"), text[:1500], locale)
         elif isinstance(original, app_commands.CommandOnCooldown):
             reply = error_reply(t(locale, "err.cooldown.title"),

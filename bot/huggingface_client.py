@@ -26,7 +26,8 @@ import aiosqlite
 import yarl
 from pydantic import ValidationError
 
-from bot.params import CatalogError
+from bot.params import BOUND_KEYS, CatalogError, validation_message
+from bot.render.text import Message
 from bot.store._sqlite import is_corruption, sidecar_paths
 from catalog.huggingface.bounds import check_config, check_params_b
 from catalog.huggingface.config import UnsupportedConfig, model_from_config
@@ -270,11 +271,15 @@ class HubClient:
                                       fetched_at=self._clock().strftime("%Y-%m-%d"))
             check_params_b(model.params_b)
         except UnsupportedConfig as exc:
-            raise HubBadResponse.of("hub.unsupported", repo=repo, reason=str(exc)) from None
+            reason = Message(f"hf.{exc.reason}", exc.values)
+            raise HubBadResponse.of("hub.unsupported", repo=repo, reason=reason) from None
         except ValidationError as exc:
             first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or "value"
-            raise HubBadResponse.of("hub.impossible", repo=repo, where=where, reason=first["msg"]) from None
+            if not any(k in BOUND_KEYS for k in first.get("ctx") or {}):
+                # Fields that contradict each other (heads not a multiple of KV heads): no one field to name.
+                log.info("config of %s derives an invalid model: %s", repo, exc)
+                raise HubBadResponse.of("hub.unusable", repo=repo) from None
+            raise HubBadResponse.of("hub.impossible", repo=repo, reason=validation_message(first)) from None
         except (ValueError, ArithmeticError, TypeError) as exc:
             log.info("config of %s not derivable: %r", repo, exc)
             raise HubBadResponse.of("hub.unusable", repo=repo) from None

@@ -7,8 +7,9 @@ import re
 from typing import Any, Self
 
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
-from bot.render.text import DEFAULT_LOCALE, t
+from bot.render.text import DEFAULT_LOCALE, Message, t
 from estimator.query import ENGINES, KV_DTYPES, Engine, KVDtype
 
 CTX_MAX_TOKENS = 10_000_000
@@ -37,10 +38,27 @@ class BadValue(CatalogError, ValueError):
     """A value a person typed that we cannot use; the message says what is allowed."""
 
 
-def people_text(exc: Exception) -> str:
-    """One readable line for a value error: pydantic's multi-line dump becomes `field: reason`."""
+# A bound a field states (pydantic's `ge`, `gt`, `le`, `lt`) as the catalog's sentence that says it.
+BOUND_KEYS = {"ge": "bad.at_least", "gt": "bad.above", "le": "bad.at_most", "lt": "bad.below"}
+
+
+def validation_message(error: ErrorDetails) -> Message:
+    """What pydantic found wrong with one value, in the catalog's words: the bound it broke, or that the
+    field does not take that value (pydantic's own sentence is never shown)."""
+    name = ".".join(str(p) for p in error["loc"]) or "value"
+    bound = next(((k, v) for k, v in (error.get("ctx") or {}).items() if k in BOUND_KEYS), None)
+    if bound is not None:
+        return Message(BOUND_KEYS[bound[0]], {"name": name, "limit": f"{bound[1]:g}"})
+    return Message("bad.value", {"name": name})
+
+
+def people_text(exc: Exception, locale: str | None = None) -> str:
+    """One readable line for a value error; a pydantic error says its first problem in catalog words."""
+    if isinstance(exc, CatalogError):
+        return exc.text(locale)[:1500]
     if isinstance(exc, ValidationError):
-        return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}" for e in exc.errors())[:500]
+        first = validation_message(exc.errors()[0])
+        return t(locale, first.key, **first.values)
     return str(exc)[:1500]
 
 

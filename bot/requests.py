@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator, model_validator
 
-from bot.params import BadValue, parse_engine, parse_kv, parse_tokens
+from bot.params import BOUND_KEYS, BadValue, parse_engine, parse_kv, parse_tokens, validation_message
 from estimator.query import (
     DEFAULT_CTX,
     DEFAULT_ENGINE,
@@ -101,10 +101,6 @@ def _allowed(annotation: Any) -> tuple[str, ...]:
     return ()
 
 
-# A bound a field states (pydantic's `ge`, `gt`, `le`, `lt`) as the sentence that says it.
-_BOUND_KEYS = {"ge": "bad.at_least", "gt": "bad.above", "le": "bad.at_most", "lt": "bad.below"}
-
-
 def people_error(model: type[BaseModel], exc: ValidationError) -> BadValue:
     """The first thing wrong, in the words of the message catalog."""
     first = exc.errors()[0]
@@ -125,9 +121,9 @@ def people_error(model: type[BaseModel], exc: ValidationError) -> BadValue:
         allowed = _allowed(spec.annotation) if spec is not None else ()
         if allowed:
             return BadValue.of("bad.one_of", name=name, values=", ".join(allowed))
-    bound = next(((k, v) for k, v in (first.get("ctx") or {}).items() if k in _BOUND_KEYS), None)
-    if bound is not None:
-        return BadValue.of(_BOUND_KEYS[bound[0]], name=name, limit=f"{bound[1]:g}")
+    if any(k in BOUND_KEYS for k in first.get("ctx") or {}):
+        said = validation_message(first)
+        return BadValue.of(said.key, **said.values)
     if kind.startswith("int_"):
         return BadValue.of("bad.whole_number", name=name)
     if kind.startswith("float_") or kind == "finite_number":

@@ -10,6 +10,8 @@ other locale translates it in its `[commands]` table.
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,15 @@ LOCALES = (DEFAULT_LOCALE, "zh-CN")
 # Locales whose text a chart can draw only with a CJK font; without one a chart falls back to English.
 CJK_LOCALES = frozenset({"zh-CN"})
 COMMANDS_TABLE = "commands"
+
+
+@dataclass(frozen=True)
+class Message:
+    """A catalog key and its values, worded only when a locale is known: a value of another message (a
+    reason inside a sentence) is filled in the same locale as the sentence around it."""
+
+    key: str
+    values: Mapping[str, Any] = field(default_factory=dict)
 
 
 def locale_key(locale: str | None) -> str:
@@ -56,12 +67,16 @@ def command_texts(locale: str) -> dict[str, str]:
 
 
 def t(locale: str | None, key: str, **values: Any) -> str:
-    """The locale's text for `key` with `values` filled in; English when the locale lacks it."""
+    """The locale's text for `key` with `values` filled in (a `Message` among them worded in the same
+    locale); English when the locale lacks it."""
     loc = locale_key(locale)
     text = catalog(loc).get(key)
     if text is None:
         text = catalog(DEFAULT_LOCALE)[key]
-    return text.format(**values) if values else text
+    if not values:
+        return text
+    filled = {k: t(loc, v.key, **v.values) if isinstance(v, Message) else v for k, v in values.items()}
+    return text.format(**filled)
 
 
 def missing_keys() -> dict[str, set[str]]:

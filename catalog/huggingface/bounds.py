@@ -53,7 +53,7 @@ def check_depth(doc: Any, limit: int = MAX_DEPTH) -> None:
     while stack:
         node, depth = stack.pop()
         if depth > limit:
-            raise UnsupportedConfig(f"config.json is nested more than {limit} levels deep; that is not a model config")
+            raise UnsupportedConfig("nested_too_deep", limit=limit)
         if isinstance(node, Mapping):
             stack.extend((v, depth + 1) for v in node.values())
         elif isinstance(node, list):
@@ -81,9 +81,9 @@ def check_config(config: Mapping[str, Any]) -> None:
     check_depth(config)
     for where, value in _numbers(config):
         if isinstance(value, float) and not math.isfinite(value):
-            raise UnsupportedConfig(f"config field {where} is {value}, not a number")
+            raise UnsupportedConfig("not_finite", field=where, value=value)
         if abs(value) > MAX_ABS_NUMBER:
-            raise UnsupportedConfig(f"config field {where} is {value:.3g}, beyond any real model")
+            raise UnsupportedConfig("beyond_any_model", field=where, value=f"{value:.3g}")
     blocks = [config, *(config[k] for k in _NESTED if isinstance(config.get(k), Mapping))]
     for block in blocks:
         for name, (low, high) in FIELD_BOUNDS.items():
@@ -92,23 +92,17 @@ def check_config(config: Mapping[str, Any]) -> None:
                 continue
             if not low <= value <= high:
                 shown = f"{value:,}" if isinstance(value, int) else f"{value:g}"
-                raise UnsupportedConfig(
-                    f"config field {name} is {shown}; rigcheck accepts {low:,}–{high:,} (no real model comes near)"
-                )
+                raise UnsupportedConfig("out_of_bounds", field=name, value=shown, low=f"{low:,}", high=f"{high:,}")
         heads, kv_heads = block.get("num_attention_heads"), block.get("num_key_value_heads")
         if isinstance(heads, int) and isinstance(kv_heads, int) and kv_heads > heads:
-            raise UnsupportedConfig(
-                f"config has more key/value heads ({kv_heads}) than attention heads ({heads}); no architecture does"
-            )
+            raise UnsupportedConfig("more_kv_heads", kv_heads=kv_heads, heads=heads)
         experts = next((block[k] for k in ("num_experts", "num_local_experts", "n_routed_experts")
                         if isinstance(block.get(k), int)), None)
         per_token = block.get("num_experts_per_tok")
         if isinstance(experts, int) and isinstance(per_token, int) and per_token > experts:
-            raise UnsupportedConfig(f"config routes each token to {per_token} experts but has only {experts}")
+            raise UnsupportedConfig("more_routed_experts", per_token=per_token, experts=experts)
 
 
 def check_params_b(params_b: float) -> None:
     if not math.isfinite(params_b) or not 0 < params_b <= MAX_PARAMS_B:
-        raise UnsupportedConfig(
-            f"config.json describes a model of {params_b:.3g}B parameters; rigcheck answers up to {MAX_PARAMS_B:,.0f}B"
-        )
+        raise UnsupportedConfig("too_many_params", params_b=f"{params_b:.3g}", most=f"{MAX_PARAMS_B:,.0f}")

@@ -41,7 +41,17 @@ __all__ = [
 
 
 class UnsupportedConfig(ValueError):
-    """The config lacks a field the estimate needs, or describes an architecture not modelled here."""
+    """The config lacks a field the estimate needs, or describes an architecture not modelled here.
+
+    `reason` is a stable code and `values` the facts that fill it in: the bot words them for the asker, in
+    their language, from its message catalogs (`hf.<reason>`). `str()` is the code and the facts, for logs.
+    """
+
+    def __init__(self, reason: str, **values: object) -> None:
+        self.reason = reason
+        self.values = {k: str(v) for k, v in values.items()}
+        facts = "; ".join(f"{k}: {v}" for k, v in self.values.items())
+        super().__init__(f"{reason} ({facts})" if facts else reason)
 
 
 # Bytes per stored element of the checkpoint's declared dtype.
@@ -150,7 +160,7 @@ class _Cfg:
 
     def __init__(self, config: Mapping[str, Any]) -> None:
         if not isinstance(config, Mapping):
-            raise UnsupportedConfig("config.json is not a JSON object")
+            raise UnsupportedConfig("not_object")
         self.top = dict(config)
         nested = next((config[k] for k in _TEXT_KEYS if isinstance(config.get(k), Mapping)), None)
         self.text: dict[str, Any] = dict(nested) if nested is not None else {}
@@ -171,7 +181,7 @@ class _Cfg:
         if value is None:
             return default
         if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
-            raise UnsupportedConfig(f"config field {keys[0]} is not an integer: {value!r}")
+            raise UnsupportedConfig("not_integer", field=keys[0], value=repr(value))
         return int(value)
 
     def require(self, *names: str) -> dict[str, int]:
@@ -184,7 +194,7 @@ class _Cfg:
             else:
                 out[name] = value
         if missing:
-            raise UnsupportedConfig(f"config.json lacks {', '.join(missing)} (needed to size the model)")
+            raise UnsupportedConfig("missing_fields", fields=", ".join(missing))
         return out
 
 
@@ -195,7 +205,7 @@ def _layer_types(c: _Cfg, layers: int) -> list[str] | None:
     types = c.get("layer_types")
     if isinstance(types, list) and types:
         if len(types) != layers:
-            raise UnsupportedConfig(f"layer_types has {len(types)} entries for {layers} layers")
+            raise UnsupportedConfig("layer_types_count", entries=len(types), layers=layers)
         return [str(t) for t in types]
     return None
 
@@ -220,7 +230,7 @@ def _attention_layout(
         return "hybrid_linear", None, full, pattern, linear
     if mt == "granitemoehybrid":
         if types is None:
-            raise UnsupportedConfig("config.json lacks layer_types (which layers are Mamba2 and which attention)")
+            raise UnsupportedConfig("missing_layer_types")
         linear = [i for i, t in enumerate(types) if t == "mamba"]
         full = layers - len(linear)
         return (
@@ -234,7 +244,7 @@ def _attention_layout(
     if mt == "jamba":
         period, offset = c.integer("attn_layer_period"), c.integer("attn_layer_offset")
         if period is None or offset is None:
-            raise UnsupportedConfig("config.json lacks attn_layer_period / attn_layer_offset")
+            raise UnsupportedConfig("missing_attention_period")
         attn = [i for i in range(layers) if i % period == offset]
         linear = [i for i in range(layers) if i % period != offset]
         return "hybrid_linear", None, len(attn), f"1 attention every {period} layers (layers {_ids(attn)})", linear
@@ -282,15 +292,12 @@ def _nemotron_h(c: _Cfg, hidden: int) -> tuple[int, int, int, int, str]:
     """
     pattern = str(c.get("hybrid_override_pattern") or "")
     if not pattern:
-        raise UnsupportedConfig("config.json lacks hybrid_override_pattern (the Nemotron-H block layout)")
+        raise UnsupportedConfig("missing_block_pattern")
     mamba, attn, moe, mlp = (pattern.count(ch) for ch in ("M", "*", "E", "-"))
     if mlp:
-        raise UnsupportedConfig(
-            "nemotron_h with dense MLP blocks ('-' in hybrid_override_pattern) is not "
-            "modelled: its FFN count differs from its mixing-layer count"
-        )
+        raise UnsupportedConfig("dense_mlp_blocks")
     if not moe or moe > mamba + attn:
-        raise UnsupportedConfig("nemotron_h pattern without MoE blocks, or with more MoE than mixing blocks")
+        raise UnsupportedConfig("block_pattern_moe")
     return mamba + attn + moe, attn, mamba, moe, pattern
 
 
@@ -403,10 +410,10 @@ def _moe(c: _Cfg, layers: int) -> MoE | None:
         return None
     active = c.integer("num_experts_per_tok", "experts_per_token", "moe_topk")
     if not active:
-        raise UnsupportedConfig("config.json lacks num_experts_per_tok (experts routed per token)")
+        raise UnsupportedConfig("missing_experts_per_token")
     width = c.integer("moe_intermediate_size") or c.integer("intermediate_size")
     if not width:
-        raise UnsupportedConfig("config.json lacks moe_intermediate_size (the width of one expert)")
+        raise UnsupportedConfig("missing_expert_width")
     shared = c.integer("n_shared_experts", "num_shared_experts") or 0
     shared_width = c.integer(
         "shared_expert_intermediate_size", "moe_shared_expert_intermediate_size", "shared_intermediate_size"
@@ -440,7 +447,7 @@ def _dtype(config: Mapping[str, Any], c: _Cfg) -> str:
 def _max_context(c: _Cfg) -> tuple[int, str]:
     mpe = c.integer("max_position_embeddings", "max_sequence_length", "seq_length")
     if not mpe:
-        raise UnsupportedConfig("config.json lacks max_position_embeddings (the context length)")
+        raise UnsupportedConfig("missing_context")
     scaling = c.get("rope_scaling")
     note = f"config max_position_embeddings {mpe}"
     if isinstance(scaling, Mapping) and scaling.get("original_max_position_embeddings"):
@@ -516,16 +523,14 @@ def model_from_config(
 ) -> Model:
     """Every `Model` field from a Hugging Face config.json (and, if given, its safetensors index)."""
     if not _REPO.match(repo or ""):
-        raise UnsupportedConfig(f"not a Hugging Face repo id: {repo!r}")
+        raise UnsupportedConfig("bad_repo", repo=repr(repo))
     c = _Cfg(config)
     if not c.model_type:
-        raise UnsupportedConfig("config.json has no model_type, so its architecture is unknown")
+        raise UnsupportedConfig("missing_model_type")
     if c.model_type not in SUPPORTED_MODEL_TYPES:
         arch = ", ".join(map(str, config.get("architectures") or [])) or "?"
-        raise UnsupportedConfig(
-            f"unsupported architecture {arch} (model_type {c.model_type!r}); "
-            f"supported: {', '.join(sorted(SUPPORTED_MODEL_TYPES))}"
-        )
+        raise UnsupportedConfig("unsupported_architecture", architecture=arch, model_type=repr(c.model_type),
+                                supported=", ".join(sorted(SUPPORTED_MODEL_TYPES)))
     base = c.require("num_hidden_layers", "hidden_size", "num_attention_heads", "vocab_size")
     layers, hidden, heads, vocab = (
         base["num_hidden_layers"],
@@ -543,7 +548,7 @@ def model_from_config(
         head_dim = c.integer("head_dim") or 0
         if not head_dim:
             if hidden % heads:
-                raise UnsupportedConfig("config.json lacks head_dim and hidden_size is not a multiple of heads")
+                raise UnsupportedConfig("missing_head_dim")
             head_dim = hidden // heads
 
     state: int | None = None
@@ -600,7 +605,7 @@ def model_from_config(
     else:
         intermediate = c.integer("intermediate_size", "ffn_hidden_size")
         if not intermediate:
-            raise UnsupportedConfig("config.json lacks intermediate_size (the FFN width)")
+            raise UnsupportedConfig("missing_ffn_width")
     mlp: Literal["gated", "plain"] = "plain" if c.model_type == "nemotron_h" else "gated"
     tied = bool(c.get("tie_word_embeddings", default=False))
     max_ctx, ctx_note = _max_context(c)

@@ -165,8 +165,12 @@ def test_missing_fields_inside_text_config_are_named():
 
 def test_unknown_architecture_is_named():
     cfg = {"architectures": ["MambaForCausalLM"], "model_type": "mamba", "hidden_size": 768}
-    with pytest.raises(UnsupportedConfig, match="MambaForCausalLM"):
+    with pytest.raises(UnsupportedConfig, match="MambaForCausalLM") as caught:
         model_from_config("state-spaces/mamba-130m-hf", cfg)
+    # The reason is a code and facts; the words are the bot's, per locale.
+    assert caught.value.reason == "unsupported_architecture"
+    assert caught.value.values["architecture"] == "MambaForCausalLM"
+    assert caught.value.values["model_type"] == "'mamba'"
 
 
 def test_unsupported_config_is_a_value_error():

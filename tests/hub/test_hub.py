@@ -299,21 +299,24 @@ async def test_one_cancelled_asker_does_not_cancel_the_shared_fetch(hub, tmp_pat
         assert (await second).layers == 36
 
 
-@pytest.mark.parametrize(("org", "words"), [
-    ("nan", "not valid JSON"),
-    ("infinity", "not valid JSON"),
-    ("deep", "not valid JSON"),
-    ("hugeint", "not valid JSON"),
-    ("hugelayers", "num_hidden_layers is 1,000,000,000; rigcheck accepts 1–1,024"),
-    ("kvheads", "more key/value heads (64) than attention heads (32)"),
-    ("floatlayers", "not an integer"),
+@pytest.mark.parametrize(("org", "words", "chinese"), [
+    ("nan", "not valid JSON", "不是有效的 JSON"),
+    ("infinity", "not valid JSON", "不是有效的 JSON"),
+    ("deep", "not valid JSON", "不是有效的 JSON"),
+    ("hugeint", "not valid JSON", "不是有效的 JSON"),
+    ("hugelayers", "num_hidden_layers is 1,000,000,000; rigcheck accepts 1–1,024",
+     "num_hidden_layers 的值为 1,000,000,000；rigcheck 接受 1–1,024"),
+    ("kvheads", "more key/value heads (64) than attention heads (32)", "KV 头数（64）多于注意力头数（32）"),
+    ("floatlayers", "not an integer", "配置字段 num_hidden_layers 不是整数：36.5"),
 ])
-async def test_absurd_configs_get_one_clear_sentence(hub, tmp_path, org, words):
+async def test_absurd_configs_get_one_clear_sentence(hub, tmp_path, org, words, chinese):
     async with client(hub, tmp_path) as c:
         with pytest.raises(HubBadResponse) as info:
             await c.get_or_fetch(f"{org}/Qwen3-8B")
     text = str(info.value)
     assert words in text and "validation error" not in text and "\n" not in text
+    said = info.value.text("zh-CN")
+    assert said.startswith(f"{org}/Qwen3-8B") and chinese in said and "\n" not in said
     assert rows(tmp_path) == []
 
 

@@ -20,10 +20,12 @@ ROOT = Path(__file__).resolve().parents[2]
 # The sandbox stands in for Discord and shares nothing with the bot, the catalog included.
 CODE = [p for p in sorted((ROOT / "bot").rglob("*.py")) if "sandbox" not in p.parts]
 LOADER = ROOT / "bot" / "render" / "text.py"
+# Where catalog/ says why a Hugging Face config cannot be used: a reason code the bot words as `hf.<code>`.
+HF_REASONS = sorted((ROOT / "catalog" / "huggingface").glob("*.py"))
 
 # Calls whose argument at this position (or keyword) is a catalog key; `SomeError.of(key, …)` builds any
 # catalog-worded error (bot.params.CatalogError).
-KEY_ARGS = {"t": 1, "say": 0, "st.text": 0}
+KEY_ARGS = {"t": 1, "say": 0, "st.text": 0, "Message": 0}
 KEY_KEYWORDS = {"refusal"}
 KEY_HEAD = re.compile(r"[a-z_]+\.[a-z_.]*")
 
@@ -101,6 +103,26 @@ def test_no_key_is_left_unused() -> None:
     named, heads = _named_anywhere()
     unused = {k for k in catalog(DEFAULT_LOCALE) if k not in named and not any(k.startswith(h) for h in heads)}
     assert unused == set()
+
+
+def _hf_reasons() -> dict[str, set[str]]:
+    """Each reason code `UnsupportedConfig(code, **facts)` is raised with, and the names of its facts."""
+    found: dict[str, set[str]] = {}
+    for path in HF_REASONS:
+        for call in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(call, ast.Call) and ast.unparse(call.func) == "UnsupportedConfig":
+                code = call.args[0]
+                assert isinstance(code, ast.Constant) and isinstance(code.value, str), ast.unparse(call)
+                found.setdefault(code.value, set()).update(str(k.arg) for k in call.keywords)
+    return found
+
+
+def test_every_hugging_face_reason_is_worded_with_exactly_its_facts() -> None:
+    reasons = _hf_reasons()
+    assert len(reasons) >= 20, "the scan found too few reasons: UnsupportedConfig is raised some other way"
+    for loc in LOCALES:
+        worded = {k.removeprefix("hf."): _fields(v) for k, v in catalog(loc).items() if k.startswith("hf.")}
+        assert worded == reasons, loc
 
 
 def test_only_the_loader_knows_which_languages_there_are() -> None:

@@ -8,10 +8,12 @@ from typing import Any, cast
 import pytest
 
 from bot.daily.delivery import parse_webhook_url
-from bot.huggingface_client import BadRepoId, HubClient, RepoNotFound, validate_repo
+from bot.huggingface_client import BadRepoId, HubBadResponse, HubClient, RepoNotFound, validate_repo
 from bot.params import BadValue
+from bot.render.text import Message
 from bot.requests import FinetuneRequest
 from bot.service import Service
+from catalog.huggingface.config import UnsupportedConfig, model_from_config
 
 
 def test_a_bad_repo_id_is_worded_per_locale() -> None:
@@ -58,3 +60,16 @@ def test_a_fine_tuning_knob_out_of_range_says_its_bound(knobs: dict[str, Any], e
     with pytest.raises(BadValue) as caught:
         req.settings(svc.gpu("T4"))
     assert (str(caught.value), caught.value.text("zh-CN")) == (english, chinese)
+
+
+def test_an_unsupported_hugging_face_architecture_is_worded_per_locale() -> None:
+    cfg = {"architectures": ["MambaForCausalLM"], "model_type": "mamba", "hidden_size": 768}
+    with pytest.raises(UnsupportedConfig) as caught:
+        model_from_config("state-spaces/mamba-130m-hf", cfg)
+    reason = Message(f"hf.{caught.value.reason}", caught.value.values)
+    err = HubBadResponse.of("hub.unsupported", repo="state-spaces/mamba-130m-hf", reason=reason)
+    assert str(err).startswith("state-spaces/mamba-130m-hf: unsupported architecture MambaForCausalLM "
+                               "(model_type 'mamba'); supported: cohere, cohere2, ")
+    assert err.text("zh-CN").startswith("state-spaces/mamba-130m-hf：不支持的架构 MambaForCausalLM"
+                                        "（model_type 'mamba'）；支持的有：cohere, cohere2, ")
+    assert err.text("en-US") == str(err)

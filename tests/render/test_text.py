@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import BaseModel, Field, ValidationError
 
-from bot.params import BadValue, format_tokens
+from bot.params import BadValue, format_tokens, people_text
 from bot.render.text import catalog, missing_keys, t
 
 
@@ -28,3 +29,14 @@ def test_bad_value_speaks_the_askers_language() -> None:
 ])
 def test_context_as_people_say_it(tokens: int, shown: str) -> None:
     assert format_tokens(tokens) == shown
+
+
+def test_a_pydantic_error_reaching_a_person_is_worded_by_the_catalog() -> None:
+    class Knob(BaseModel):
+        rank: int = Field(ge=1)
+
+    with pytest.raises(ValidationError) as caught:
+        Knob(rank=0)
+    assert people_text(caught.value) == "rank must be at least 1"
+    assert people_text(caught.value, "zh-CN") == "rank 须不小于 1"
+    assert "Input should" not in people_text(caught.value)
