@@ -1,5 +1,5 @@
-"""The real bot process with `hf:org/name` models read from a loopback Hugging Face Hub, plus /whatgpu and
-partial offload: what Discord would receive, checked against the estimator run in-process."""
+"""The real bot with `hf:org/name` models read from a loopback Hugging Face Hub, plus /whatgpu and partial
+offload: what Discord would receive, checked against the estimator run directly."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import asyncio
 import json
 import re
 import sqlite3
-import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,15 +18,16 @@ from aiohttp import web
 from bot.cogs.common import HF_DEFER_AFTER_S
 from bot.render.replies import WHATGPU_PAGE, WHATGPU_SETUP_WIDTH, rows_per_count
 from bot.render.table import setup_label
-from bot.sandbox import BotProcess, Sandbox
+from bot.sandbox import Sandbox
 from bot.sandbox.models import Reply
 from bot.service import Service
 from estimator.memory import memory
 from estimator.query import Query
 from estimator.whatgpu import DEFAULT_PROMPT_TOKENS, what_gpu
 from tests.fake_hub import stream_chunked
+from tests.inprocess.local_bot import bot_in_this_process
 
-pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "hf"
 HF_TIMEOUT_S = 3.0
@@ -74,7 +74,6 @@ class LoopbackHub:
 @dataclass
 class World:
     sb: Sandbox
-    bot: BotProcess
     hub: LoopbackHub
     data_dir: Path
 
@@ -120,12 +119,9 @@ async def hub() -> AsyncIterator[LoopbackHub]:
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
 async def world(hub: LoopbackHub, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[World]:
     data_dir = tmp_path_factory.mktemp("hubbotdata")
-    async with Sandbox() as sb:
-        process = await sb.start_bot([sys.executable, "-m", "bot"], env={
-            "RIGCHECK_DATA_DIR": str(data_dir), "RIGCHECK_HTTP_ENABLED": "false",
-            "RIGCHECK_GUILD_READY_TIMEOUT": "0.2", "RIGCHECK_HF_BASE_URL": hub.base,
-            "RIGCHECK_HF_TIMEOUT_S": f"{HF_TIMEOUT_S:g}", "RIGCHECK_HF_TOKEN": ""}, ready_timeout=60)
-        yield World(sb, process, hub, data_dir)
+    async with Sandbox() as sb, bot_in_this_process(sb, data_dir, rigcheck_hf_base_url=hub.base,
+                                                    rigcheck_hf_timeout_s=HF_TIMEOUT_S, rigcheck_hf_token=""):
+        yield World(sb, hub, data_dir)
 
 
 @pytest.fixture(scope="module")

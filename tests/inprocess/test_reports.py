@@ -1,4 +1,4 @@
-"""Community reports through the real bot process and the loopback Discord: paste → confirm → stored →
+"""Community reports through the real bot and the loopback Discord: paste → confirm → stored →
 shown beside the next /fit; limits, outliers held, deletion, moderation, export, refusals."""
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ import pytest_asyncio
 from bot import cli
 from bot.sandbox import Sandbox
 from bot.sandbox.models import Reply
+from tests.inprocess.local_bot import bot_in_this_process
 
-pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 ROOT = Path(__file__).resolve().parents[2]
 USER_LIMIT = 3
@@ -36,11 +37,8 @@ BENCH = (
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
 async def sandbox(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[tuple[Sandbox, Path]]:
     data_dir = tmp_path_factory.mktemp("reportdata")
-    async with Sandbox() as sb:
-        await sb.start_bot([sys.executable, "-m", "bot"], env={
-            "RIGCHECK_DATA_DIR": str(data_dir), "RIGCHECK_HTTP_ENABLED": "false",
-            "RIGCHECK_GUILD_READY_TIMEOUT": "0.2", "RIGCHECK_OWNER_IDS": str(sb.world.owner.id),
-            "RIGCHECK_REPORT_USER_LIMIT": str(USER_LIMIT), "RIGCHECK_REPORT_SALT": ""}, ready_timeout=60)
+    async with Sandbox() as sb, bot_in_this_process(sb, data_dir, rigcheck_owner_ids=str(sb.world.owner.id),
+                                                    rigcheck_report_user_limit=USER_LIMIT, rigcheck_report_salt=""):
         yield sb, data_dir
 
 
@@ -73,8 +71,8 @@ def _export_everything(source: Path) -> list[dict[str, Any]]:
 
 
 async def stored_reports(data_dir: Path) -> list[dict[str, Any]]:
-    """What the bot process has stored, read by `rigcheck reports export` run in this process (the command as
-    its own process is test_export_round_trips_accepted_reports's): a second of imports per read otherwise."""
+    """What the bot has stored, read by `rigcheck reports export` run in this process (the command as its own
+    process is test_export_round_trips_accepted_reports's): a second of imports per read otherwise."""
     return await asyncio.to_thread(_export_everything, data_dir / "state.sqlite3")
 
 
