@@ -22,7 +22,7 @@ from tests.pg import PostgresServer, running_server
 sys.dont_write_bytecode = False  # this process's too: the test modules are imported after this file
 
 # Under load the bot posts an answer before its chart and edits the chart in. Tests that read the chart
-# from the reply want one message, so their bot waits for the chart; tests/e2e/test_chart_after_answer.py
+# from the reply want one message, so their bot waits for the chart; tests/inprocess/test_chart_after_answer.py
 # covers the two-step answer.
 os.environ.setdefault("RIGCHECK_CHART_WAIT_S", "30")
 # Each chart worker process imports the whole bot again (over a second of CPU): dozens of test bot processes

@@ -2,21 +2,14 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-import pytest
-
 from bot.sandbox import Sandbox
-
-pytestmark = [pytest.mark.e2e]
+from tests.inprocess.local_bot import bot_in_this_process
 
 
 async def test_answer_first_then_the_chart_then_the_cache_serves_both(tmp_path: Path) -> None:
-    async with Sandbox() as sb:
-        await sb.start_bot([sys.executable, "-m", "bot"], env={
-            "RIGCHECK_DATA_DIR": str(tmp_path), "RIGCHECK_HTTP_ENABLED": "false",
-            "RIGCHECK_GUILD_READY_TIMEOUT": "0.2", "RIGCHECK_CHART_WAIT_S": "0"}, ready_timeout=60)
+    async with Sandbox() as sb, bot_in_this_process(sb, tmp_path, rigcheck_chart_wait_s=0):
         first = await sb.invoke("/fit gpu:T4 model:qwen3-8b ctx:20k")
         assert first.error is None and not first.ephemeral
         assert first.embeds[0]["title"] == "Qwen3-8B on 1× NVIDIA T4" and "image" not in first.embeds[0]
