@@ -29,7 +29,7 @@ def reply_to(request: Request, svc: Service, page: int = 1, *, locale: str) -> R
 
 @reply_to.register
 def _fit(request: FitRequest, svc: Service, page: int = 1, *, locale: str) -> Reply:
-    return replies.fit_reply(svc, request, locale)
+    return replies.fit_reply(svc, request, locale=locale)
 
 
 @reply_to.register
@@ -39,26 +39,22 @@ def _rank(request: RankRequest, svc: Service, page: int = 1, *, locale: str) -> 
 
 @reply_to.register
 def _gpu(request: GpuRequest, svc: Service, page: int = 1, *, locale: str) -> Reply:
-    return replies.gpu_reply(svc, request.gpu, request.ctx, locale=locale)
+    return replies.gpu_reply(svc, request, locale=locale)
 
 
 @reply_to.register
 def _compare(request: CompareRequest, svc: Service, page: int = 1, *, locale: str) -> Reply:
-    return replies.compare_reply(svc, request.sides(), locale)
+    return replies.compare_reply(svc, request, locale=locale)
 
 
 @reply_to.register
 def _finetune(request: FinetuneRequest, svc: Service, page: int = 1, *, locale: str) -> Reply:
-    choice = svc.gpu_choice(request.gpu, request.gpus)
-    model, _ = svc.model(request.model)
-    return replies.finetune_reply(svc, choice.gpu, model, request.method, request.seq, request.batch, choice.count,
-                                  request.knobs, locale=locale)
+    return replies.finetune_reply(svc, request, locale=locale)
 
 
 @reply_to.register
 def _whatgpu(request: WhatGpuRequest, svc: Service, page: int = 1, *, locale: str) -> Reply:
-    return replies.whatgpu_reply(svc, request.model, request.ctx, request.quant, request.min_tps, request.budget,
-                                 request.engine, page, locale=locale)
+    return replies.whatgpu_reply(svc, request, page, locale=locale)
 
 
 __all__ = ["reply_to"]

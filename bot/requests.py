@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, Self, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator, model_validator
 
 from bot.params import BOUND_KEYS, BadValue, parse_engine, parse_kv, parse_tokens, validation_message
+from bot.reports.paste import DECODE_TPS_MAX, PREFILL_TPS_MAX, Measured, parse_paste, parse_rate
+from bot.reports.rules import BUILD_MAX_CHARS, NOTES_MAX_CHARS, clean_text
 from estimator.query import (
     DEFAULT_CTX,
     DEFAULT_ENGINE,
@@ -51,6 +53,8 @@ DEFAULT_WHATGPU_LIMIT = 25
 STORED_KEYS = ("gpu", "engine", "ctx", "kv")
 # A daily summary covers at most this many GPUs: one chart row each keeps the post readable.
 DAILY_MAX_GPUS = 4
+# Report numbers are shown and typed as Discord integers, which stop at 2^53 - 1.
+REPORT_ID_MAX = 2**53 - 1
 
 R = TypeVar("R", bound="Request")
 
@@ -469,6 +473,8 @@ class DailyRequest(Request):
     webhook_url: str | None = None
     gpus: tuple[str, ...] = ()
     ctx: int = DEFAULT_CTX
+    # The language the summary is written in: the server's stored one, else the server's Discord locale.
+    locale: str | None = None
 
     @field_validator("ctx", mode="before")
     @classmethod
@@ -494,16 +500,141 @@ class DailyRequest(Request):
 
     @classmethod
     def for_server(cls, server: Mapping[str, Any], **options: Any) -> DailyRequest:
-        """`server`: the server's stored `gpu_ids` and `ctx`, which fill `gpus` and `ctx` when left out."""
+        """`server`: the server's stored `gpu_ids`, `ctx` and `locale`, which fill `gpus`, `ctx` and `locale`
+        when left out."""
         given = {k: v for k, v in options.items() if v is not None and v != ""}
         if "gpus" not in given and server.get("gpu_ids"):
             given["gpus"] = tuple(server["gpu_ids"])
-        if "ctx" not in given and server.get("ctx"):
-            given["ctx"] = server["ctx"]
+        for key in ("ctx", "locale"):
+            if key not in given and server.get(key):
+                given[key] = server[key]
         return cls.of(**given)
 
     def cache_key(self, svc: Service) -> dict[str, Any]:
         return {"gpus": list(dict.fromkeys(svc.gpu(name).id for name in self.gpus)), "ctx": self.ctx}
+
+
+class DailyUnsubscribeRequest(Request):
+    """/daily unsubscribe: one channel's subscription, or (no channel) every one of the server's."""
+
+    COMMAND: ClassVar[str] = "daily"
+
+    channel_id: int | None = None
+
+
+class DailyPreviewRequest(Request):
+    """/daily preview: today's summary for the server, shown only to the asker."""
+
+    COMMAND: ClassVar[str] = "daily"
+
+
+class ReportAddRequest(_Options):
+    """/report add: one measured speed, typed (`decode_tps`, `prefill_tps`) or pasted from llama-bench or
+    Ollama (`paste`), for a GPU setup, model, format and engine; `ctx` is the context it ran with and
+    `engine_build` the engine's version (the `build` option)."""
+
+    COMMAND: ClassVar[str] = "report"
+
+    gpu: str
+    model: str
+    quant: str
+    engine: Engine
+    engine_build: str | None = None
+    notes: str | None = None
+    decode_tps: float | None = None
+    prefill_tps: float | None = None
+    paste: str | None = None
+    ctx: int | None = None
+    gpus: int = 1
+
+    @field_validator("engine_build", mode="before")
+    @classmethod
+    def _engine_build(cls, value: Any) -> str | None:
+        return clean_text(value, "build", BUILD_MAX_CHARS)
+
+    @field_validator("notes", mode="before")
+    @classmethod
+    def _notes(cls, value: Any) -> str | None:
+        return clean_text(value, "notes", NOTES_MAX_CHARS)
+
+    @field_validator("decode_tps", mode="before")
+    @classmethod
+    def _decode(cls, value: Any) -> float:
+        return parse_rate(str(value), "decode_tps", DECODE_TPS_MAX)
+
+    @field_validator("prefill_tps", mode="before")
+    @classmethod
+    def _prefill(cls, value: Any) -> float:
+        return parse_rate(str(value), "prefill_tps", PREFILL_TPS_MAX)
+
+    @model_validator(mode="after")
+    def _one_measurement(self) -> Self:
+        if self.paste is not None and (self.decode_tps is not None or self.prefill_tps is not None):
+            raise BadValue.of("report.paste_and_values")
+        self.measured()
+        return self
+
+    def measured(self) -> Measured:
+        """The speeds as measured: parsed from the paste, or as typed."""
+        if self.paste is not None:
+            return parse_paste(self.paste)
+        if self.decode_tps is None:
+            raise BadValue.of("report.need_decode")
+        return Measured(source="manual", decode_tps=self.decode_tps, prefill_tps=self.prefill_tps)
+
+    def fit_request(self) -> FitRequest:
+        """The estimate the report is shown beside (and stored with)."""
+        return FitRequest.of(gpu=self.gpu, model=self.model, quant=self.quant, engine=self.engine,
+                             ctx=self.ctx or DEFAULT_CTX, gpus=self.gpus)
+
+
+class _ReportNumber(Request):
+    """A request naming a report by the number /report shows."""
+
+    @field_validator("id", mode="before", check_fields=False)
+    @classmethod
+    def _id(cls, value: Any) -> int:
+        return _in_range("id", value, 1, REPORT_ID_MAX)
+
+
+class ReportMineRequest(Request):
+    """/report mine: the asker's own reports."""
+
+    COMMAND: ClassVar[str] = "report"
+
+
+class ReportHideRequest(_ReportNumber):
+    """/report hide: a report made in this server, hidden by a manager."""
+
+    COMMAND: ClassVar[str] = "report"
+
+    id: int
+
+
+class ReportOptOutRequest(Request):
+    """/report optout: no reports made or shown in this server (`off`), or back on."""
+
+    COMMAND: ClassVar[str] = "report"
+
+    off: bool
+
+
+ModerateAction = Literal["held", "accept", "hide", "remove"]
+
+
+class ReportModerateRequest(_ReportNumber):
+    """/report moderate: list the held reports, or accept, hide or remove one (`id`)."""
+
+    COMMAND: ClassVar[str] = "report"
+
+    action: ModerateAction
+    id: int | None = None
+
+    @model_validator(mode="after")
+    def _needs_id(self) -> Self:
+        if self.action != "held" and self.id is None:
+            raise BadValue.of("report.need_id")
+        return self
 
 
 REQUEST_TYPES: dict[str, type[Request]] = {

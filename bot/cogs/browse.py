@@ -39,8 +39,7 @@ class Browse(commands.Cog):
         label = echo(req.family) if req.family else None
 
         async def render(page: int) -> Reply:
-            return models_reply(self.bot.service, req.family, req.max_params, page, locale=locale,
-                                family_label=label)
+            return models_reply(self.bot.service, req, page, locale=locale, family_label=label)
 
         await self._send(interaction, await render(1), render, "models")
 
@@ -52,7 +51,7 @@ class Browse(commands.Cog):
         locale = str(interaction.locale.value)
 
         async def render(page: int) -> Reply:
-            return gpus_reply(self.bot.service, req.vendor, page, locale=locale)
+            return gpus_reply(self.bot.service, req, page, locale=locale)
 
         await self._send(interaction, await render(1), render, "gpus")
 

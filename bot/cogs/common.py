@@ -1,12 +1,10 @@
 """What the commands share besides their option types (those are `bot.transformers`): rate limits, the
-sort choices, checking a choice on receipt, echoing user text safely."""
+sort choices, echoing user text safely."""
 
 from __future__ import annotations
 
 import discord
 from discord import app_commands
-
-from bot.params import BadValue
 
 # The hub deadline and the context transformer are part of what a command's options mean; they are named
 # here too because the commands' tests reach them through this module.
@@ -16,14 +14,6 @@ from bot.transformers import HF_DEFER_AFTER_S, TokensTransformer
 HEAVY_COMMAND_RATE = 20
 HEAVY_COMMAND_PER_S = 60.0
 SORT_CHOICES = [app_commands.Choice(name=n, value=n) for n in ("quality", "speed", "size")]
-
-
-def one_of(name: str, value: str, allowed: list[app_commands.Choice[str]] | tuple[str, ...]) -> str:
-    """A choice option's value checked on receipt, for the same reason as NumberRange."""
-    values = [c.value if isinstance(c, app_commands.Choice) else c for c in allowed]
-    if value not in values:
-        raise BadValue.of("bad.one_of", name=name, values=", ".join(values))
-    return value
 
 
 ECHO_MAX_CHARS = 40
@@ -38,6 +28,6 @@ def echo(text: str, limit: int = ECHO_MAX_CHARS) -> str:
 
 
 __all__ = ["HEAVY_COMMAND_PER_S", "HEAVY_COMMAND_RATE", "HF_DEFER_AFTER_S", "SORT_CHOICES", "TokensTransformer",
-           "echo", "one_of"]
+           "echo"]
 
 

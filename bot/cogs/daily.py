@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from typing import TYPE_CHECKING
 
@@ -15,7 +16,7 @@ from bot.daily.delivery import DailyJob, parse_webhook_url
 from bot.i18n import interaction_locale
 from bot.params import BadValue, format_tokens
 from bot.render.text import t
-from bot.requests import DailyRequest
+from bot.requests import DailyPreviewRequest, DailyRequest, DailyUnsubscribeRequest, Request
 
 if TYPE_CHECKING:
     from bot.client import RigBot
@@ -105,18 +106,28 @@ class DailyCog(
         settings = await state.get_guild_settings(interaction.guild_id)
         req = DailyRequest.for_server(settings.model_dump(), channel_id=channel.id if channel else None,
                                       webhook_url=webhook_url, gpus=gpus, ctx=ctx)
+        await self.respond(req, interaction)
+
+    @functools.singledispatchmethod
+    async def respond(self, request: Request, interaction: discord.Interaction) -> None:
+        raise TypeError(f"/daily has no answer for {type(request).__name__}")
+
+    @respond.register
+    async def _subscribe(self, request: DailyRequest, interaction: discord.Interaction) -> None:
+        assert interaction.guild_id is not None
+        state = self._state()
         # Raises catalog.resolve.NotFound with suggestions, which the central handler words.
-        gpu_ids = req.cache_key(self.bot.service)["gpus"]
+        gpu_ids = request.cache_key(self.bot.service)["gpus"]
         sub = await state.add_subscription(
             interaction.guild_id,
-            req.channel_id,
-            req.webhook_url,
+            request.channel_id,
+            request.webhook_url,
             gpu_ids,
-            req.ctx,
-            settings.locale or _locale(interaction),
+            request.ctx,
+            request.locale or _locale(interaction),
         )
         locale = interaction_locale(interaction)
-        where = channel.mention if channel else t(locale, "daily.the_webhook")
+        where = f"<#{request.channel_id}>" if request.channel_id is not None else t(locale, "daily.the_webhook")
         names = ", ".join(self.bot.service.catalog.gpu(g).name for g in sub.gpus)
         text = t(locale, "daily.subscribed", where=where, names=names, ctx=format_tokens(sub.ctx))
         await interaction.response.send_message(text, ephemeral=True)
@@ -128,8 +139,12 @@ class DailyCog(
     async def unsubscribe(
         self, interaction: discord.Interaction, channel: app_commands.AppCommandChannel | None = None
     ) -> None:
+        await self.respond(DailyUnsubscribeRequest.of(channel_id=channel.id if channel else None), interaction)
+
+    @respond.register
+    async def _unsubscribe(self, request: DailyUnsubscribeRequest, interaction: discord.Interaction) -> None:
         assert interaction.guild_id is not None
-        removed = await self._state().remove_subscription(interaction.guild_id, channel.id if channel else None)
+        removed = await self._state().remove_subscription(interaction.guild_id, request.channel_id)
         key = "daily.removed_none" if not removed else "daily.removed_one" if removed == 1 else "daily.removed"
         text = t(interaction_locale(interaction), key, count=removed)
         await interaction.response.send_message(text, ephemeral=True)
@@ -138,6 +153,10 @@ class DailyCog(
     @app_commands.command(name="preview", description="See today's summary for this server (only you see it)")
     @app_commands.checks.has_permissions(manage_guild=True)
     async def preview(self, interaction: discord.Interaction) -> None:
+        await self.respond(DailyPreviewRequest.of(), interaction)
+
+    @respond.register
+    async def _preview(self, request: DailyPreviewRequest, interaction: discord.Interaction) -> None:
         assert interaction.guild_id is not None
         self._state()  # refuses at once when there is no store to read subscriptions from
         # Rendering the charts can take longer than the 3 s an interaction allows.

@@ -6,40 +6,38 @@ Parsing and rules live in `bot.reports`, storage in `bot.store.reports`; this is
 
 from __future__ import annotations
 
+import functools
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.cogs.common import echo, one_of
+from bot.cogs.common import echo
 from bot.i18n import interaction_locale
-from bot.params import BadValue, format_tokens, parse_tokens
+from bot.params import BadValue, format_tokens
 from bot.render.text import t
-from bot.reports.paste import DECODE_TPS_MAX, PREFILL_TPS_MAX, Measured, parse_paste, parse_rate
-from bot.reports.rules import (
-    BUILD_MAX_CHARS,
-    NOTES_MAX_CHARS,
-    OUTLIER_FACTOR,
-    clean_text,
-    is_outlier,
-    reporter_hash,
-    summarize,
+from bot.reports.rules import BUILD_MAX_CHARS, NOTES_MAX_CHARS, OUTLIER_FACTOR, is_outlier, reporter_hash, summarize
+from bot.requests import (
+    REPORT_ID_MAX,
+    ModerateAction,
+    ReportAddRequest,
+    ReportHideRequest,
+    ReportMineRequest,
+    ReportModerateRequest,
+    ReportOptOutRequest,
+    Request,
 )
-from bot.requests import FitRequest
 from bot.store.reports import ReportDraft
 from bot.transformers import EngineOption, GpuCount, GpuOption, ModelOption, QuantOption
 from bot.ui.report import MINE_MAX, ConfirmReport, MineView, report_embed
 from estimator import ESTIMATOR_VERSION
-from estimator.query import DEFAULT_CTX, Query
+from estimator.query import Query
 
 if TYPE_CHECKING:
     from bot.client import RigBot
     from catalog.schema import QuantFormat
-
-MODERATE_ACTIONS = ("held", "accept", "hide", "remove")
-
 
 def _tps(value: float) -> str:
     return f"{value:.0f}" if value >= 10 else f"{value:.1f}"
@@ -130,18 +128,27 @@ class ReportCog(commands.GroupCog, group_name="report",
         notes: app_commands.Range[str, 1, NOTES_MAX_CHARS] | None = None,
         paste: app_commands.Range[str, 1, 4000] | None = None,
     ) -> None:
-        locale = interaction_locale(interaction)
         state = self.ctx.state
         if await state.reports_opted_out(interaction.guild_id):
             raise BadValue.of("report.opted_out")
-        build_text = clean_text(build, "build", BUILD_MAX_CHARS)
-        notes_text = clean_text(notes, "notes", NOTES_MAX_CHARS)
-        measured = self._measured(decode_tps, prefill_tps, paste)
-        build_text = build_text or measured.build
-        ctx_tokens = parse_tokens(ctx) if ctx else None
+        await self.respond(ReportAddRequest.of(
+            gpu=gpu.text, model=model.text, quant=quant, engine=engine, decode_tps=decode_tps,
+            prefill_tps=prefill_tps, ctx=ctx or None, gpus=gpus, engine_build=build, notes=notes, paste=paste,
+        ), interaction)
+
+    @functools.singledispatchmethod
+    async def respond(self, request: Request, interaction: discord.Interaction) -> None:
+        raise TypeError(f"/report has no answer for {type(request).__name__}")
+
+    @respond.register
+    async def _add(self, request: ReportAddRequest, interaction: discord.Interaction) -> None:
+        locale = interaction_locale(interaction)
+        state = self.ctx.state
+        measured = request.measured()
+        build_text = request.engine_build or measured.build
+        ctx_tokens = request.ctx
         svc = self.bot.service
-        req = FitRequest.of(gpu=gpu.text, model=model.text, quant=quant, engine=engine, ctx=ctx_tokens or DEFAULT_CTX,
-                            gpus=gpus)
+        req = request.fit_request()
         q, formats = svc.base_query(req)
         option = svc.fit(req).options[0]
         reporter = await self.ctx.reporter(interaction.user.id)
@@ -156,7 +163,7 @@ class ReportCog(commands.GroupCog, group_name="report",
             gpu_id=q.gpu.id, gpu_count=q.gpus, model_id=q.model.id, quant_id=formats[0].id, engine=q.engine,
             build=build_text, ctx=ctx_tokens, decode_tps=measured.decode_tps, prefill_tps=measured.prefill_tps,
             prompt_tokens=measured.prompt_tokens, generated_tokens=measured.generated_tokens,
-            source=measured.source, notes=notes_text, estimate_decode_tps=sp.decode_tps,
+            source=measured.source, notes=request.notes, estimate_decode_tps=sp.decode_tps,
             estimate_decode_tps_low=sp.decode_tps_low, estimate_decode_tps_high=sp.decode_tps_high,
             estimate_prefill_tps=sp.prefill_tps, estimator_version=f"{ESTIMATOR_VERSION}",
         )
@@ -170,8 +177,8 @@ class ReportCog(commands.GroupCog, group_name="report",
             (t(locale, "report.estimate"), t(locale, "report.estimate_line", tps=_tps(sp.decode_tps),
                                              low=_tps(sp.decode_tps_low), high=_tps(sp.decode_tps_high))),
         ]
-        if notes_text:
-            fields.append((t(locale, "report.notes"), echo(notes_text, NOTES_MAX_CHARS)))
+        if request.notes:
+            fields.append((t(locale, "report.notes"), echo(request.notes, NOTES_MAX_CHARS)))
         if held:
             fields.append((t(locale, "report.held_title"), t(locale, "report.held_text", factor=f"{OUTLIER_FACTOR:g}")))
         summary = report_embed(t(locale, "report.confirm_title"), t(locale, "report.confirm_text"),
@@ -180,20 +187,6 @@ class ReportCog(commands.GroupCog, group_name="report",
         view.confirm.label = t(locale, "report.button_submit")
         view.cancel.label = t(locale, "report.button_cancel")
         await interaction.response.send_message(embeds=[summary], view=view, ephemeral=True)
-
-    @staticmethod
-    def _measured(decode_tps: str | None, prefill_tps: str | None, paste: str | None) -> Measured:
-        if paste is not None:
-            if decode_tps is not None or prefill_tps is not None:
-                raise BadValue.of("report.paste_and_values")
-            return parse_paste(paste)
-        if decode_tps is None:
-            raise BadValue.of("report.need_decode")
-        return Measured(
-            source="manual",
-            decode_tps=parse_rate(decode_tps, "decode_tps", DECODE_TPS_MAX),
-            prefill_tps=None if prefill_tps is None else parse_rate(prefill_tps, "prefill_tps", PREFILL_TPS_MAX),
-        )
 
     async def mine_reply(self, user_id: int, reporter: str, locale: str,
                          note: str | None = None) -> tuple[discord.Embed, discord.ui.View | None]:
@@ -212,6 +205,10 @@ class ReportCog(commands.GroupCog, group_name="report",
 
     @app_commands.command(name="mine", description="Your reports; pick one to delete it (only you see this)")
     async def mine(self, interaction: discord.Interaction) -> None:
+        await self.respond(ReportMineRequest.of(), interaction)
+
+    @respond.register
+    async def _mine(self, request: ReportMineRequest, interaction: discord.Interaction) -> None:
         locale = interaction_locale(interaction)
         reporter = await self.ctx.reporter(interaction.user.id)
         embed, view = await self.mine_reply(interaction.user.id, reporter, locale)
@@ -223,14 +220,18 @@ class ReportCog(commands.GroupCog, group_name="report",
     @app_commands.command(name="hide", description="Hide a report made in this server (Manage Server)")
     @app_commands.describe(id="Report number, as /report shows it")
     @app_commands.checks.has_permissions(manage_guild=True)
-    async def hide(self, interaction: discord.Interaction, id: app_commands.Range[int, 1, 2**53 - 1]) -> None:
-        locale = interaction_locale(interaction)
+    async def hide(self, interaction: discord.Interaction, id: app_commands.Range[int, 1, REPORT_ID_MAX]) -> None:
         if interaction.guild_id is None:
             raise BadValue.of("report.server_only")
-        done = await self.ctx.state.set_report_status(int(id), "hidden", "hidden by a manager of its server",
+        await self.respond(ReportHideRequest.of(id=id), interaction)
+
+    @respond.register
+    async def _hide(self, request: ReportHideRequest, interaction: discord.Interaction) -> None:
+        locale = interaction_locale(interaction)
+        done = await self.ctx.state.set_report_status(request.id, "hidden", "hidden by a manager of its server",
                                                       guild_id=interaction.guild_id)
         key = "report.hidden" if done else "report.not_in_guild"
-        await interaction.response.send_message(t(locale, key, id=int(id)), ephemeral=True)
+        await interaction.response.send_message(t(locale, key, id=request.id), ephemeral=True)
 
     @app_commands.command(name="optout", description="Turn community reports off or on here (Manage Server)")
     @app_commands.describe(off="True: no reports from here and none shown here; False: back on")
@@ -238,22 +239,30 @@ class ReportCog(commands.GroupCog, group_name="report",
     async def optout(self, interaction: discord.Interaction, off: bool) -> None:
         if interaction.guild_id is None:
             raise BadValue.of("report.server_only")
-        await self.ctx.state.set_reports_opt_out(interaction.guild_id, off)
+        await self.respond(ReportOptOutRequest.of(off=off), interaction)
+
+    @respond.register
+    async def _optout(self, request: ReportOptOutRequest, interaction: discord.Interaction) -> None:
+        assert interaction.guild_id is not None, "checked by the command"
+        await self.ctx.state.set_reports_opt_out(interaction.guild_id, request.off)
         locale = interaction_locale(interaction)
-        await interaction.response.send_message(t(locale, "report.opted_out_now" if off else "report.opted_in_now"),
-                                                ephemeral=True)
+        key = "report.opted_out_now" if request.off else "report.opted_in_now"
+        await interaction.response.send_message(t(locale, key), ephemeral=True)
 
     @app_commands.command(name="moderate", description="Bot owners: list held reports, accept, hide or remove one")
     @app_commands.describe(action="held (list), accept, hide or remove", id="Report number")
-    @app_commands.choices(action=[app_commands.Choice(name=a, value=a) for a in MODERATE_ACTIONS])
+    @app_commands.choices(action=[app_commands.Choice(name=a, value=a) for a in get_args(ModerateAction)])
     async def moderate(self, interaction: discord.Interaction, action: str,
-                       id: app_commands.Range[int, 1, 2**53 - 1] | None = None) -> None:
-        locale = interaction_locale(interaction)
+                       id: app_commands.Range[int, 1, REPORT_ID_MAX] | None = None) -> None:
         if interaction.user.id not in self.bot.settings.owner_ids:
             raise BadValue.of("report.owner_only")
-        one_of("action", action, MODERATE_ACTIONS)
+        await self.respond(ReportModerateRequest.of(action=action, id=id), interaction)
+
+    @respond.register
+    async def _moderate(self, request: ReportModerateRequest, interaction: discord.Interaction) -> None:
+        locale = interaction_locale(interaction)
         state = self.ctx.state
-        if action == "held":
+        if request.action == "held":
             held = await state.reports_with_status("held", 20)
             lines = [
                 t(locale, "report.held_line", id=r.id,
@@ -264,15 +273,14 @@ class ReportCog(commands.GroupCog, group_name="report",
             embed = report_embed(t(locale, "report.held_list"), "\n".join(lines) or t(locale, "report.held_none"))
             await interaction.response.send_message(embeds=[embed], ephemeral=True)
             return
-        if id is None:
-            raise BadValue.of("report.need_id")
-        if action == "remove":
-            done = await state.delete_report(int(id))
+        assert request.id is not None, "the request needs an id for every other action"
+        if request.action == "remove":
+            done = await state.delete_report(request.id)
         else:
-            status = "accepted" if action == "accept" else "hidden"
-            done = await state.set_report_status(int(id), status, f"{action} by a bot owner")
-        key = f"report.moderated_{action}" if done else "report.not_found"
-        await interaction.response.send_message(t(locale, key, id=int(id)), ephemeral=True)
+            status = "accepted" if request.action == "accept" else "hidden"
+            done = await state.set_report_status(request.id, status, f"{request.action} by a bot owner")
+        key = f"report.moderated_{request.action}" if done else "report.not_found"
+        await interaction.response.send_message(t(locale, key, id=request.id), ephemeral=True)
 
 
 async def community_field(bot: RigBot, guild_id: int | None, q: Query, formats: list[QuantFormat],

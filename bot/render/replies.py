@@ -12,7 +12,16 @@ from bot.render.embeds import COLORS, render_embed
 from bot.render.reply import Reply, ReplyFile
 from bot.render.table import Column, render_table, setup_label, short_gpu_name, short_model_name
 from bot.render.text import t
-from bot.requests import FitRequest, RankRequest
+from bot.requests import (
+    CompareRequest,
+    FinetuneRequest,
+    FitRequest,
+    GpuRequest,
+    GpusRequest,
+    ModelsRequest,
+    RankRequest,
+    WhatGpuRequest,
+)
 from bot.service import GpuChoice, Service
 from catalog.schema import GPU, QuantFormat
 from estimator.advice import (
@@ -24,9 +33,8 @@ from estimator.advice import (
     what_to_change,
 )
 from estimator.curve import VramCurves
-from estimator.finetune import Method
 from estimator.offload import OffloadPlan
-from estimator.query import DEFAULT_CTX, Query
+from estimator.query import Query
 from estimator.rank import RankRow
 from estimator.units import GIB, gib_text
 from estimator.verdict import FitResult
@@ -95,7 +103,7 @@ def offload_text(plan: OffloadPlan | None, locale: str) -> str | None:
     return t(locale, "offload", on=plan.gpu_layers, total=plan.total_layers, tps=f"{plan.decode_tps:.1f}")
 
 
-def fit_reply(svc: Service, req: FitRequest, locale: str, theme: charts.Theme = "dark") -> Reply:
+def fit_reply(svc: Service, req: FitRequest, *, locale: str, theme: charts.Theme = "dark") -> Reply:
     q, formats = svc.base_query(req)
     from estimator.curve import vram_curves
     from estimator.verdict import fit
@@ -303,10 +311,8 @@ def recommendation_text(rec: Recommendation, locale: str) -> str:
     return "\n".join(lines) or t(locale, "rec.nothing")
 
 
-def gpu_reply(
-    svc: Service, gpu_text: str, ctx: int = DEFAULT_CTX, *, locale: str, theme: charts.Theme = "dark"
-) -> Reply:
-    gpu = svc.gpu(gpu_text)
+def gpu_reply(svc: Service, req: GpuRequest, *, locale: str, theme: charts.Theme = "dark") -> Reply:
+    gpu, ctx = svc.gpu(req.gpu), req.ctx
     card = gpu_card(svc.catalog, gpu, ctx=ctx)
     capability = [
         {"label": t(locale, f"level.{lv.largest.level}"), "quant": lv.largest.quant, "model": lv.largest.model,
@@ -343,11 +349,12 @@ def gpu_reply(
     return Reply(embeds=[embed], files=[ReplyFile(filename="vram.png", data=png)])
 
 
-def compare_reply(svc: Service, reqs: list[FitRequest], locale: str, theme: charts.Theme = "dark") -> Reply:
+def compare_reply(svc: Service, req: CompareRequest, *, locale: str, theme: charts.Theme = "dark") -> Reply:
     """Two setups in the same format (the asked one, else the best that fits both), on one chart."""
     from estimator.curve import vram_curves
     from estimator.verdict import fit, shared_format
 
+    reqs = req.sides()
     queries = [svc.base_query(req) for req in reqs]
     results = [fit(q, formats) for q, formats in queries]
     fmt = shared_format(results)
@@ -408,14 +415,15 @@ def finetune_chart(curves: list[tuple[str, tuple[int, ...], tuple[float, ...], i
                                x_axis=t(charts.text_locale(locale), "chart.seq_axis"), locale=locale, theme=theme)
 
 
-def finetune_reply(
-    svc: Service, gpu: GPU, model: Any, method: Method, seq: int, batch: int, gpus: int,
-    knobs: dict[str, Any] | None = None, *, locale: str, theme: charts.Theme = "dark",
-) -> Reply:
+def finetune_reply(svc: Service, req: FinetuneRequest, *, locale: str, theme: charts.Theme = "dark") -> Reply:
     from estimator import finetune as ft
     from estimator.memory import usable_vram_bytes
 
-    settings = ft.settings_on(gpu, method=method, seq=seq, batch=batch, gpus=gpus, **(knobs or {}))
+    choice = svc.gpu_choice(req.gpu, req.gpus)
+    gpu, gpus = choice.gpu, choice.count
+    model, _ = svc.model(req.model)
+    method, seq, batch = req.method, req.seq, req.batch
+    settings = req.settings(gpu, gpus)
     usable = usable_vram_bytes(gpu)
     plan = ft.finetune_plan(model, settings, usable)
     mem = plan.memory
@@ -490,13 +498,12 @@ def whatgpu_table(shown: list[Any], locale: str) -> list[str]:
     return render_table(columns, rows)
 
 
-def whatgpu_reply(svc: Service, model_text: str, ctx: int, quant: str | None, min_tps: float | None,
-                  budget: float | None, engine_text: str, page: int = 1, *, locale: str,
+def whatgpu_reply(svc: Service, req: WhatGpuRequest, page: int = 1, *, locale: str,
                   theme: charts.Theme = "dark") -> Reply:
     from estimator.whatgpu import what_gpu
 
-    model, tagged = svc.model(model_text)
-    engine = svc.engine(engine_text)
+    ctx, quant, min_tps, budget, engine = req.ctx, req.quant, req.min_tps, req.budget, req.engine
+    model, tagged = svc.model(req.model)
     formats = svc.formats(engine, quant) if quant or tagged is None else [tagged]
     if not quant and tagged is None:
         formats = [svc.quant("int4", engine)]
@@ -519,9 +526,10 @@ MODELS_PAGE = 20
 GPUS_PAGE = 20
 
 
-def models_reply(svc: Service, family: str | None, max_params: float | None, page: int = 1, *,
-                 locale: str, family_label: str | None = None) -> Reply:
+def models_reply(svc: Service, req: ModelsRequest, page: int = 1, *, locale: str,
+                 family_label: str | None = None) -> Reply:
     """`family_label` is the family as shown back (bounded and escaped by the caller)."""
+    family, max_params = req.family, req.max_params
     needle = (family or "").lower().replace(" ", "")
     picked = sorted((m for m in svc.catalog.models
                      if (not needle or needle in m.family.lower().replace(" ", ""))
@@ -541,7 +549,8 @@ def models_reply(svc: Service, family: str | None, max_params: float | None, pag
     return reply.model_copy(update={"meta": {"pages": pages}})
 
 
-def gpus_reply(svc: Service, vendor: str | None, page: int = 1, *, locale: str) -> Reply:
+def gpus_reply(svc: Service, req: GpusRequest, page: int = 1, *, locale: str) -> Reply:
+    vendor = req.vendor
     picked = sorted((g for g in svc.catalog.gpus if not vendor or g.vendor == vendor),
                     key=lambda g: (-g.vram_gb, g.name))
     pages = max(1, math.ceil(len(picked) / GPUS_PAGE))

@@ -15,6 +15,9 @@ from bot.requests import (
     FitRequest,
     GpuRequest,
     RankRequest,
+    ReportAddRequest,
+    ReportHideRequest,
+    ReportModerateRequest,
     SettingsRequest,
     Stored,
     WhatGpuRequest,
@@ -23,6 +26,7 @@ from bot.resume import NotResumable, decode_request, encode_request
 from bot.service import Service
 
 SVC = Service()
+REPORT = {"gpu": "T4", "model": "qwen3-8b", "quant": "Q4_K_M", "engine": "llama.cpp"}
 
 
 def refusal(kind: Any, **options: Any) -> str:
@@ -63,6 +67,13 @@ def test_options_left_out_take_the_defaults_stated_once() -> None:
     (DailyRequest, {"gpus": "t4"}, "Give a `channel`, a `webhook_url`, or both."),
     (DailyRequest, {"channel_id": 1, "gpus": "a, b, c, d, e"}, "At most 4 GPUs."),
     (DailyRequest, {"channel_id": 1}, "Say which GPUs with gpus:"),
+    (ReportAddRequest, {**REPORT, "decode_tps": "fast"}, "decode_tps must be"),
+    (ReportAddRequest, {**REPORT, "decode_tps": "35", "paste": "eval rate: 35 tokens/s"}, "give either paste or"),
+    (ReportAddRequest, REPORT, "give decode_tps (e.g. 35.2) or paste"),
+    (ReportAddRequest, {**REPORT, "decode_tps": "35", "notes": "see <@123>"}, "notes"),
+    (ReportHideRequest, {"id": 0}, "id must be between 1 and"),
+    (ReportModerateRequest, {"action": "ban", "id": 3}, "action must be one of held, accept, hide, remove"),
+    (ReportModerateRequest, {"action": "accept"}, "give the report's id"),
 ])
 def test_a_bad_option_is_refused_in_words(kind: Any, options: dict[str, Any], text: str) -> None:
     said = refusal(kind, **options)
@@ -98,6 +109,15 @@ def test_the_daily_subscription_defaults_to_the_servers_gpus() -> None:
     assert (req.gpus, req.ctx) == (("nvidia-t4", "nvidia-a30"), 16384)
     given = DailyRequest.for_server({"gpu_ids": ("nvidia-t4",), "ctx": 16384}, channel_id=7, gpus="a30", ctx="8k")
     assert (given.gpus, given.ctx) == (("a30",), 8192)
+
+
+def test_a_report_reads_typed_and_pasted_speeds_and_is_shown_beside_its_estimate() -> None:
+    typed = ReportAddRequest.of(**REPORT, decode_tps="35.2 tok/s", ctx="16k", engine_build=" b4446 ")
+    assert (typed.measured().source, typed.measured().decode_tps, typed.engine_build) == ("manual", 35.2, "b4446")
+    assert (typed.fit_request().ctx, typed.fit_request().quant) == (16384, "Q4_K_M")
+    pasted = ReportAddRequest.of(**REPORT, paste="eval count: 100 token(s) eval rate: 24.8 tokens/s")
+    assert (pasted.measured().source, pasted.measured().decode_tps) == ("ollama", 24.8)
+    assert ReportAddRequest.of(**REPORT, decode_tps="35").fit_request().ctx == 8192
 
 
 def test_two_spellings_of_one_comparison_share_a_cache_key() -> None:

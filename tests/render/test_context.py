@@ -28,7 +28,7 @@ def svc() -> Service:
 
 def test_scaled_context_is_answered_with_a_note(svc: Service) -> None:
     req = FitRequest(gpu="h100 sxm", model="qwen3-8b-yarn", ctx="128k")
-    reply = fit_reply(svc, req, "en-US")
+    reply = fit_reply(svc, req, locale="en-US")
     text = reply.embeds[0]["description"]
     assert "context 128k" in text
     assert "128k is past Qwen3-8B's native 32k window: it needs YaRN RoPE scaling ×4 (documented up to 128k)" in text
@@ -40,12 +40,12 @@ def test_scaled_context_is_answered_with_a_note(svc: Service) -> None:
             assert option.max_ctx_scaled is not None and option.max_ctx_scaled >= 131072
     chart = chart_description(reply.files[0].data)
     assert chart is not None and {s["x_last"] for s in chart["series"]} == {131072}
-    zh = fit_reply(svc, req, "zh-CN").embeds[0]["description"]
+    zh = fit_reply(svc, req, locale="zh-CN").embeds[0]["description"]
     assert "超出了 Qwen3-8B 的原生窗口 32k：需要 YaRN RoPE 缩放 ×4" in zh
 
 
 def test_native_context_has_no_note_and_stops_at_the_native_window(svc: Service) -> None:
-    reply = fit_reply(svc, FitRequest(gpu="h100 sxm", model="qwen3-8b-yarn", ctx="16k"), "en-US")
+    reply = fit_reply(svc, FitRequest(gpu="h100 sxm", model="qwen3-8b-yarn", ctx="16k"), locale="en-US")
     assert "RoPE" not in reply.embeds[0]["description"]
     chart = chart_description(reply.files[0].data)
     assert chart is not None and {s["x_last"] for s in chart["series"]} == {32768}
@@ -59,7 +59,7 @@ def test_past_every_window_is_refused_in_the_askers_language(svc: Service) -> No
 
 
 def _max_context_lines(svc: Service, ctx: str, locale: str) -> list[str]:
-    reply = fit_reply(svc, FitRequest(gpu="t4", model="qwen3-8b-yarn", quant="Q4_K_M", ctx=ctx), locale)
+    reply = fit_reply(svc, FitRequest(gpu="t4", model="qwen3-8b-yarn", quant="Q4_K_M", ctx=ctx), locale=locale)
     return [line for f in reply.embeds[0]["fields"] for line in f["value"].splitlines()
             if line.startswith(("Max context", "最大上下文"))]
 
@@ -73,19 +73,19 @@ def test_largest_context_does_not_move_with_the_asked_context(svc: Service) -> N
 
 
 def test_no_scaled_figure_without_a_documented_extension(svc: Service) -> None:
-    reply = fit_reply(svc, FitRequest(gpu="t4", model="llama-3.1-8b", quant="Q4_K_M"), "en-US")
+    reply = fit_reply(svc, FitRequest(gpu="t4", model="llama-3.1-8b", quant="Q4_K_M"), locale="en-US")
     assert not any("RoPE" in f["value"] for f in reply.embeds[0]["fields"])
 
 
 def test_a_prompt_longer_than_the_context_is_said_to_be_capped(svc: Service) -> None:
     req = FitRequest(gpu="t4", model="qwen3-8b", quant="Q4_K_M", prompt="100k")
-    text = fit_reply(svc, req, "en-US").embeds[0]["description"]
+    text = fit_reply(svc, req, locale="en-US").embeds[0]["description"]
     assert "prompt 8192 tokens" in text
     assert "The prompt of 100k tokens is longer than the 8k context: capped to 8192 tokens." in text
-    zh = fit_reply(svc, req, "zh-CN").embeds[0]["description"]
+    zh = fit_reply(svc, req, locale="zh-CN").embeds[0]["description"]
     assert "提示词 100k tokens 超过了上下文 8k：已截断为 8192 tokens。" in zh
 
 
 def test_a_prompt_within_the_context_has_no_cap_note(svc: Service) -> None:
-    text = fit_reply(svc, FitRequest(gpu="t4", model="qwen3-8b", quant="Q4_K_M", prompt="8k"), "en-US")
+    text = fit_reply(svc, FitRequest(gpu="t4", model="qwen3-8b", quant="Q4_K_M", prompt="8k"), locale="en-US")
     assert "capped" not in text.embeds[0]["description"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bot.render.replies import finetune_reply
+from bot.requests import FinetuneRequest
 from bot.service import Service
 
 
@@ -14,8 +15,8 @@ def svc() -> Service:
 
 
 def description(svc: Service, gpu: str, model: str, method: str, seq: int, knobs: dict[str, object]) -> str:
-    reply = finetune_reply(svc, svc.gpu(gpu), svc.model(model)[0], method, seq, 1, 1,  # type: ignore[arg-type]
-                           knobs, locale="en-US")
+    reply = finetune_reply(svc, FinetuneRequest.of(gpu=gpu, model=model, method=method, seq=seq, knobs=knobs),
+                           locale="en-US")
     return str(reply.embeds[0]["description"])
 
 
@@ -35,8 +36,8 @@ def test_a_run_that_fits_by_paging_says_so(svc: Service) -> None:
 def test_a_suggestion_that_fits_only_by_paging_says_so(svc: Service) -> None:
     # At 16k tokens torchtune's full run is over the card; shortening the sequence brings what must stay on
     # the GPU under the line, but the paged optimizer state then lives in host memory.
-    reply = finetune_reply(svc, svc.gpu("4090"), svc.model("llama-3.1-8b")[0], "full", 16384, 1, 1,
-                           {"framework": "torchtune"}, locale="en-US")
+    reply = finetune_reply(svc, FinetuneRequest.of(gpu="4090", model="llama-3.1-8b", method="full", seq=16384,
+                                                   knobs={"framework": "torchtune"}), locale="en-US")
     lines = next(f["value"] for f in reply.embeds[0]["fields"] if f["name"] == "What to change").splitlines()
     shorter = [line for line in lines if line.startswith("• sequence length ≤")]
     assert shorter and shorter[0].endswith("(fits only by paging 15.0 GiB of optimizer state to CPU memory: slower)")

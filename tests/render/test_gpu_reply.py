@@ -8,6 +8,7 @@ import pytest
 
 from bot import cli
 from bot.render.replies import gpu_reply
+from bot.requests import GpuRequest
 from bot.service import Service
 
 SVC = Service()
@@ -17,7 +18,7 @@ SVC = Service()
 def test_gpu_reply_names_what_the_cli_card_names(gpu: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["gpu", "--gpu", gpu, "--json"]) == 0
     card = json.loads(capsys.readouterr().out)
-    fields = {f["name"]: f["value"] for f in gpu_reply(SVC, gpu, locale="en-US").embeds[0]["fields"]}
+    fields = {f["name"]: f["value"] for f in gpu_reply(SVC, GpuRequest.of(gpu=gpu), locale="en-US").embeds[0]["fields"]}
     finetune = next(v for k, v in fields.items() if k.startswith("Fine-tuning"))
     lines = dict(line.split(": ", 1) for line in finetune.splitlines())
     for method, label in (("qlora", "**QLoRA**"), ("lora", "**LoRA**"), ("full", "**Full**")):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bot.render.replies import whatgpu_reply
+from bot.requests import WhatGpuRequest
 from bot.service import Service
 
 
@@ -20,7 +21,8 @@ def svc() -> Service:
 ])
 def test_no_setup_is_one_sentence(svc: Service, locale: str, min_tps: float | None, budget: float | None,
                                   says: str, not_said: str) -> None:
-    reply = whatgpu_reply(svc, "qwen3-8b", 8192, None, min_tps, budget, "llama.cpp", locale=locale)
+    reply = whatgpu_reply(svc, WhatGpuRequest.of(model="qwen3-8b", ctx=8192, min_tps=min_tps, budget=budget,
+                                                 engine="llama.cpp"), locale=locale)
     text = str(reply.embeds[0]["description"])
     assert says in text
     assert not_said not in text.split("\n", 1)[1]
@@ -28,6 +30,6 @@ def test_no_setup_is_one_sentence(svc: Service, locale: str, min_tps: float | No
 
 
 def test_setups_still_come_as_a_table(svc: Service) -> None:
-    text = str(whatgpu_reply(svc, "qwen3-8b", 8192, None, None, None, "llama.cpp", locale="en-US")
-               .embeds[0]["description"])
+    text = str(whatgpu_reply(svc, WhatGpuRequest.of(model="qwen3-8b", ctx=8192, engine="llama.cpp"),
+                             locale="en-US").embeds[0]["description"])
     assert text.count("```") == 2 and "RTX" in text
