@@ -112,7 +112,8 @@ async def hub():
     fake = FakeHub()
     app = web.Application()
     app.router.add_get("/{org}/{name}/resolve/main/{file}", fake.handle)
-    runner = web.AppRunner(app)
+    # A handler still sleeping for a client that gave up is cut short, not waited for (aiohttp waits 60 s).
+    runner = web.AppRunner(app, shutdown_timeout=0.5)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
