@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from bot.cli.common import CliError, fetch_hf, print_json, table
+from bot.cli.common import CliError, column_names, fetch_hf, lang, print_json, table
 from bot.params import format_tokens
 from bot.service import Service
 from catalog.resolve import NotFound
@@ -43,13 +43,13 @@ MODEL_KEYS = (
 
 
 def cmd_catalog(svc: Service, args: argparse.Namespace) -> int:
-    cat = svc.catalog
+    cat, loc = svc.catalog, lang(args)
     if args.action == "import-hf":
         from catalog.huggingface.config import catalog_entry_toml
 
         text = " ".join(args.text).strip()
         if not text:
-            raise CliError("import-hf needs ORG/NAME")
+            raise CliError.of("cli.catalog.import_needs_repo")
         key = text if text.lower().startswith("hf:") else f"hf:{text}"
         fetch_hf(svc, key)
         sys.stdout.write(catalog_entry_toml(svc.extra_models[key]))
@@ -77,14 +77,16 @@ def cmd_catalog(svc: Service, args: argparse.Namespace) -> int:
             if kind == "gpu":
                 print(
                     table(
-                        ["id", "name", "VRAM GB", "GB/s", "FP16 TFLOPS"],
+                        column_names(loc, "cli.col.id", "cli.col.name", "cli.col.vram_gb", "col.bandwidth",
+                                     "cli.col.fp16_tflops"),
                         [[g.id, g.name, g.vram_gb, g.bandwidth_gbs, g.fp16_tflops or "?"] for g in cat.gpus],
                     )
                 )
             elif kind == "model":
                 print(
                     table(
-                        ["id", "name", "params B", "active B", "layers", "max ctx"],
+                        column_names(loc, "cli.col.id", "cli.col.name", "cli.col.params_b", "cli.col.active_b",
+                                     "cli.col.layers", "cli.col.max_ctx"),
                         [
                             [m.id, m.name, m.params_b, m.active_params_b, m.layers, format_tokens(m.max_context)]
                             for m in cat.models
@@ -94,7 +96,7 @@ def cmd_catalog(svc: Service, args: argparse.Namespace) -> int:
             else:
                 print(
                     table(
-                        ["id", "name", "bits/weight", "engines"],
+                        column_names(loc, "cli.col.id", "cli.col.name", "cli.col.bits_per_weight", "cli.col.engines"),
                         [[q.id, q.name, q.bits_per_weight, ", ".join(q.engines)] for q in cat.quants],
                     )
                 )
@@ -102,7 +104,7 @@ def cmd_catalog(svc: Service, args: argparse.Namespace) -> int:
     if args.action == "show":
         text = " ".join(args.text).strip()
         if not text:
-            raise CliError("catalog show needs a GPU, model or format id (see catalog list, catalog search)")
+            raise CliError.of("cli.catalog.show_needs_id")
         entry: Any
         try:
             entry = svc.gpu(text)
@@ -127,7 +129,8 @@ def cmd_catalog(svc: Service, args: argparse.Namespace) -> int:
     if args.json:
         print_json(hits)
     else:
-        print(table(["kind", "id", "name"], [[h["kind"], h["id"], h["name"]] for h in hits]))
+        print(table(column_names(loc, "cli.col.kind", "cli.col.id", "cli.col.name"),
+                    [[h["kind"], h["id"], h["name"]] for h in hits]))
     return 0
 
 

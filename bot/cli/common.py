@@ -9,6 +9,9 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from bot.params import CatalogError
+from bot.render.table import display_width, pad
+from bot.render.text import t
 from bot.requests import FitRequest
 from bot.service import Service
 
@@ -16,8 +19,13 @@ EXIT_USAGE = 2
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a tool whose reader went away
 
 
-class CliError(Exception):
-    """A one-line message for the person at the terminal."""
+class CliError(CatalogError):
+    """A one-line message for the person at the terminal, built with `.of(key, …)` from the catalog."""
+
+
+def lang(args: argparse.Namespace) -> str | None:
+    """The language `--lang` asked for (the catalog's English when none)."""
+    return getattr(args, "lang", None)
 
 
 def print_json(obj: Any) -> None:
@@ -25,18 +33,24 @@ def print_json(obj: Any) -> None:
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """Columns as wide as a terminal shows them (a CJK character takes two)."""
     cells = [[str(c) for c in r] for r in rows]
-    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
-    line = "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))
+    widths = [max([display_width(h)] + [display_width(r[i]) for r in cells]) for i, h in enumerate(headers)]
+    line = "  ".join(pad(h, w) for h, w in zip(headers, widths, strict=True))
     out = [line, "  ".join("-" * w for w in widths)]
-    out += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in cells]
+    out += ["  ".join(pad(c, w) for c, w in zip(r, widths, strict=True)) for r in cells]
     return "\n".join(out)
+
+
+def column_names(locale: str | None, *keys: str) -> list[str]:
+    """Column headers from their catalog keys."""
+    return [t(locale, key) for key in keys]
 
 
 
 def fit_request(d: dict[str, Any]) -> FitRequest:
     if not d.get("gpu") or not d.get("model"):
-        raise CliError("both gpu and model are required")
+        raise CliError.of("cli.need_gpu_and_model")
     # An empty engine, context or KV cache is "not given"; a count of 0 is refused like any out of range.
     return FitRequest.of(gpu=str(d["gpu"]), model=str(d["model"]), quant=d.get("quant"), engine=d.get("engine") or None,
                       ctx=d.get("ctx") or None, prompt=d.get("prompt"), kv=d.get("kv") or None, gpus=d.get("gpus"),
@@ -62,8 +76,8 @@ def at_least_one(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        raise argparse.ArgumentTypeError(t(None, "cli.not_whole_number", got=repr(text))) from None
     if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1 (got {value})")
+        raise argparse.ArgumentTypeError(t(None, "cli.at_least_one", got=value))
     return value
 

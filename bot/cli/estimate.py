@@ -8,8 +8,9 @@ import sys
 from typing import Any
 
 from bot.cli import json_shapes
-from bot.cli.common import CliError, at_least_one, fetch_hf, fit_request, print_json, table
+from bot.cli.common import CliError, at_least_one, column_names, fetch_hf, fit_request, lang, print_json, table
 from bot.params import BadValue, format_tokens, people_text
+from bot.render.text import t
 from bot.requests import DEFAULT_SORT, DEFAULT_WHATGPU_LIMIT, GpuRequest, RankRequest, WhatGpuRequest
 from bot.service import Service
 from catalog.resolve import NotFound
@@ -24,43 +25,32 @@ def cmd_fit(svc: Service, args: argparse.Namespace) -> int:
     if args.json:
         print_json(data)
         return 0
-    g, m = data["gpu"], data["model"]
-    print(
-        f"{m['name']} ({m['params_b']}B) on {g['count']}× {g['name']} — {data['engine']}, "
-        f"ctx {format_tokens(data['ctx'])}, prompt {data['prompt_tokens']}, KV {data['kv_dtype']}"
-    )
+    g, m, loc = data["gpu"], data["model"], lang(args)
+    print(t(loc, "cli.fit.title", model=m["name"], params_b=m["params_b"], count=g["count"], gpu=g["name"],
+            engine=data["engine"], ctx=format_tokens(data["ctx"]), prompt=data["prompt_tokens"], kv=data["kv_dtype"]))
     rows = [
         [
             o["quant_name"],
-            o["verdict"].replace("_", " "),
+            t(loc, f"verdict.{o['verdict']}"),
             o["memory_gb"]["weights"],
             o["memory_gb"]["kv_cache"],
             o["memory_gb"]["overhead"],
             f"{o['memory_gb']['total']} / {o['memory_gb']['usable']}",
             f"~{o['decode_tps']:g} ({o['decode_tps_low']:g}–{o['decode_tps_high']:g})",
             f"{o['ttft_s']:g} ({o['ttft_s_low']:g}–{o['ttft_s_high']:g})",
-            (format_tokens(o["max_ctx"]) if o["max_ctx"] else "-")
-            + (f" ({format_tokens(o['max_ctx_scaled'])} RoPE-scaled)" if o.get("max_ctx_scaled") else ""),
+            _max_ctx(loc, o["max_ctx"], o.get("max_ctx_scaled")),
         ]
         for o in data["options"]
     ]
-    print(
-        table(
-            [
-                "format",
-                "verdict",
-                "weights GiB",
-                "KV GiB",
-                "runtime GiB",
-                "total/usable GiB",
-                "tok/s",
-                "TTFT s",
-                "max ctx",
-            ],
-            rows,
-        )
-    )
+    print(table(column_names(loc, "col.format", "cli.col.verdict", "cli.col.weights_gib", "cli.col.kv_gib",
+                             "cli.col.runtime_gib", "cli.col.total_usable_gib", "col.tps", "cli.col.ttft_s",
+                             "cli.col.max_ctx"), rows))
     return 0
+
+
+def _max_ctx(locale: str | None, native: int, scaled: int | None) -> str:
+    shown = format_tokens(native) if native else "-"
+    return t(locale, "cli.fit.rope_scaled", ctx=shown, scaled=format_tokens(scaled)) if scaled else shown
 
 
 # --- rank ------------------------------------------------------------------------------------------
@@ -82,20 +72,20 @@ def cmd_rank(svc: Service, args: argparse.Namespace) -> int:
     if args.json:
         print_json(data)
         return 0
-    print(f"Best models on {args.gpus}× {gpu.name} at {format_tokens(data['ctx'])} context (sorted by {args.sort})")
+    loc = lang(args)
+    print(t(loc, "cli.rank.title", count=args.gpus, gpu=gpu.name, ctx=format_tokens(data["ctx"]),
+            sort=t(loc, f"sort.{args.sort}")))
     print(
         table(
-            ["#", "model", "params", "format", "tok/s", "TTFT s", "GiB"],
+            column_names(loc, "col.rank", "col.model", "col.params", "col.format", "col.tps", "cli.col.ttft_s",
+                         "cli.col.gib"),
             [
                 [
                     r["rank"],
                     r["model"]["name"],
-                    f"{r['model']['params_b']}B"
-                    + (
-                        f" ({r['model']['active_params_b']}B active)"
-                        if r["model"]["active_params_b"] < r["model"]["params_b"]
-                        else ""
-                    ),
+                    t(loc, "cli.rank.active", params_b=r["model"]["params_b"], active_b=r["model"]["active_params_b"])
+                    if r["model"]["active_params_b"] < r["model"]["params_b"]
+                    else f"{r['model']['params_b']}B",
                     r["quant"],
                     r["decode_tps"],
                     r["ttft_s"],
@@ -140,18 +130,19 @@ def cmd_gpu(svc: Service, args: argparse.Namespace) -> int:
     if args.json:
         print_json(card)
         return 0
-    g = card["gpu"]
-    print(
-        f"{g['name']}: {g['vram_gb']} GB {g.get('memory_type') or ''}, {g['bandwidth_gbs']} GB/s, "
-        f"{g.get('tdp_w') or '?'} W"
-    )
+    g, loc = card["gpu"], lang(args)
+    nothing = t(loc, "cli.nothing")
+    print(t(loc, "cli.gpu.title", gpu=g["name"], vram_gb=g["vram_gb"], memory_type=g.get("memory_type") or "",
+            bandwidth_gbs=g["bandwidth_gbs"], tdp_w=g.get("tdp_w") or "?"))
     for level, item in card["capability"].items():
-        name = item["model"]["name"] if item["model"] else "nothing"
-        print(f"  largest at {level} ({item['quant']}), ctx {format_tokens(card['ctx'])}: {name}")
+        name = item["model"]["name"] if item["model"] else nothing
+        print("  " + t(loc, "cli.gpu.largest", level=level, quant=item["quant"], ctx=format_tokens(card["ctx"]),
+                       model=name))
     for method, item in card["finetune"].items():
-        print(f"  {method}: {item['name'] if item else 'nothing'}")
+        print("  " + t(loc, "cli.gpu.finetune", method=method, model=item["name"] if item else nothing))
     for r in card["recommendation"]["reference_speeds"]:
-        print(f"  {r['model']} {r['quant']}: ~{r['decode_tps']} tok/s" + ("" if r["fits"] else " (if it fitted)"))
+        speed = t(loc, "cli.gpu.speed", model=r["model"], quant=r["quant"], tps=r["decode_tps"])
+        print("  " + speed + ("" if r["fits"] else t(loc, "rec.if_fitted")))
     return 0
 
 
@@ -169,7 +160,7 @@ def batch_query(number: int, line: str) -> dict[str, Any]:
     except json.JSONDecodeError:
         query = None
     if not isinstance(query, dict):
-        raise CliError(f"line {number} is not a JSON object; give one query a line, e.g. {BATCH_LINE_EXAMPLE}")
+        raise CliError.of("cli.batch.not_object", number=number, example=BATCH_LINE_EXAMPLE)
     return query
 
 
@@ -217,11 +208,13 @@ def cmd_whatgpu(svc: Service, args: argparse.Namespace) -> int:
                         "headroom_gb": to_gib(s.headroom_bytes)} for s in rows[: req.limit]],
         })
         return 0
-    print(f"GPU setups for {model.name} at {format_tokens(req.ctx)} context ({engine})")
+    loc = lang(args)
+    print(t(loc, "cli.whatgpu.title", model=model.name, ctx=format_tokens(req.ctx), engine=engine))
     if not rows:
-        print(f"no setup of 1–{req.max_gpus} GPUs in the catalog meets that")
+        print(t(loc, "cli.whatgpu.none", most=req.max_gpus))
         return 0
-    print(table(["setup", "format", "tok/s", "TTFT s", "price $", "W", "headroom GiB"], [
+    print(table(column_names(loc, "col.setup", "col.format", "col.tps", "cli.col.ttft_s", "cli.col.price_usd",
+                             "cli.col.watts", "cli.col.headroom_gib"), [
         [f"{s.count}× {s.gpu.name}", s.quant.name, round(s.decode_tps, 1), round(s.ttft_s, 2), s.price_usd or "?",
          s.power_w or "?", to_gib(s.headroom_bytes)] for s in rows[: req.limit]]))
     return 0

@@ -7,8 +7,11 @@ import json
 import sys
 from typing import Any
 
+from bot.cli.common import lang
 from bot.cli.json_shapes import gpu_brief, model_brief
 from bot.params import BadValue
+from bot.render.table import pad
+from bot.render.text import t
 from bot.requests import DEFAULT_FINETUNE_SEQ, DEFAULT_METHOD, FinetuneRequest
 from bot.service import Service
 from estimator import finetune as ft
@@ -56,7 +59,7 @@ def finetune_request(query: dict[str, Any]) -> FinetuneRequest:
 
 def finetune_json(svc: Service, query: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(query, dict) or not query.get("gpu") or not query.get("model"):
-        raise BadValue("finetune needs gpu and model")
+        raise BadValue.of("cli.ft.needs_gpu_and_model")
     req = finetune_request(query)
     gpu = svc.gpu(req.gpu)
     model, _ = svc.model(req.model)
@@ -111,32 +114,32 @@ def cmd_finetune(svc: Any, args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(json.dumps(data) + "\n")
         return 0
-    s = data["settings"]
-    verdict = {"fits": "fits", "tight": "fits, tight", "does_not_fit": "does not fit"}[data["verdict"]]
+    s, loc = data["settings"], lang(args)
     mem = data["memory_gb"]
     # The verdict weighs what must stay on the GPU; paged optimizer state may move to host memory.
-    weighed = f"{mem['required']:.2f} of {data['usable_gb']:.2f} GiB usable per GPU"
+    weighed = t(loc, "cli.ft.weighed", required=f"{mem['required']:.2f}", usable=f"{data['usable_gb']:.2f}")
     if mem["pageable"] and mem["total"] > data["usable_gb"]:
-        weighed += f", {mem['total']:.2f} GiB with the paged optimizer state"
-    print(
-        f"{data['method']} fine-tuning of {data['model']['name']} on {data['gpu']['count']}× {data['gpu']['name']}: "
-        f"{verdict} ({weighed})"
-    )
-    knobs = [data["framework"] or "default", s["regime"], s["optimizer"], f"checkpointing {s['checkpointing_mode']}",
-             f"loss {s['loss']}", f"attention {s['attention']}"]
+        weighed = t(loc, "cli.ft.weighed_paged", weighed=weighed, total=f"{mem['total']:.2f}")
+    print(t(loc, "cli.ft.title", method=data["method"], model=data["model"]["name"], count=data["gpu"]["count"],
+            gpu=data["gpu"]["name"], verdict=t(loc, f"cli.ft.verdict.{data['verdict']}"), weighed=weighed))
+    knobs = [data["framework"] or t(loc, "cli.ft.default_framework"), s["regime"], s["optimizer"],
+             t(loc, "cli.ft.checkpointing", mode=s["checkpointing_mode"]), t(loc, "cli.ft.loss", loss=s["loss"]),
+             t(loc, "cli.ft.attention", attention=s["attention"])]
     if s["activation_offload"]:
-        knobs.append("activation offload")
+        knobs.append(t(loc, "cli.ft.activation_offload"))
     print("  " + " · ".join(knobs))
     if mem["pageable"] and mem["total"] > data["usable_gb"] and data["verdict"] != "does_not_fit":
-        print(f"  the paged optimizer state ({mem['pageable']:.2f} GiB) spills to CPU memory: it runs, slower")
+        print("  " + t(loc, "cli.ft.spills", gib=f"{mem['pageable']:.2f}"))
     for key, value in mem.items():
-        print(f"  {key:14s} {value:8.2f} GiB")
-    print(f"  largest seq {data['max_seq'] or 'none fits'}, largest micro-batch {data['max_batch'] or 'none fits'}"
-          f" (at seq {s['seq']})")
+        print(f"  {pad(t(loc, f'cli.term.{key}'), 14)} {value:8.2f} GiB")
+    none_fits = t(loc, "cli.ft.none_fits")
+    print("  " + t(loc, "cli.ft.largest", seq=data["max_seq"] or none_fits, batch=data["max_batch"] or none_fits,
+                   at_seq=s["seq"]))
     for c in data["changes"]:
-        paged = f", only by paging {c['paged_gb']:.2f} GiB of optimizer state to CPU memory" if c["paged_gb"] else ""
+        paged = t(loc, "cli.ft.try_paged", gib=f"{c['paged_gb']:.2f}") if c["paged_gb"] else ""
         flags = _FINETUNE_CHANGE_FLAGS[c["change"]].format(c["to"])
-        print(f"  try {flags}: {c['total_gb']:.2f} GiB ({c['verdict']}{paged})")
+        print("  " + t(loc, "cli.ft.try", flags=flags, gib=f"{c['total_gb']:.2f}",
+                       verdict=t(loc, f"verdict.{c['verdict']}"), paged=paged))
     return 0
 
 

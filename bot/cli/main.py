@@ -13,12 +13,12 @@ from collections.abc import Sequence
 
 from bot.cli import catalog as catalog_cli
 from bot.cli import estimate, finetune, reports, run, state
-from bot.cli.common import EXIT_BROKEN_PIPE, EXIT_USAGE, CliError
-from bot.huggingface_client import HubError
-from bot.params import BadValue
+from bot.cli.common import EXIT_BROKEN_PIPE, EXIT_USAGE
+from bot.params import CatalogError
+from bot.render.text import LOCALES, t
 from bot.service import Service
 from bot.web import trigger
-from catalog.resolve import NotFound
+from catalog.resolve import NotARelease, NotFound
 
 # In the order `rigcheck --help` lists them.
 FAMILIES = (estimate, catalog_cli, run, finetune, trigger, state, reports)
@@ -26,21 +26,41 @@ FAMILIES = (estimate, catalog_cli, run, finetune, trigger, state, reports)
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rigcheck", description="Does this LLM run on that GPU, and how fast?")
+    parser.add_argument("--lang", metavar="LANG", help=t(None, "cli.lang_help", locales=", ".join(LOCALES)))
     sub = parser.add_subparsers(dest="command", required=True)
     for family in FAMILIES:
         family.register(sub)
     return parser
 
 
+def _lang_anywhere(argv: Sequence[str] | None) -> list[str]:
+    """`--lang` before or after the command (`rigcheck fit … --lang zh-CN`): moved in front, where the
+    top-level parser reads it."""
+    pre = argparse.ArgumentParser(prog="rigcheck", add_help=False, allow_abbrev=False)
+    pre.add_argument("--lang")
+    known, rest = pre.parse_known_args(sys.argv[1:] if argv is None else list(argv))
+    return ["--lang", known.lang, *rest] if known.lang else rest
+
+
+def not_found_text(exc: NotFound, locale: str | None) -> str:
+    """A name the catalog does not know (or knows several of), with what the person may have meant."""
+    shown = repr(exc.query if len(exc.query) <= 60 else exc.query[:57] + "…")
+    if isinstance(exc, NotARelease):
+        return t(locale, "cli.not_a_release", name=repr(exc.name), reason=exc.reason)
+    refusal = t(locale, f"cli.ambiguous.{exc.kind}" if exc.ambiguous else f"cli.unknown.{exc.kind}", query=shown)
+    names = t(locale, "list_sep").join(s.label for s in exc.suggestions[:5])
+    return t(locale, "cli.did_you_mean", refusal=refusal, names=names) if names else refusal
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_lang_anywhere(argv))
     try:
         return int(args.func(Service(), args) or 0)
     except NotFound as exc:
-        print(f"rigcheck: {exc}", file=sys.stderr)
-    except (BadValue, CliError, HubError) as exc:
-        print(f"rigcheck: {exc}", file=sys.stderr)
+        print(f"rigcheck: {not_found_text(exc, args.lang)}", file=sys.stderr)
+    except CatalogError as exc:
+        print(f"rigcheck: {exc.text(args.lang)}", file=sys.stderr)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

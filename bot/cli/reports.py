@@ -9,6 +9,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from bot.cli.common import lang
+from bot.render.text import t
+
 
 async def _load(target: str, everything: bool) -> list[Any]:
     from bot.store.state import StateStore
@@ -25,10 +28,11 @@ def cmd_reports(svc: Any, args: argparse.Namespace) -> int:
     from bot.reports.export import rows, to_csv, to_json
     from bot.store.errors import StateStoreError
 
+    loc = lang(args)
     try:
         source = state_target(args.source, default_sqlite=True)
         if not source.startswith(("postgresql:", "postgres:")) and not Path(source).is_file():
-            raise ValueError(f"no state database at {source}")  # exporting must not create one
+            raise ValueError(t(loc, "cli.no_state", where=source))  # exporting must not create one
         data = rows(asyncio.run(_load(source, args.all)), svc.catalog)
         text = to_csv(data) if args.csv else json.dumps(to_json(data), ensure_ascii=False, indent=1) + "\n"
         if args.output in (None, "-"):
@@ -38,7 +42,7 @@ def cmd_reports(svc: Any, args: argparse.Namespace) -> int:
     except (StateStoreError, ValueError, OSError) as exc:
         print(f"rigcheck: {exc}", file=sys.stderr)
         return 2
-    print(f"rigcheck: exported {len(data)} measurements", file=sys.stderr)
+    print("rigcheck: " + t(loc, "cli.reports.exported", count=len(data)), file=sys.stderr)
     return 0
 
 

@@ -12,6 +12,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from bot.cli.common import lang
+from bot.render.text import t
+
 
 def _bot_argv() -> list[str]:
     return [sys.executable, "-m", "bot"]
@@ -48,20 +51,22 @@ def cmd_ask(_svc: Any, args: argparse.Namespace) -> int:
     _sandbox_env()
     results = asyncio.run(ask(list(args.commands), bot_argv=_bot_argv(), locale=args.locale, save_dir=args.save,
                               admin=args.admin))
+    loc = lang(args)
     for result in results:
         if args.json:
             sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
             continue
-        private = ", only you can see this" if result["ephemeral"] else ""
+        private = t(loc, "cli.ask.private") if result["ephemeral"] else ""
         # No latency: the client refused to send it, so there is no answer to time.
-        took = "not sent" if result["latency_ms"] is None else f"{result['latency_ms']} ms{private}"
+        took = (t(loc, "cli.ask.not_sent") if result["latency_ms"] is None
+                else t(loc, "cli.ask.took", ms=result["latency_ms"], private=private))
         print(f"> {result['command']}   ({took})")
         if result["content"]:
             print(result["content"])
         for embed in result["embeds"]:
             print(embed_as_text(embed))
         for f in result["files"]:
-            print(f"[attached {f['filename']}, {f['bytes']} bytes]")
+            print(t(loc, "cli.ask.attached", filename=f["filename"], size=f["bytes"]))
         print()
     # Scripts and CI read the status: one command refused, rejected or unanswered fails the run.
     return 0 if all(result["ok"] for result in results) else 1
@@ -122,7 +127,7 @@ async def _prompt(session: Any, args: argparse.Namespace) -> None:
             command, locale=args.locale, member_permissions=member_permissions(args.admin)
         )
         if reply.rejected_by_client:
-            print(f"(Discord would not send this: {reply.reason})")
+            print(t(lang(args), "cli.run.refused", reason=reply.reason))
         if reply.content:
             print(reply.content)
         for embed in reply.embeds:
@@ -130,7 +135,7 @@ async def _prompt(session: Any, args: argparse.Namespace) -> None:
         for f in reply.files:
             path = out_dir / f"{reply.interaction_id}-{Path(f.filename).name}"
             await asyncio.to_thread(_write, path, f.data)
-            print(f"[chart saved to {path}]")
+            print(t(lang(args), "cli.run.chart_saved", path=path))
         print(flush=True)
 
 
@@ -147,12 +152,7 @@ async def _run_sandbox(args: argparse.Namespace) -> int:
     try:
         session = await serve_playground(_bot_argv(), host="127.0.0.1", port=args.port, admin=args.admin)
         try:
-            print(
-                f"rigcheck is running against the local Discord sandbox (no DISCORD_TOKEN set).\n"
-                f"Playground: {session.url}\n"
-                f"Type a slash command here (e.g. /fit gpu:T4 model:qwen3-8b), or Ctrl-C to stop.",
-                flush=True,
-            )
+            print(t(lang(args), "cli.run.banner", url=session.url), flush=True)
             bot_exit = asyncio.ensure_future(session.wait())
             waits: list[asyncio.Future[Any]] = [bot_exit, asyncio.ensure_future(stopping.wait())]
             if sys.stdin.isatty() or args.prompt:
@@ -168,7 +168,7 @@ async def _run_sandbox(args: argparse.Namespace) -> int:
             if bot_exit in done:
                 status = int(bot_exit.result())
                 if status:
-                    print(f"rigcheck: the bot exited with status {status}", file=sys.stderr)
+                    print("rigcheck: " + t(lang(args), "cli.run.bot_exited", status=status), file=sys.stderr)
                 return status
             return 0
         finally:
@@ -188,8 +188,8 @@ def cmd_run(_svc: Any, args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         return 0
     except OSError as exc:
-        print(f"rigcheck: cannot start the sandbox on 127.0.0.1:{args.port} ({exc.strerror or exc}); "
-              f"try --port 0 for any free port", file=sys.stderr)
+        print("rigcheck: " + t(lang(args), "cli.run.no_port", port=args.port, reason=exc.strerror or exc),
+              file=sys.stderr)
         return 2
 
 

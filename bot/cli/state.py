@@ -9,6 +9,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from bot.cli.common import lang
+from bot.render.text import t
+
 
 def state_target(given: str | None, *, default_sqlite: bool) -> str:
     """A SQLite path or a postgresql:// URL; by default the one the bot itself would use."""
@@ -21,7 +24,7 @@ def state_target(given: str | None, *, default_sqlite: bool) -> str:
         return settings.database_url
     if default_sqlite:
         return str(Path(settings.rigcheck_data_dir) / "state.sqlite3")
-    raise ValueError("say where to import into: --to postgresql://… or set RIGCHECK_DATABASE_URL")
+    raise ValueError(t(None, "cli.state.need_target"))
 
 
 async def _export(target: str) -> dict[str, Any]:
@@ -42,11 +45,12 @@ def cmd_state(_svc: Any, args: argparse.Namespace) -> int:
     from bot.store.db import redacted
     from bot.store.errors import StateStoreError
 
+    loc = lang(args)
     try:
         if args.action == "export":
             source = state_target(args.source, default_sqlite=True)
             if not source.startswith(("postgresql:", "postgres:")) and not Path(source).is_file():
-                raise ValueError(f"no state database at {source}")  # exporting must not create one
+                raise ValueError(t(loc, "cli.no_state", where=source))  # exporting must not create one
             data = asyncio.run(_export(source))
             text = json.dumps(data, ensure_ascii=False)
             if args.output in (None, "-"):
@@ -56,12 +60,12 @@ def cmd_state(_svc: Any, args: argparse.Namespace) -> int:
                 out.write_text(text + "\n", encoding="utf-8")
                 out.chmod(0o600)  # webhook URLs and pending interactions carry tokens
             counts = {t: len(v["rows"]) for t, v in data["tables"].items()}
-            print(f"rigcheck: exported {redacted(source)}: {counts}", file=sys.stderr)
+            print("rigcheck: " + t(loc, "cli.state.exported", where=redacted(source), counts=counts), file=sys.stderr)
         else:
             target = state_target(args.target, default_sqlite=False)
             raw = sys.stdin.read() if args.input == "-" else Path(args.input).read_text(encoding="utf-8")
             counts = asyncio.run(_import(target, json.loads(raw)))
-            print(f"rigcheck: imported into {redacted(target)}: {counts}", file=sys.stderr)
+            print("rigcheck: " + t(loc, "cli.state.imported", where=redacted(target), counts=counts), file=sys.stderr)
     except (StateStoreError, ValueError, OSError) as exc:
         print(f"rigcheck: {exc}", file=sys.stderr)
         return 2

@@ -1,6 +1,7 @@
 """The message catalog: one TOML file per locale (`templates/<locale>/messages.toml`) holds every string
-that code, rather than a template, puts into a reply, a chart or an error, and the translations of the
-slash commands' descriptions. Code asks for a key; this module alone decides which locale's file answers.
+that code, rather than a template, puts into a reply, a chart, an error or the CLI's output, and the
+translations of the slash commands' descriptions. Code asks for a key; this module alone decides which
+locale's file answers.
 
 Command and option descriptions are keyed by their English text, as gettext keys by its msgid: Discord
 needs the English in the command's definition, so it is not written again in the English file, and every

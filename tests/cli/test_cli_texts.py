@@ -1,0 +1,94 @@
+"""`rigcheck … --lang`: the terminal's tables and refusals come from the message catalog, in English unless
+asked otherwise, with columns that line up in Chinese too; `--json` is the same in every language."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot import cli
+from bot.render.table import display_width
+
+FIT = ["fit", "--gpu", "t4", "--model", "qwen3-8b"]
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = cli.main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def table_lines(out: str) -> list[str]:
+    """The header, the dashes and the rows of the one table in `out` (the line above it is the title)."""
+    lines = out.splitlines()
+    dashes = next(i for i, line in enumerate(lines) if line and set(line) <= {"-", " "})
+    return lines[dashes - 1:]
+
+
+def test_the_fit_table_is_english_by_default(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(FIT, capsys)
+    assert code == 0
+    assert out.splitlines()[0].startswith("Qwen3-8B (8.19B) on 1× NVIDIA T4 — llama.cpp, ctx 8k, prompt 2048, KV f16")
+    header = table_lines(out)[0].split()
+    assert header[:5] == ["format", "verdict", "weights", "GiB", "KV"]
+    assert " RoPE-scaled)" in out
+
+
+def test_the_fit_table_in_chinese_lines_up_as_a_terminal_shows_it(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run([*FIT, "--lang", "zh-CN"], capsys)
+    assert code == 0 and err == ""
+    assert out.splitlines()[0] == "Qwen3-8B（8.19B）在 1× NVIDIA T4 上 — llama.cpp，上下文 8k，提示词 2048，KV f16"
+    lines = table_lines(out)
+    assert lines[0].split()[:4] == ["量化", "结论", "权重", "GiB"] and "首字延迟" in lines[0]
+    # Padded by terminal columns, every line (the last column padded too) is as wide as the dashes.
+    assert {display_width(line) for line in lines} == {len(lines[1])}
+    verdicts = {line.split()[1] for line in lines[2:]}
+    assert verdicts <= {"可运行", "勉强", "显存不足"} and "显存不足" in verdicts  # F16 does not fit a T4
+    assert "RoPE 缩放后" in out and "RoPE-scaled" not in out
+
+
+def test_lang_may_come_before_or_after_the_command(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["rank", "--gpu", "a30", "--ctx", "32k", "--limit", "3"]
+    _, before, _ = run(["--lang", "zh-CN", *argv], capsys)
+    _, after, _ = run([*argv, "--lang", "zh-CN"], capsys)
+    assert before == after
+    assert before.splitlines()[0] == "1× NVIDIA A30 上 32k 上下文的最佳模型（按质量排序）"
+
+
+@pytest.mark.parametrize("argv", [
+    FIT,
+    ["rank", "--gpu", "a30", "--limit", "3"],
+    ["gpu", "--gpu", "t4"],
+    ["whatgpu", "--model", "qwen3-32b", "--limit", "3"],
+    ["finetune", "--gpu", "4090", "--model", "llama-3.1-8b", "--method", "lora"],
+])
+def test_json_is_the_same_in_every_language(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    _, english, _ = run([*argv, "--json"], capsys)
+    _, chinese, _ = run([*argv, "--json", "--lang", "zh-CN"], capsys)
+    assert english == chinese and english.startswith("{")
+
+
+def test_a_fine_tuning_answer_in_chinese(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["finetune", "--gpu", "3090", "--model", "qwen3-32b", "--lang", "zh-CN"], capsys)
+    assert code == 0
+    first = out.splitlines()[0]
+    assert first.startswith("在 1× NVIDIA GeForce RTX 3090 上对 Qwen3-32B 做 qlora 微调：放不下（每块显卡需 ")
+    terms = [line.split()[0] for line in out.splitlines()[2:] if line.endswith(" GiB") and line.startswith("  ")]
+    assert terms[:3] == ["权重", "可训练参数", "梯度"]
+    assert "  最大序列长度 " in out and "largest" not in out and "GiB usable" not in out
+
+
+def test_a_name_the_catalog_does_not_know_is_refused_in_the_language_asked(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(["fit", "--gpu", "h100", "--model", "qwen3-8b", "--lang", "zh-CN"], capsys)
+    assert code == 2 and out == ""
+    assert err.startswith("rigcheck: 'h100' 匹配到多款显卡；你是不是要找 NVIDIA H100") and err.count("\n") == 1
+    assert "、" in err, "the suggestions are listed the Chinese way"
+    code, _, err = run(["fit", "--gpu", "h100", "--model", "qwen3-8b"], capsys)
+    assert err.startswith("rigcheck: 'h100' matches several gpus; did you mean NVIDIA H100")
+
+
+def test_a_refusal_worded_by_the_catalog_follows_lang(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run([*FIT, "--ctx", "lots", "--lang", "zh-CN"], capsys)
+    assert code == 2 and err.startswith("rigcheck: ctx 须为 token 数")
+    code, _, err = run(["catalog", "show", "--lang", "zh-CN"], capsys)
+    assert code == 2 and err.startswith("rigcheck: catalog show 需要显卡、模型或量化格式的 ID")
