@@ -25,7 +25,7 @@ from estimator.memory import Verdict, memory, usable_vram_bytes
 from estimator.offload import OffloadPlan, offload_plan
 from estimator.query import DEFAULT_CTX, MAX_GPUS, Engine, Query
 from estimator.speed import speed
-from estimator.verdict import FitOption, FitResult
+from estimator.verdict import FitOption, FitResult, fit
 
 LONG_CONTEXT = 32 * 1024
 
@@ -147,6 +147,25 @@ def partial_offload(result: FitResult) -> OffloadPlan | None:
     if overall_verdict(result) != "does_not_fit" or family(result.query.engine) != "llama.cpp":
         return None
     return offload_plan(result.query.model_copy(update={"quant": smallest_option(result).quant}))
+
+
+class FitAnswer(BaseModel):
+    """Everything a fit answer states, computed in one call: the fit of each format, the headline verdict,
+    what would make it fit, the partial offload where nothing does, and VRAM against context."""
+
+    model_config = ConfigDict(frozen=True)
+
+    result: FitResult
+    verdict: Verdict
+    changes: tuple[Tip, ...]
+    offload: OffloadPlan | None
+    curves: VramCurves
+
+
+def fit_answer(q: Query, formats: list[QuantFormat], catalog: Catalog) -> FitAnswer:
+    result = fit(q, formats)
+    return FitAnswer(result=result, verdict=overall_verdict(result), changes=tuple(what_to_change(result, catalog)),
+                     offload=partial_offload(result), curves=vram_curves(q, formats))
 
 
 # --- a GPU's card -----------------------------------------------------------------------------------------

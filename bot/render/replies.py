@@ -24,20 +24,12 @@ from bot.requests import (
 )
 from bot.service import GpuChoice, Service
 from catalog.schema import GPU, QuantFormat
-from estimator.advice import (
-    Recommendation,
-    class_curves,
-    gpu_card,
-    overall_verdict,
-    partial_offload,
-    what_to_change,
-)
+from estimator.advice import Recommendation, Tip, class_curves, fit_answer, gpu_card
 from estimator.curve import VramCurves
 from estimator.offload import OffloadPlan
 from estimator.query import Query
 from estimator.rank import RankRow
 from estimator.units import GIB, gib_text
-from estimator.verdict import FitResult
 
 PAGE_SIZE = 10
 VERDICT_NAMES = ("fits", "tight", "does_not_fit")
@@ -47,11 +39,10 @@ def verdict_words(locale: str) -> dict[str, str]:
     return {v: t(locale, f"verdict.{v}") for v in VERDICT_NAMES}
 
 
-def advice(svc: Service, result: FitResult, locale: str) -> list[str]:
+def advice(changes: tuple[Tip, ...], q: Query, locale: str) -> list[str]:
     """The estimator's changes that would make it fit, worded."""
-    q = result.query
     lines = []
-    for tip in what_to_change(result, svc.catalog):
+    for tip in changes:
         if tip.kind == "smaller":
             lines.append(t(locale, "advice.smaller", fmt=tip.quant.name))
         elif tip.kind == "kv":
@@ -105,13 +96,10 @@ def offload_text(plan: OffloadPlan | None, locale: str) -> str | None:
 
 def fit_reply(svc: Service, req: FitRequest, *, locale: str, theme: charts.Theme = "dark") -> Reply:
     q, formats = svc.base_query(req)
-    from estimator.curve import vram_curves
-    from estimator.verdict import fit
-
-    result = fit(q, formats)
-    verdict = overall_verdict(result)
+    answer = fit_answer(q, formats, svc.catalog)
+    result, verdict = answer.result, answer.verdict
     usable = result.options[0].memory.usable_bytes
-    offload = offload_text(partial_offload(result), locale)
+    offload = offload_text(answer.offload, locale)
     embed = render_embed(
         "fit",
         locale,
@@ -129,14 +117,14 @@ def fit_reply(svc: Service, req: FitRequest, *, locale: str, theme: charts.Theme
         verdicts=verdict_words(locale),
         headline=t(locale, f"headline.{verdict}"),
         color=COLORS[verdict],
-        advice=advice(svc, result, locale),
+        advice=advice(answer.changes, q, locale),
         offload=offload,
         notes=[n for n in (context_note(q, locale), prompt_note(q, svc.asked_prompt(req), locale)) if n],
         image="vram.png",
     )
-    curves = vram_curves(q, formats)
     setup = gpu_label(q.gpu, q.gpus)
-    png = charts.vram_chart(curves, title=f"{q.model.name} · {setup}", gpu_label=setup, locale=locale, theme=theme)
+    png = charts.vram_chart(answer.curves, title=f"{q.model.name} · {setup}", gpu_label=setup, locale=locale,
+                            theme=theme)
     return Reply(embeds=[embed], files=[ReplyFile(filename="vram.png", data=png)])
 
 

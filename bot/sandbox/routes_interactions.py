@@ -18,8 +18,8 @@ from bot.sandbox.http_util import (
     no_content,
 )
 from bot.sandbox.limits import WEBHOOK_MESSAGE_FLAGS, check_autocomplete, check_message, check_webhook_name
+from bot.sandbox.messages import apply_edit, new_message, validate_new_message
 from bot.sandbox.models import DiscordError
-from bot.sandbox.routes_rest import new_message, validate_new_message
 from bot.sandbox.state import (
     CALLBACK_AUTOCOMPLETE,
     CALLBACK_DEFERRED_MESSAGE,
@@ -34,7 +34,6 @@ from bot.sandbox.state import (
     InteractionRecord,
     SandboxState,
     StoredMessage,
-    iso_now,
 )
 
 routes = web.RouteTableDef()
@@ -100,51 +99,6 @@ def _answer_message(state: SandboxState, request: web.Request, record: Interacti
         interaction_metadata=_interaction_metadata(state, record),
         type=MESSAGE_TYPE_CHAT_INPUT_COMMAND,
     )
-
-
-def apply_edit(
-    state: SandboxState,
-    request: web.Request,
-    message: StoredMessage,
-    *,
-    size_limit: int,
-    payload: dict[str, Any] | None = None,
-    prefix: list[str] | None = None,
-) -> web.Response | None:
-    """Edits in place the fields the payload names; `attachments`, when given, lists what to keep."""
-    payload = (request[PARSED].json_body or {}) if payload is None else payload
-    files = request[PARSED].files
-    for recorded in files:
-        if recorded.size > size_limit:
-            return discord_error(413, 40005, "Request entity too large")
-    pairs = list(zip(message.attachments, message.files, strict=True))
-    if "attachments" in payload:
-        keep = {str(a.get("id")) for a in payload.get("attachments") or [] if isinstance(a, dict)}
-        pairs = [(a, f) for a, f in pairs if a["id"] in keep]
-    uploaded = {f.filename for f in files} | {
-        a["filename"] for a in payload.get("attachments") or [] if isinstance(a, dict) and "filename" in a
-    }
-    errors = check_message(payload, uploaded, retained_filenames={a["filename"] for a, _ in pairs})
-    if errors:
-        for key in reversed(prefix or []):
-            errors = {key: errors}
-        return invalid_form_body(errors)
-    if "content" in payload:
-        message.content = payload["content"] or ""
-    if "embeds" in payload:
-        message.embeds = list(payload["embeds"] or [])
-    if "components" in payload:
-        message.components = list(payload["components"] or [])
-    pairs += state.build_attachments(payload, files)
-    message.attachments = [a for a, _ in pairs]
-    message.files = [f for _, f in pairs]
-    if payload.get("flags") is not None:
-        message.flags = (message.flags & FLAG_EPHEMERAL) | (int(payload["flags"]) & ~FLAG_EPHEMERAL)
-    message.flags &= ~FLAG_LOADING
-    message.edited_timestamp = iso_now()
-    message.request_seq = request[RECORDED].seq
-    state.changed.notify()
-    return None
 
 
 @routes.post(P + "/interactions/{interaction_id}/{token}/callback")

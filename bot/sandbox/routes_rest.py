@@ -8,7 +8,6 @@ from aiohttp import web
 
 from bot.sandbox.http_util import (
     PARSED,
-    RECORDED,
     STATE,
     discord_error,
     invalid_form_body,
@@ -17,15 +16,10 @@ from bot.sandbox.http_util import (
 )
 from bot.sandbox.limits import (
     CHANNEL_MESSAGE_FLAGS,
-    INTERACTION_MESSAGE_FLAGS,
     check_command_list,
-    check_file_count,
-    check_flags,
-    check_message,
-    is_empty_message,
 )
-from bot.sandbox.snowflake import new_snowflake
-from bot.sandbox.state import SandboxState, StoredMessage, iso_now
+from bot.sandbox.messages import apply_edit, new_message, validate_new_message
+from bot.sandbox.state import SandboxState, StoredMessage
 from bot.sandbox.world import BOT_PERMISSIONS
 
 routes = web.RouteTableDef()
@@ -153,68 +147,6 @@ async def typing(request: web.Request) -> web.Response:
     return no_content()
 
 
-def validate_new_message(
-    state: SandboxState,
-    payload: dict[str, Any],
-    request: web.Request,
-    *,
-    size_limit: int,
-    prefix: list[str] | None = None,
-    allowed_flags: int = INTERACTION_MESSAGE_FLAGS,
-) -> web.Response | None:
-    files = request[PARSED].files
-    for recorded in files:
-        if recorded.size > size_limit:
-            return discord_error(413, 40005, "Request entity too large")
-    errors = check_message(payload, {f.filename for f in files} | _described_filenames(payload))
-    errors.update(check_file_count(len(files)))
-    errors.update(check_flags(payload, allowed_flags))
-    if errors:
-        for key in reversed(prefix or []):
-            errors = {key: errors}
-        return invalid_form_body(errors)
-    if is_empty_message(payload, len(files)):
-        return discord_error(400, 50006, "Cannot send an empty message")
-    return None
-
-
-def _described_filenames(payload: dict[str, Any]) -> set[str]:
-    # `attachments: [{"id": 0, "filename": "x.png"}]` renames the uploaded files[0].
-    return {a["filename"] for a in payload.get("attachments") or [] if isinstance(a, dict) and "filename" in a}
-
-
-def new_message(
-    state: SandboxState,
-    request: web.Request,
-    *,
-    channel_id: int,
-    guild_id: int | None,
-    payload: dict[str, Any],
-    author: dict[str, Any],
-    flags: int = 0,
-    message_id: int | None = None,
-    **extra: Any,
-) -> StoredMessage:
-    pairs = state.build_attachments(payload, request[PARSED].files)
-    message = StoredMessage(
-        id=message_id or new_snowflake(),
-        channel_id=channel_id,
-        guild_id=guild_id,
-        author=author,
-        content=payload.get("content") or "",
-        embeds=list(payload.get("embeds") or []),
-        components=list(payload.get("components") or []),
-        attachments=[a for a, _ in pairs],
-        files=[f for _, f in pairs],
-        flags=flags,
-        timestamp=iso_now(),
-        request_seq=request[RECORDED].seq,
-        **extra,
-    )
-    state.store_message(message)
-    return message
-
-
 @routes.post(P + "/channels/{channel_id}/messages")
 async def create_channel_message(request: web.Request) -> web.Response:
     state = _state(request)
@@ -279,8 +211,6 @@ async def delete_channel_message(request: web.Request) -> web.Response:
 
 @routes.patch(P + "/channels/{channel_id}/messages/{message_id}")
 async def edit_channel_message(request: web.Request) -> web.Response:
-    from bot.sandbox.routes_interactions import apply_edit
-
     state = _state(request)
     found = _channel_message(state, request)
     if isinstance(found, web.Response):
