@@ -21,6 +21,7 @@ from estimator.calibration.model import (
     Offset,
     Param,
     arch_group,
+    compute_capability,
     memory_group,
     situation_groups,
     watts_per_tflops,
@@ -132,11 +133,77 @@ def alu_ops_per_s(gpu: GPU) -> float:
     return fp32 * 1e12 / 2
 
 
-def compute_tflops(engine: Engine, fmt: QuantFormat, gpu: GPU) -> float:
+# When llama.cpp's CUDA/HIP backend stopped dequantising weights to F16 for a BLAS GEMM during prefill and
+# multiplied them with its int8 MMQ kernels instead (dates of the merged commits, ggml-org/ggml history):
+MMQ_DEFAULT_SINCE = "2023-08-22"  # llama.cpp#2683 "CUDA: use mul_mat_q kernels by default" (no tensor cores)
+MMQ_TENSOR_CORES_SINCE = "2024-06-24"  # llama.cpp#8075: MMQ on int8 tensor cores (Turing on) instead of cuBLAS
+MMQ_GCN_SINCE = "2025-02-12"  # llama.cpp#11831 "HIP: Remove GCN from list of devices that avoid MMQ"
+MMQ_CDNA3_SINCE = "2025-07-26"  # llama.cpp#14624: matrix-core (MFMA) MMQ on CDNA 3
+MMQ_CDNA_SINCE = "2025-07-30"  # llama.cpp#14949: MFMA MMQ on gfx908/gfx90a for legacy quants and small batches
+MMQ_CDNA_MOE_SINCE = "2025-12-28"  # llama.cpp#18202: MMQ for MUL_MAT_ID with more than 64 experts on MFMA parts
+MMQ_RDNA4_SINCE = "2025-11-24"  # llama.cpp#17156 "HIP: WMMA-MMQ kernels for RDNA 4"
+MMQ_RDNA3_SINCE = "2025-12-05"  # llama.cpp#17576 "HIP: enable WMMA-MMQ INT kernels for RDNA 3"
+MMQ_RDNA3_TUNED_SINCE = "2026-01-06"  # llama.cpp#18537/#18666: hipBLAS again for Q2_K, Q6_K, IQ2 at large batches
+
+
+def _ggml_type(fmt: QuantFormat) -> str:
+    """The GGML type of most of a GGUF's matrices ("ud-q6_k_xl" and "q6_k" are Q6_K, "q4_k_m" is Q4_K)."""
+    m = re.match(r"(?:ud-)?((?:iq|q)\d_(?:k|\d|xxs|xs|s|nl)|mxfp4)", fmt.id)
+    return m.group(1) if m else fmt.id
+
+
+def prefill_gemm(fmt: QuantFormat, gpu: GPU, *, date: str = "", ubatch: int | None = None, experts: int = 0) -> str:
+    """Which matrix kernel llama.cpp's CUDA/HIP backend runs prefill's quantized matmuls with: "mmq" (int8
+    tiles straight from the quantized weights) or "blas" (each weight matrix dequantised to an F16 buffer,
+    then cuBLAS/hipBLAS), as ggml_cuda_should_use_mmq decided in the build of that date ("" = current).
+    F16/BF16 weights always go to BLAS; Metal, SYCL and Vulkan have kernels of their own ("native")."""
+    if fmt.kernel == "f16":
+        return "blas"
+    backend = backend_of(gpu)
+    if backend not in ("cuda", "rocm"):
+        return "native"
+    now = date or "9999"
+    batch = ubatch or LLAMACPP_UBATCH
+    arch = gpu.architecture
+    if gpu.vendor == "nvidia":
+        cc = compute_capability(gpu) or 8.6
+        if cc < 6.1 or now < MMQ_DEFAULT_SINCE:
+            return "blas"  # no dp4a: the int8 tiles have no instruction to run on
+        if cc >= 7.5:
+            return "mmq" if now >= MMQ_TENSOR_CORES_SINCE else "blas"
+        return "blas" if cc >= 7.0 else "mmq"  # Volta: FP16 tensor cores but no int8 MMA; Pascal sm_61: dp4a
+    kind = _ggml_type(fmt)
+    if arch.startswith("CDNA 3"):
+        return "mmq" if now >= MMQ_CDNA3_SINCE else "blas"
+    if arch.startswith("CDNA"):
+        if now < MMQ_CDNA_SINCE:
+            return "blas"
+        if batch <= 128 or kind in ("q4_0", "q4_1", "q5_0", "q5_1") or (experts > 64 and now >= MMQ_CDNA_MOE_SINCE):
+            return "mmq"
+        return "mmq" if batch <= 256 and kind in ("q4_k", "q5_k") else "blas"
+    if arch.startswith("RDNA 4"):
+        return "mmq" if now >= MMQ_RDNA4_SINCE else "blas"
+    if arch.startswith("RDNA 3"):
+        if now < MMQ_RDNA3_SINCE:
+            return "blas"
+        if now < MMQ_RDNA3_TUNED_SINCE or experts >= 64:
+            return "mmq"
+        rdna35 = arch.startswith("RDNA 3.5")
+        limit = {"q2_k": 128, "q6_k": 256 if rdna35 else 128}.get(kind)
+        if kind in ("iq2_xs", "iq2_s"):
+            limit = None if rdna35 else 128
+        return "mmq" if limit is None or batch <= limit else "blas"
+    if "GCN" in arch and now < MMQ_GCN_SINCE:
+        return "blas"
+    return "mmq"
+
+
+def compute_tflops(engine: Engine, fmt: QuantFormat, gpu: GPU, gemm: str | None = None) -> float:
     """Peak dense throughput of the precision prefill's matrix multiplies are referred to.
 
     llama.cpp multiplies quantized weights with int8 MMQ kernels (referred to the int8 peak where the GPU lists
-    one) and F16 with fp16 GEMMs; the kernel family's share of each is fitted ("compute" groups). Metal has no
+    one) unless `gemm` (by default the current build's choice, see `prefill_gemm`) sends them to BLAS, and F16
+    with fp16 GEMMs; the kernel family's share of each is fitted ("compute" groups). Metal has no
     int8 matrix units and runs everything at its fp16 rate. vLLM's weight-only INT4 (Marlin) dequantizes to fp16;
     FP8 and INT8 W8A8 use those tensor cores where the GPU has them and fall back to fp16 otherwise.
     """
@@ -146,7 +213,9 @@ def compute_tflops(engine: Engine, fmt: QuantFormat, gpu: GPU) -> float:
     if family(engine) == "llama.cpp":
         # MMQ multiplies the quantized weights with int8 activations: int8 tensor cores (Turing on), dp4a
         # (Pascal sm_61: P40, GTX 10x0) or AMD's dot4/WMMA, at whatever int8 rate the vendor lists.
-        return (gpu.int8_tops or fp16) if fmt.kernel != "f16" else fp16
+        if gemm is None:
+            gemm = prefill_gemm(fmt, gpu)
+        return fp16 if gemm == "blas" else (gpu.int8_tops or fp16)
     if fmt.compute == "fp8" and gpu.fp8 and gpu.fp8_tflops:
         return gpu.fp8_tflops
     if fmt.compute == "int8" and gpu.int8_tops:
@@ -188,11 +257,14 @@ def apple_gpu_cores(gpu: GPU) -> int | None:
     return max(counts) if counts else None
 
 
-def compute_class(engine: str, fmt: QuantFormat, gpu: GPU) -> str:
+def compute_class(engine: str, fmt: QuantFormat, gpu: GPU, gemm: str | None = None) -> str:
+    """The precision prefill's matmuls run in: a quantized GGUF that llama.cpp sends to BLAS is an F16 GEMM."""
     if gpu.vendor == "apple":
         return "fp16"
     if family(engine) == "llama.cpp":
-        return "fp16" if fmt.kernel == "f16" else "int8"
+        if gemm is None:
+            gemm = prefill_gemm(fmt, gpu)
+        return "fp16" if gemm == "blas" else "int8"
     return fmt.compute
 
 

@@ -43,8 +43,10 @@ from estimator.engines import (
     band_for,
     compute_tflops,
     decode_coefficients,
+    family,
     micro_batch_tokens,
     prefill_coefficients,
+    prefill_gemm,
     tensor_parallel,
 )
 from estimator.memory import body_params, embedding_table_params, kv_cache_bytes, weight_bytes
@@ -222,22 +224,31 @@ class PrefillTerms:
 
 def prefill_terms(
     model: Model, fmt: QuantFormat, gpu: GPU, engine: Engine, prompt_tokens: int, depth: int = 0,
-    *, ubatch: int | None = None,
+    *, ubatch: int | None = None, date: str = "",
 ) -> PrefillTerms:
-    peak = compute_tflops(engine, fmt, gpu) * 1e12
+    """`date`: the build's, for a measured row (llama.cpp's choice of matrix kernel changed over time); an
+    estimate passes none and gets the current build."""
+    step = ubatch or micro_batch_tokens(engine)
+    passes = math.ceil(prompt_tokens / step) if step else 1
+    gemm = None
+    if family(engine) == "llama.cpp":
+        gemm = prefill_gemm(fmt, gpu, date=date, ubatch=step, experts=model.moe.experts if model.moe else 0)
+    peak = compute_tflops(engine, fmt, gpu, gemm) * 1e12
     mm = matmul_flops(model, prompt_tokens)
     dense, routed = _active_split(model)
     expert_share = routed / (dense + routed) if dense + routed > 0 else 0.0
-    step = ubatch or micro_batch_tokens(engine)
-    passes = math.ceil(prompt_tokens / step) if step else 1
+    streamed = weight_bytes(model, fmt)
+    if gemm == "blas" and fmt.kernel != "f16":
+        # Each pass dequantises every matrix to an F16 buffer that the GEMM then reads back.
+        streamed += 2 * k.KV_BYTES_PER_ELEMENT["f16"] * (dense + routed)
     return PrefillTerms(
         matmul_s=mm / peak,
         expert_matmul_s=mm * expert_share / peak,
         attention_s=attention_flops(model, prompt_tokens, depth) / (attention_tflops(gpu) * 1e12),
         # A big prompt batch routes to every expert, so each pass streams the whole model.
-        weight_passes_s=passes * weight_bytes(model, fmt) / (achieved_bandwidth_gbs(gpu) * GB_DECIMAL),
+        weight_passes_s=passes * streamed / (achieved_bandwidth_gbs(gpu) * GB_DECIMAL),
         request=1.0 if engine in SERVER_ENGINES else 0.0,
-        tile_dequant_s=0.0 if fmt.kernel == "f16" else prompt_tokens / k.PREFILL_WEIGHT_TILE_TOKENS
+        tile_dequant_s=0.0 if fmt.kernel == "f16" or gemm == "blas" else prompt_tokens / k.PREFILL_WEIGHT_TILE_TOKENS
         * (dense + routed + embedding_table_params(model)) / alu_ops_per_s(gpu),
         recurrent_token_layers=float(prompt_tokens * model.recurrent_layers),
         layer_passes=float(passes * model.layers),

@@ -39,6 +39,7 @@ from estimator.calibration.measurements import Row, llamacpp_rows, server_rows
 from estimator.calibration.model import (
     COVARIATE_LEVELS,
     DECODE_PARAMS,
+    DEFAULT_GROUP,
     MIN_GROUP_ROWS,
     MIN_GROUP_SOURCES,
     PREFILL_PARAMS,
@@ -51,7 +52,15 @@ from estimator.calibration.model import (
     situation_groups,
     watts_per_tflops,
 )
-from estimator.engines import compute_class, covariates, family, floor_of, forget_fits, memory_family
+from estimator.engines import (
+    compute_class,
+    covariates,
+    family,
+    floor_of,
+    forget_fits,
+    memory_family,
+    prefill_gemm,
+)
 
 CONSTANTS_PATH = Path(__file__).with_name("constants.py")
 
@@ -63,7 +72,7 @@ RIDGE_SCALE = 0.05
 RIDGE: dict[str, float] = {level: RIDGE_SCALE * strength for level, strength in {
     "all": 1.0, "family": 2.0, "engine": 3.0, "backend": 2.0, "memory": 3.0, "arch": 3.0, "gpu": 4.0, "kernel": 2.0,
     "compute": 2.0, "die": 3.0, "dp4a": 2.0, "power": 3.0, "fa": 2.0, "era": 2.0, "power_per_flop": 4.0,
-    "build_age": 4.0}.items()}
+    "build_age": 4.0, "blas_library": 3.0, "fa_kernel": 3.0}.items()}
 # A row counts toward a group's size only where the group's term is at least this share of its time.
 MATERIAL_SHARE = 0.03
 # Row weight halves every this many years of build age (relative to the newest row), down to the floor.
@@ -114,9 +123,18 @@ def gpu_family(row: Row) -> str:
     return arch_group(row.gpu)
 
 
+def row_gemm(row: Row) -> str | None:
+    """The prefill matrix kernel of the row's own build (llama.cpp's choice changed over the years)."""
+    if family(row.engine) != "llama.cpp":
+        return None
+    return prefill_gemm(row.quant, row.gpu, date=row.date, ubatch=row.ubatch,
+                        experts=row.model.moe.experts if row.model.moe else 0)
+
+
 def row_groups(row: Row) -> dict[str, str]:
-    return situation_groups(row.engine, row.gpu, row.quant.kernel, compute_class(row.engine, row.quant, row.gpu),
-                            date=row.date, flash_attn=row.flash_attn)
+    return situation_groups(row.engine, row.gpu, row.quant.kernel,
+                            compute_class(row.engine, row.quant, row.gpu, row_gemm(row)),
+                            date=row.date, flash_attn=row.flash_attn, hipblaslt=row.hipblaslt, rocwmma=row.rocwmma)
 
 
 def decode_features(row: Row) -> list[float]:
@@ -130,7 +148,8 @@ def decode_features(row: Row) -> list[float]:
 
 
 def prefill_features(row: Row) -> list[float]:
-    t = speed.prefill_terms(row.model, row.quant, row.gpu, row.engine, row.tokens, row.depth, ubatch=row.ubatch)
+    t = speed.prefill_terms(row.model, row.quant, row.gpu, row.engine, row.tokens, row.depth, ubatch=row.ubatch,
+                              date=row.date)
     values = {"inv_matmul_utilisation": t.matmul_s, "moe_matmul_extra": t.expert_matmul_s,
               "inv_attention_utilisation": t.attention_s, "inv_pass_efficiency": t.weight_passes_s,
               "request_overhead_s": t.request, "tile_dequant_ops_per_weight": t.tile_dequant_s,
@@ -232,6 +251,8 @@ def eligible_columns(d: Design, train: np.ndarray) -> list[Column]:
     return sorted(
         c for c, (n, s) in found.items()
         if n >= MIN_GROUP_ROWS and len(s) >= MIN_GROUP_SOURCES
+        # "default" is what a row (and every estimate) gets when a flag is not stated: its parents speak for it.
+        and c[2] != DEFAULT_GROUP
         # A group holding every row of its term adds nothing to "all" (a covariate's slope does).
         and (c[1] == "all" or c[1] in COVARIATE_LEVELS or n < total[c[0]])
     )

@@ -52,6 +52,9 @@ OLD_BUILD_BEFORE = "2024-06"
 # the property (see `covariates`), not an offset shared by a set of rows.
 COVARIATE_LEVELS = frozenset({"power_per_flop", "build_age"})
 
+# The group of a flag's level where the flag is not stated: it owns no offset, its parents speak for it.
+DEFAULT_GROUP = "default"
+
 
 @dataclass(frozen=True)
 class Param:
@@ -96,9 +99,10 @@ DECODE_PARAMS: tuple[Param, ...] = (
 PREFILL_PARAMS: tuple[Param, ...] = (
     Param("inv_matmul_utilisation", 2.5, "peak-FLOPS seconds per second", (
         "all", "family", "engine", "backend", "compute", "arch", "die", "gpu", "power", "power_per_flop",
-        "build_age"),
+        "build_age", "blas_library"),
         "the engine's GEMM kernels reach a per-architecture share of the datasheet peak"),
-    Param("inv_attention_utilisation", 4.0, "peak-FLOPS seconds per second", ("all", "family", "backend", "fa"),
+    Param("inv_attention_utilisation", 4.0, "peak-FLOPS seconds per second", (
+        "all", "family", "backend", "fa", "fa_kernel"),
           "attention over the prompt and the cached depth runs below the GEMM rate"),
     Param("inv_pass_efficiency", 1.25, "achieved-bandwidth seconds per second", ("all", "backend"),
           "each micro-batch streams the weights once"),
@@ -189,9 +193,12 @@ def watts_per_tflops(gpu: GPU) -> float | None:
 
 
 def situation_groups(
-    engine: str, gpu: GPU, kernel: str, compute: str, *, date: str = "", flash_attn: bool | None = None
+    engine: str, gpu: GPU, kernel: str, compute: str, *, date: str = "", flash_attn: bool | None = None,
+    hipblaslt: bool | None = None, rocwmma: bool | None = None,
 ) -> dict[str, str]:
-    """The group of each level this situation belongs to. An estimate passes no date: it is for current builds."""
+    """The group of each level this situation belongs to. An estimate passes no date: it is for current builds,
+    and no ROCm library flags: it speaks for a default build."""
+    rocm = backend_of(gpu) == "rocm"
     groups = {
         "all": "all",
         "family": ENGINE_FAMILY.get(engine, engine),
@@ -211,6 +218,12 @@ def situation_groups(
         # One slope per backend: its kernels improve build by build at their own pace. An estimate is for
         # current builds, so its age is zero and the slope only keeps old rows from biasing the rest.
         "build_age": backend_of(gpu),
+        # ROCm's F16 GEMMs run through rocBLAS, or through hipBLASLt where ROCBLAS_USE_HIPBLASLT=1 (untuned
+        # rocBLAS kernels for new chips like gfx1151 ran a fraction of hipBLASLt's rate); its flash attention
+        # runs rocWMMA matrix tiles only in builds with GGML_HIP_ROCWMMA_FATTN. A row that states neither,
+        # and every estimate, sits in "default".
+        "blas_library": ("hipblaslt" if hipblaslt else "rocblas") if rocm and hipblaslt is not None else DEFAULT_GROUP,
+        "fa_kernel": ("rocwmma" if rocwmma else "tile") if rocm and rocwmma is not None else DEFAULT_GROUP,
     }
     return groups
 

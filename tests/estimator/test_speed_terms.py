@@ -5,7 +5,14 @@ from __future__ import annotations
 from catalog import load_catalog
 from catalog.schema import GPU, Model, QuantFormat
 from estimator.calibration.model import arch_group, compute_capability, die_group, has_int8_dot, power_limited
-from estimator.engines import achieved_bandwidth_gbs, compute_tflops, decode_coefficients, prefill_coefficients
+from estimator.engines import (
+    achieved_bandwidth_gbs,
+    compute_class,
+    compute_tflops,
+    decode_coefficients,
+    prefill_coefficients,
+    prefill_gemm,
+)
 from estimator.query import Engine
 from estimator.speed import decode_seconds_per_step, decode_terms, prefill_seconds, prefill_terms, speed_of
 
@@ -139,6 +146,35 @@ def test_quantized_prefill_unpacks_weight_tiles_and_f16_does_not() -> None:
     m, g = model("qwen3-8b"), gpu("nvidia-rtx-4090")
     assert prefill_terms(m, quant("q4_k_m"), g, "llama.cpp", 512).tile_dequant_s > 0
     assert prefill_terms(m, quant("f16"), g, "llama.cpp", 512).tile_dequant_s == 0
+
+
+def test_llama_cpp_prefill_kernel_follows_the_build_that_ran_it() -> None:
+    """Volta and the P100 have no int8 MMQ path worth taking; RDNA 3/4 moved from hipBLAS to WMMA MMQ in late 2025."""
+    q4 = quant("q4_k_m")
+    assert prefill_gemm(q4, gpu("nvidia-rtx-4090")) == "mmq"
+    assert prefill_gemm(q4, gpu("nvidia-rtx-4090"), date="2024-03-01") == "blas"
+    assert prefill_gemm(q4, gpu("nvidia-tesla-p40")) == "mmq"
+    assert prefill_gemm(q4, gpu("nvidia-p100-pcie-16gb")) == "blas"
+    assert prefill_gemm(q4, gpu("nvidia-v100-pcie-16gb")) == "blas"
+    r9700 = gpu("amd-radeon-ai-pro-r9700")
+    assert prefill_gemm(q4, r9700, date="2025-09-28") == "blas"
+    assert prefill_gemm(q4, r9700, date="2025-12-27") == "mmq"
+    assert prefill_gemm(quant("f16"), r9700) == "blas"
+    xtx = gpu("amd-rx-7900-xtx")
+    assert prefill_gemm(quant("q6_k"), xtx) == "blas"  # large batches of Q6_K went back to hipBLAS on RDNA 3
+    assert prefill_gemm(quant("q6_k"), xtx, ubatch=64) == "mmq"
+    assert prefill_gemm(quant("q4_0"), gpu("apple-m2-ultra-192gb")) == "native"
+
+
+def test_a_quantized_matmul_sent_to_blas_streams_an_f16_copy_and_runs_at_the_f16_rate() -> None:
+    m, q, g = model("qwen3-8b"), quant("q4_k_m"), gpu("amd-radeon-ai-pro-r9700")
+    old = prefill_terms(m, q, g, "llama.cpp", 512, date="2025-09-28")
+    new = prefill_terms(m, q, g, "llama.cpp", 512, date="2025-12-27")
+    assert old.tile_dequant_s == 0 < new.tile_dequant_s
+    # quantized bytes plus an F16 write and read of every matrix weight: several times the quantized bytes
+    assert old.weight_passes_s > 3 * new.weight_passes_s
+    assert compute_class("llama.cpp", q, g, "blas") == "fp16" and compute_class("llama.cpp", q, g, "mmq") == "int8"
+    assert compute_tflops("llama.cpp", q, g, "blas") == g.fp16_tflops
 
 
 def test_a_board_with_few_watts_for_its_flops_prefills_below_its_datasheet_share() -> None:
