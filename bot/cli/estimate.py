@@ -83,7 +83,8 @@ def cmd_rank(svc: Service, args: argparse.Namespace) -> int:
                 [
                     r["rank"],
                     r["model"]["name"],
-                    t(loc, "cli.rank.active", params_b=r["model"]["params_b"], active_b=r["model"]["active_params_b"])
+                    t(loc, "params.active", total=f"{r['model']['params_b']}B",
+                      active=f"{r['model']['active_params_b']}B")
                     if r["model"]["active_params_b"] < r["model"]["params_b"]
                     else f"{r['model']['params_b']}B",
                     r["quant"],

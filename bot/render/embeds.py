@@ -19,7 +19,8 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, pass_context, select_autoescape
+from jinja2.runtime import Context
 
 from bot.params import format_tokens
 from bot.render.text import TEMPLATES, locale_key, t
@@ -168,11 +169,21 @@ def _secs_span(low: float, high: float) -> str:
     return f"{low:.1f}–{high:.1f} s"
 
 
-def _params(model: Any) -> str:
-    total = f"{model.params_b:g}B"
-    if model.active_params_b < model.params_b:
-        return f"{total} ({model.active_params_b:g}B active)"
+# The locale a template is rendered for, as its context holds it (filters that word something read it).
+LOCALE_VAR = "locale_key"
+
+
+def params_text(locale: str | None, params_b: float, active_params_b: float) -> str:
+    """'8.19B'; a mixture of experts also says how many are active per token: '30.5B (3.3B active)'."""
+    total = f"{params_b:g}B"
+    if active_params_b < params_b:
+        return t(locale, "params.active", total=total, active=f"{active_params_b:g}B")
     return total
+
+
+@pass_context
+def _params(context: Context, model: Any) -> str:
+    return params_text(context.get(LOCALE_VAR), model.params_b, model.active_params_b)
 
 
 @cache
@@ -192,5 +203,5 @@ def environment() -> Environment:
 def render_embed(kind: str, locale: str | None, **context: Any) -> dict[str, Any]:
     """Render `templates/<locale>/<kind>.j2` into a limit-safe embed dict."""
     loc = locale_key(locale)
-    text = environment().get_template(f"{loc}/{kind}.j2").render(**context)
+    text = environment().get_template(f"{loc}/{kind}.j2").render(**context, **{LOCALE_VAR: loc})
     return parse_sections(text, t(loc, "embed.more"))

@@ -6,7 +6,10 @@ import pytest
 from pydantic import BaseModel, Field, ValidationError
 
 from bot.params import BadValue, format_tokens, people_text
+from bot.render.replies import fit_reply
 from bot.render.text import catalog, missing_keys, t
+from bot.requests import FitRequest
+from bot.service import Service
 
 
 def test_every_english_message_has_a_chinese_one() -> None:
@@ -40,3 +43,13 @@ def test_a_pydantic_error_reaching_a_person_is_worded_by_the_catalog() -> None:
     assert people_text(caught.value) == "rank must be at least 1"
     assert people_text(caught.value, "zh-CN") == "rank 须不小于 1"
     assert "Input should" not in people_text(caught.value)
+
+
+@pytest.mark.parametrize(("locale", "line"), [
+    ("en-US", "model 30.5B (3.3B active)"),
+    ("zh-CN", "参数量 30.5B（激活 3.3B）"),
+])
+def test_a_mixture_of_experts_says_its_active_parameters_in_the_askers_language(locale: str, line: str) -> None:
+    reply = fit_reply(Service(), FitRequest.of(gpu="rtx 4090", model="qwen3-30b-a3b"), locale=locale)
+    description = reply.embeds[0]["description"]
+    assert line in description and ("active" in description) == (locale == "en-US")
