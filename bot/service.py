@@ -13,18 +13,16 @@ from functools import cache, cached_property
 from typing import Any
 
 from bot.huggingface_client import HubClient, HubError
-from bot.params import BadValue, format_tokens, parse_engine, parse_kv
+from bot.params import BadValue, format_tokens
 from bot.requests import FitRequest, RankRequest
 from catalog.resolve import NotFound, Resolver
 from catalog.schema import GPU, Model, QuantFormat
 from catalog.store import Catalog, load_catalog
 from estimator import ESTIMATOR_VERSION
-from estimator.curve import VramCurves, vram_curves
 from estimator.engines import DEFAULT_FORMAT, DEFAULT_LEVELS, runs_format, supports
 from estimator.memory import memory
 from estimator.query import (
     ENGINES,
-    MAX_BATCH,
     MAX_GPUS,
     Engine,
     Query,
@@ -109,15 +107,6 @@ class Service:
         choice = self.resolver.model(text)
         return choice.model, choice.quant
 
-    engine = staticmethod(parse_engine)
-    kv = staticmethod(parse_kv)
-
-    @staticmethod
-    def batch(count: int) -> int:
-        if not 1 <= int(count) <= MAX_BATCH:
-            raise BadValue.of("bad.range", name="batch", low="1", high=str(MAX_BATCH), got=str(count))
-        return int(count)
-
     @staticmethod
     def gpus(count: int) -> int:
         if not 1 <= int(count) <= MAX_GPUS:
@@ -189,11 +178,6 @@ class Service:
         return q, formats
 
     @staticmethod
-    def asked_prompt(req: FitRequest) -> int:
-        """The prompt as asked; the query caps it at the context, and the reply says when it did."""
-        return req.prompt
-
-    @staticmethod
     def check_context(model: Model, ctx: int) -> None:
         """A context past every window the publisher documents is refused with the longest there is."""
         fit_ = model.context_fit(ctx)
@@ -204,10 +188,6 @@ class Service:
     def fit(self, req: FitRequest) -> FitResult:
         q, formats = self.base_query(req)
         return fit(q, formats)
-
-    def curves(self, req: FitRequest) -> VramCurves:
-        q, formats = self.base_query(req)
-        return vram_curves(q, formats)
 
     def rank(self, req: RankRequest) -> tuple[GPU, list[RankRow]]:
         choice = self.gpu_choice(req.gpu, req.gpus)

@@ -58,6 +58,31 @@ def with_note(embeds: list[dict[str, Any]], note: str | None) -> list[dict[str, 
     return [first, *embeds[1:]]
 
 
+def _setter(scope: Scope, description: str) -> app_commands.Command[Any, ..., None]:
+    """`/settings server` and `/settings me`: the same options, stored for the server or for the asker."""
+
+    async def store(
+        self: SettingsCog,
+        interaction: discord.Interaction,
+        gpu: GpuOption | None = None,
+        engine: EngineOption | None = None,
+        ctx: Tokens | None = None,
+        kv: KvOption | None = None,
+    ) -> None:
+        await self._save(interaction, scope, given(gpu), engine, ctx, kv)
+
+    # discord.py tells a cog's method from a plain function by its qualified name.
+    store.__name__, store.__qualname__ = scope, f"SettingsCog.{scope}"
+    callback: Any = app_commands.describe(gpu="Default GPU", engine="Default engine", ctx="Default context, e.g. 32k",
+                                          kv="Default KV cache precision")(store)
+    if scope == "server":
+        callback = app_commands.checks.has_permissions(manage_guild=True)(callback)
+        callback = app_commands.default_permissions(manage_guild=True)(callback)
+        callback = app_commands.guild_only()(callback)
+    command: app_commands.Command[Any, ..., None] = app_commands.command(name=scope, description=description)(callback)
+    return command
+
+
 class SettingsCog(commands.GroupCog, group_name="settings", group_description="Default GPU, engine and context"):
     def __init__(self, bot: RigBot) -> None:
         self.bot = bot
@@ -114,34 +139,8 @@ class SettingsCog(commands.GroupCog, group_name="settings", group_description="D
         text = t(locale, "settings.saved", scope=scope_name, values=self._describe(locale, stored_values(record)))
         await interaction.response.send_message(text, ephemeral=True)
 
-    @app_commands.command(name="server", description="Defaults for everyone in this server (Manage Server)")
-    @app_commands.describe(gpu="Default GPU", engine="Default engine", ctx="Default context, e.g. 32k",
-                           kv="Default KV cache precision")
-    @app_commands.guild_only()
-    @app_commands.default_permissions(manage_guild=True)
-    @app_commands.checks.has_permissions(manage_guild=True)
-    async def server(
-        self,
-        interaction: discord.Interaction,
-        gpu: GpuOption | None = None,
-        engine: EngineOption | None = None,
-        ctx: Tokens | None = None,
-        kv: KvOption | None = None,
-    ) -> None:
-        await self._save(interaction, "server", given(gpu), engine, ctx, kv)
-
-    @app_commands.command(name="me", description="Your own defaults (override the server's)")
-    @app_commands.describe(gpu="Default GPU", engine="Default engine", ctx="Default context, e.g. 32k",
-                           kv="Default KV cache precision")
-    async def me(
-        self,
-        interaction: discord.Interaction,
-        gpu: GpuOption | None = None,
-        engine: EngineOption | None = None,
-        ctx: Tokens | None = None,
-        kv: KvOption | None = None,
-    ) -> None:
-        await self._save(interaction, "me", given(gpu), engine, ctx, kv)
+    server = _setter("server", "Defaults for everyone in this server (Manage Server)")
+    me = _setter("me", "Your own defaults (override the server's)")
 
     @app_commands.command(name="reset", description="Clear your defaults, or this server's (Manage Server)")
     @app_commands.describe(scope="Whose defaults: yours (me) or this server's")

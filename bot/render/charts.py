@@ -877,58 +877,6 @@ def rank_chart(rows: list[RankRow], *, title: str, limit: int = 10, locale: str 
     return _png(fig)
 
 
-# --- GPU spec card ---------------------------------------------------------------------------------
-
-@deferrable
-def gpu_chart(points: list[tuple[str, float, float]], *, usable_gib: float, title: str, locale: str = "en-US",
-              theme: Theme = "dark") -> bytes:
-    """Required VRAM of reference models against the card's usable VRAM.
-
-    `points` are `(label, ctx_tokens, required_gib)`, drawn top to bottom in the order given; a
-    ctx of 0 leaves the context out of the annotation.
-    """
-    st = _style(theme, locale)
-    say, pal = st.text, st.pal
-    fig, ax = _figure(st, title, "gpu_chart")
-    if not points:
-        _message(ax, st, say("chart.no_points"), "")
-        return _png(fig)
-
-    needs = [p[2] for p in points]
-    # A 400 GiB model next to 8 GiB ones would flatten the rest; clip long bars and say so.
-    x_cap = max(min(max(needs), usable_gib * 3.0), usable_gib) * 1.3
-    ys = list(range(len(points)))
-    colors = [pal.fits if need <= usable_gib else pal.oom for need in needs]
-    # Clipped bars run off the right edge whatever the final x range turns out to be.
-    ax.barh(ys, [n if n <= x_cap else x_cap * 100 for n in needs], height=_bar_height(len(points)), color=colors,
-            linewidth=0, zorder=3)
-    ax.set_xlim(0, x_cap)
-    ax.set_ylim(len(points) - 0.5, -0.5)
-    ax.set_yticks(ys, [_plain(_truncate(p[0], 36)) for p in points])
-    ax.tick_params(axis="y", length=0)
-    ax.grid(False, axis="y")
-    ax.xaxis.set_major_locator(MaxNLocator(nbins=7, steps=[1, 2, 2.5, 5, 10]))
-    _axis_label(ax, "x", say("chart.need_axis"), st)
-    notes = []
-    for y, (_label, ctx, need) in zip(ys, points, strict=True):
-        note = say("chart.at_ctx", gib=_gib(need), ctx=ctx_label(ctx)) if ctx > 0 else f"{_gib(need)} GiB"
-        if need > x_cap:
-            ax.text(0.99, y, note + " ▸", transform=ax.get_yaxis_transform(), va="center", ha="right",
-                    fontproperties=st.font(NOTE_PT, "bold"), color=pal.bg, zorder=5)
-        else:
-            # The note may sit across the usable line; its backdrop keeps it legible.
-            notes.append((need, _bar_note(ax, need, y, note, st, bbox={
-                "boxstyle": "round,pad=0.15", "facecolor": pal.bg, "edgecolor": "none", "alpha": 0.8})))
-    ax.axvline(usable_gib, color=pal.oom, linewidth=2.4, zorder=4)
-    ax.axvspan(usable_gib, x_cap * 100, color=pal.oom, alpha=pal.oom_fill_alpha, linewidth=0, zorder=1)
-    usable_text = say("chart.usable", gpu="", gib=_gib(usable_gib)).strip()
-    handles = [Patch(facecolor=pal.fits, label=say("chart.fits")), Patch(facecolor=pal.oom, label=say("chart.oom")),
-               Line2D([], [], color=pal.oom, linewidth=2.4, label=usable_text)]
-    _legend(ax, handles, st, ncols=3)
-    _fit_notes(fig, ax, notes)
-    return _png(fig)
-
-
 # --- which GPU for a model -------------------------------------------------------------------------
 
 @deferrable

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from bot.params import format_tokens, parse_tokens
+from bot.params import format_tokens
 from bot.render import charts
 from bot.render.embeds import COLORS, render_embed
 from bot.render.reply import Reply, ReplyFile
@@ -119,7 +119,7 @@ def fit_reply(svc: Service, req: FitRequest, *, locale: str, theme: charts.Theme
         color=COLORS[verdict],
         advice=advice(answer.changes, q, locale),
         offload=offload,
-        notes=[n for n in (context_note(q, locale), prompt_note(q, svc.asked_prompt(req), locale)) if n],
+        notes=[n for n in (context_note(q, locale), prompt_note(q, req.prompt, locale)) if n],
         image="vram.png",
     )
     setup = gpu_label(q.gpu, q.gpus)
@@ -210,13 +210,13 @@ def rank_chart_curves(svc: Service, req: RankRequest, rows: list[RankRow]) -> Vr
     if not picked:
         return None
     choice = svc.gpu_choice(req.gpu, req.gpus)
-    engine = svc.engine(req.engine)
+    engine = req.engine
     curves = []
     base: VramCurves | None = None
     for r in picked:
         fmt = r.best.quant
         q = Query(gpu=choice.gpu, gpus=choice.count, model=r.model, quant=fmt, engine=engine,
-                  ctx=parse_tokens(req.ctx), kv=svc.kv(req.kv))
+                  ctx=req.ctx, kv=req.kv)
         base = vram_curves(q, [fmt])
         label = f"{short_model_name(r.model, RANK_NAME_WIDTH)} {fmt.name}"
         curves.append(base.curves[0].model_copy(update={"label": label}))
@@ -233,10 +233,9 @@ def rank_reply(
     page = min(max(1, page), pages)
     start = (page - 1) * PAGE_SIZE
     chunk = rows[start : start + PAGE_SIZE]
-    engine = svc.engine(req.engine)
+    engine, ctx = req.engine, req.ctx
     formats = svc.formats(engine, req.quant)
-    ctx = parse_tokens(req.ctx)
-    sort = req.sort if req.sort in ("quality", "speed", "size") else "quality"
+    sort = req.sort
     setup = gpu_label(gpu, count)
     embed = render_embed(
         "rank",

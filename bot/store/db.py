@@ -15,7 +15,7 @@ import contextlib
 import logging
 import re
 import sqlite3
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -67,6 +67,19 @@ def _numbered(sql: str) -> str:
 def _values(params: Params) -> list[object]:
     # Flags are stored as 0/1 in both databases; asyncpg will not turn a bool into a BIGINT by itself.
     return [int(p) if isinstance(p, bool) else p for p in params]
+
+
+class StatePart:
+    """A part of the state store kept in a module of its own (pending interactions, reports): it reads and
+    writes through the store's connections and clock, which StateStore provides."""
+
+    _clock: Callable[[], datetime]
+
+    def _reading(self) -> contextlib.AbstractAsyncContextManager[Connection]:
+        raise NotImplementedError
+
+    def _writing(self) -> contextlib.AbstractAsyncContextManager[Connection]:
+        raise NotImplementedError
 
 
 class Connection(abc.ABC):

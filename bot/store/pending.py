@@ -14,16 +14,15 @@ the row once its deadline has passed.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from bot.store._sqlite import from_db_time, to_db_time
-from bot.store.db import Connection, Row
+from bot.store.db import Row, StatePart
 
 # Discord accepts follow-ups with an interaction token for 15 minutes after the interaction.
 TOKEN_LIFETIME = timedelta(minutes=15)
@@ -67,16 +66,8 @@ def _pending(row: Row) -> Pending | None:
     )
 
 
-class PendingRecords:
-    """What StateStore provides; declared here for the type checker."""
-
-    _clock: Callable[[], datetime]
-
-    def _reading(self) -> contextlib.AbstractAsyncContextManager[Connection]:
-        raise NotImplementedError
-
-    def _writing(self) -> contextlib.AbstractAsyncContextManager[Connection]:
-        raise NotImplementedError
+class PendingRecords(StatePart):
+    """Interactions deferred and not yet answered, for crash resume."""
 
     async def record_pending(
         self,

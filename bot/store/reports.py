@@ -6,16 +6,15 @@ through the store's `_reading()` / `_writing()` like the rest of the state.
 
 from __future__ import annotations
 
-import contextlib
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from bot.store._sqlite import from_db_time, to_db_time
-from bot.store.db import Connection, Row
+from bot.store.db import Connection, Row, StatePart
 
 ReportStatus = Literal["accepted", "held", "hidden"]
 SALT_NAME = "report_salt"
@@ -73,16 +72,8 @@ def _report(row: Row) -> Report:
     return Report(**data, created_at=from_db_time(row["created_at"]), updated_at=from_db_time(row["updated_at"]))
 
 
-class ReportRecords:
-    """What StateStore provides; declared here for the type checker."""
-
-    _clock: Callable[[], datetime]
-
-    def _reading(self) -> contextlib.AbstractAsyncContextManager[Connection]:
-        raise NotImplementedError
-
-    def _writing(self) -> contextlib.AbstractAsyncContextManager[Connection]:
-        raise NotImplementedError
+class ReportRecords(StatePart):
+    """Community reports, their salt and the servers that opted out."""
 
     async def report_salt(self, configured: str | None = None) -> str:
         """The configured salt, else the one generated on first use and kept in the database, so every

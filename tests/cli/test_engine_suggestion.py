@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.params import BadValue
+from bot.params import BadValue, parse_engine
 from bot.service import Service
 
 SVC = Service()
@@ -32,7 +32,7 @@ def test_exl2_on_llama_cpp_suggests_exllamav2() -> None:
 
 @pytest.mark.parametrize(("engine", "fmt"), [("ollama", "q4_k_m"), ("sglang", "awq-int4"), ("exllamav2", "gptq-int4")])
 def test_engines_that_load_another_engines_formats_take_them(engine: str, fmt: str) -> None:
-    assert SVC.quant(fmt, SVC.engine(engine)).id == fmt
+    assert SVC.quant(fmt, parse_engine(engine)).id == fmt
 
 
 def test_gguf_on_sglang_suggests_a_llama_cpp_engine() -> None:
@@ -49,4 +49,4 @@ def test_ollama_is_estimated_with_its_own_fitted_constants() -> None:
     cat = load_catalog()
     q, g = cat.quant("q4_k_m"), cat.gpu("nvidia-rtx-4090")
     assert decode_coefficients("ollama", q, g) != decode_coefficients("llama.cpp", q, g)
-    assert SVC.engine("Ollama") == "ollama" and SVC.engine("LM Studio") == "llama.cpp"
+    assert parse_engine("Ollama") == "ollama" and parse_engine("LM Studio") == "llama.cpp"

@@ -12,10 +12,9 @@ from matplotlib.image import imread
 from matplotlib.transforms import Bbox
 
 from bot.render import charts
-from bot.render.charts import ctx_label, gpu_chart, png_size, rank_chart, vram_chart
+from bot.render.charts import ctx_label, png_size, rank_chart, vram_chart
 from catalog import load_catalog
 from estimator.curve import VramCurves, vram_curves
-from estimator.memory import memory
 from estimator.query import Query
 from estimator.rank import RankRow, rank
 from estimator.verdict import default_formats
@@ -40,16 +39,6 @@ def curves_for(catalog, gpus: int) -> VramCurves:
 @pytest.fixture(scope="module")
 def rows(catalog) -> list[RankRow]:
     return rank(catalog.models, default_formats(catalog, "llama.cpp"), catalog.gpu("nvidia-t4"), ctx=8192)
-
-
-@pytest.fixture(scope="module")
-def points(catalog) -> list[tuple[str, float, float]]:
-    out = []
-    for model_id in ("qwen3-4b", "qwen3-8b", "qwen3-32b", "qwen3-235b-a22b"):
-        model = catalog.model(model_id)
-        mem = memory(Query(gpu=catalog.gpu("nvidia-t4"), model=model, quant=catalog.quant("q4_k_m"), ctx=8192))
-        out.append((f"{model.name} Q4_K_M", 8192.0, mem.total_bytes / GIB))
-    return out
 
 
 def assert_good_png(png: bytes) -> None:
@@ -110,19 +99,9 @@ def test_rank_chart_short_list_and_limit(rows):
     assert_good_png(rank_chart(rows, title="Zero", limit=0))
 
 
-@pytest.mark.parametrize("theme", THEMES)
-@pytest.mark.parametrize("locale", LOCALES)
-def test_gpu_chart(points, theme, locale):
-    assert_good_png(gpu_chart(points, usable_gib=15.0, title="NVIDIA T4 · 16 GB", locale=locale, theme=theme))
-
-
-def test_gpu_chart_empty():
-    assert_good_png(gpu_chart([], usable_gib=15.0, title="NVIDIA T4", locale="en-US", theme="dark"))
-
-
-def test_mathtext_characters_in_names_are_literal(points):
-    odd = [("$x$ 50% _under_ ^hat^", 0.0, 3.0), *points]
-    assert_good_png(gpu_chart(odd, usable_gib=15.0, title="$5 GPU {a}", locale="en-US", theme="light"))
+def test_mathtext_characters_in_names_are_literal():
+    odd = [("$x$ 50% _under_ ^hat^", 12.0, 3.0), ("1× NVIDIA T4", 20.5, 1.5)]
+    assert_good_png(charts.setups_chart(odd, title="$5 GPU {a}", locale="en-US", theme="light"))
 
 
 def test_zh_cn_falls_back_to_english_without_a_cjk_font(monkeypatch, catalog):
@@ -179,7 +158,7 @@ def test_oversized_png_is_reencoded_with_a_palette(catalog, monkeypatch):
 
 # --- the single-pass layout ------------------------------------------------------------------------
 
-def chart_cases(catalog, rows, points):
+def chart_cases(catalog, rows):
     formats = [catalog.quant(q) for q in ("q2_k", "q3_k_m", "q4_k_m", "q5_k_m", "q6_k", "q8_0", "f16")]
     long_ctx = vram_curves(Query(gpu=catalog.gpu("nvidia-rtx-4090"), model=catalog.model("glm-4-9b-chat-1m"),
                                  quant=formats[0]), formats)
@@ -191,20 +170,19 @@ def chart_cases(catalog, rows, points):
         "rank en": lambda: rank_chart(rows, title="Best on NVIDIA T4 @ 8k"),
         "rank zh": lambda: rank_chart(rows, title="NVIDIA T4 @ 8k", locale="zh-CN", theme="light"),
         "rank one": lambda: rank_chart(rows[:1], title="One"),
-        "gpu": lambda: gpu_chart(points, usable_gib=15.0, title="NVIDIA T4 · 16 GB"),
         "setups": lambda: charts.setups_chart([("1× NVIDIA A100 80GB PCIe", 41.5, 12.0), ("2× RTX 4090", 60.2, 3.1)],
                                               title="Qwen3-32B Q4_K_M"),
         "empty": lambda: rank_chart([], title="Best on NVIDIA T4 @ 1M"),
     }
 
 
-CASES = ("vram en", "vram 2 zh", "vram 7 formats", "rank en", "rank zh", "rank one", "gpu", "setups", "empty")
+CASES = ("vram en", "vram 2 zh", "vram 7 formats", "rank en", "rank zh", "rank one", "setups", "empty")
 
 
-def test_a_chart_does_not_depend_on_the_charts_drawn_before_it(catalog, rows, points):
+def test_a_chart_does_not_depend_on_the_charts_drawn_before_it(catalog, rows):
     """Figures are reused from chart to chart: whatever came before (a message in place of a chart, more
     bars, another theme), each chart has the pixels it has when drawn first in a thread of its own."""
-    cases = chart_cases(catalog, rows, points)
+    cases = chart_cases(catalog, rows)
 
     def fresh(case: str) -> bytes:
         with ThreadPoolExecutor(max_workers=1) as pool:
@@ -219,7 +197,7 @@ def test_a_chart_does_not_depend_on_the_charts_drawn_before_it(catalog, rows, po
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_each_chart_is_drawn_once(monkeypatch, catalog, rows, points, case):
+def test_each_chart_is_drawn_once(monkeypatch, catalog, rows, case):
     draws = []
     original = Figure.draw
 
@@ -228,12 +206,12 @@ def test_each_chart_is_drawn_once(monkeypatch, catalog, rows, points, case):
         return original(self, renderer)
 
     monkeypatch.setattr(Figure, "draw", counting)
-    assert_good_png(chart_cases(catalog, rows, points)[case]())
+    assert_good_png(chart_cases(catalog, rows)[case]())
     assert len(draws) == 1, "laid out once, drawn once: no layout engine, no tight bbox, no measuring draw"
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_the_layout_keeps_every_text_on_the_canvas_and_apart(monkeypatch, catalog, rows, points, case):
+def test_the_layout_keeps_every_text_on_the_canvas_and_apart(monkeypatch, catalog, rows, case):
     figures = []
     original = charts._png
 
@@ -242,7 +220,7 @@ def test_the_layout_keeps_every_text_on_the_canvas_and_apart(monkeypatch, catalo
         return original(fig, described)
 
     monkeypatch.setattr(charts, "_png", keeping)
-    chart_cases(catalog, rows, points)[case]()
+    chart_cases(catalog, rows)[case]()
     (fig,) = figures
     renderer = fig.canvas.get_renderer()
     ax = fig.axes[0]
