@@ -15,7 +15,7 @@ from bot.cli import catalog as catalog_cli
 from bot.cli import estimate, finetune, reports, run, state
 from bot.cli.common import EXIT_BROKEN_PIPE, EXIT_USAGE
 from bot.params import CatalogError
-from bot.render.text import LOCALES, t
+from bot.render.text import LOCALES, cli_help_texts, t
 from bot.service import Service
 from bot.web import trigger
 from catalog.resolve import NotARelease, NotFound
@@ -24,13 +24,33 @@ from catalog.resolve import NotARelease, NotFound
 FAMILIES = (estimate, catalog_cli, run, finetune, trigger, state, reports)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(lang: str | None = None) -> argparse.ArgumentParser:
+    """Every command's flags; their help in `lang` where its catalog translates it."""
     parser = argparse.ArgumentParser(prog="rigcheck", description="Does this LLM run on that GPU, and how fast?")
-    parser.add_argument("--lang", metavar="LANG", help=t(None, "cli.lang_help", locales=", ".join(LOCALES)))
+    parser.add_argument("--lang", metavar="LANG", help=t(lang, "cli.lang_help", locales=", ".join(LOCALES)))
     sub = parser.add_subparsers(dest="command", required=True)
     for family in FAMILIES:
         family.register(sub)
+    translate_help(parser, cli_help_texts(lang))
     return parser
+
+
+def translate_help(parser: argparse.ArgumentParser, texts: dict[str, str]) -> None:
+    """Descriptions and help of the parser and every subcommand, as `texts` translates them (argparse's
+    own words, such as the -h help, stay as argparse writes them)."""
+    if not texts:
+        return
+    if parser.description:
+        parser.description = texts.get(parser.description, parser.description)
+    for action in parser._actions:
+        if isinstance(action.help, str):
+            action.help = texts.get(action.help, action.help)
+        if isinstance(action, argparse._SubParsersAction):
+            for choice in action._choices_actions:
+                if isinstance(choice.help, str):
+                    choice.help = texts.get(choice.help, choice.help)
+            for subparser in action.choices.values():
+                translate_help(subparser, texts)
 
 
 def _lang_anywhere(argv: Sequence[str] | None) -> list[str]:
@@ -53,8 +73,9 @@ def not_found_text(exc: NotFound, locale: str | None) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(_lang_anywhere(argv))
+    given = _lang_anywhere(argv)
+    parser = build_parser(given[1] if given[:1] == ["--lang"] else None)
+    args = parser.parse_args(given)
     try:
         return int(args.func(Service(), args) or 0)
     except NotFound as exc:

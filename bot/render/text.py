@@ -5,7 +5,8 @@ locale's file answers.
 
 Command and option descriptions are keyed by their English text, as gettext keys by its msgid: Discord
 needs the English in the command's definition, so it is not written again in the English file, and every
-other locale translates it in its `[commands]` table.
+other locale translates it in its `[commands]` table. `rigcheck --help` texts are keyed the same way, in
+`[cli_help]`: argparse's definitions hold the English.
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ LOCALES = (DEFAULT_LOCALE, "zh-CN")
 # Locales whose text a chart can draw only with a CJK font; without one a chart falls back to English.
 CJK_LOCALES = frozenset({"zh-CN"})
 COMMANDS_TABLE = "commands"
+CLI_HELP_TABLE = "cli_help"
+# Tables keyed by English text rather than by a key (see above).
+KEYED_BY_ENGLISH = (COMMANDS_TABLE, CLI_HELP_TABLE)
 
 
 @dataclass(frozen=True)
@@ -53,18 +57,26 @@ def _document(locale: str) -> dict[str, Any]:
 
 @cache
 def catalog(locale: str) -> dict[str, str]:
-    """The locale's keyed messages (its `[commands]` table apart)."""
-    return {str(k): str(v) for k, v in _document(locale).items() if k != COMMANDS_TABLE}
+    """The locale's keyed messages (the tables keyed by English apart)."""
+    return {str(k): str(v) for k, v in _document(locale).items() if k not in KEYED_BY_ENGLISH}
 
 
 @cache
+def _translations(locale: str, table: str) -> dict[str, str]:
+    if locale not in LOCALES:
+        return {}
+    return {str(k): str(v) for k, v in _document(locale).get(table, {}).items()}
+
+
 def command_texts(locale: str) -> dict[str, str]:
     """English description → this locale's, for a catalog locale spelled as Discord spells it; others
     (English included) get none, so Discord shows the English of the command's definition."""
-    if locale not in LOCALES:
-        return {}
-    table = _document(locale).get(COMMANDS_TABLE, {})
-    return {str(k): str(v) for k, v in table.items()}
+    return _translations(locale, COMMANDS_TABLE)
+
+
+def cli_help_texts(locale: str | None) -> dict[str, str]:
+    """English `--help` text → the locale's (none for English: the definitions hold it)."""
+    return _translations(locale_key(locale), CLI_HELP_TABLE)
 
 
 def t(locale: str | None, key: str, **values: Any) -> str:

@@ -3,10 +3,15 @@ asked otherwise, with columns that line up in Chinese too; `--json` is the same 
 
 from __future__ import annotations
 
+import argparse
+from collections.abc import Iterator
+
 import pytest
 
 from bot import cli
+from bot.cli.main import build_parser
 from bot.render.table import display_width
+from bot.render.text import DEFAULT_LOCALE, LOCALES, cli_help_texts
 
 FIT = ["fit", "--gpu", "t4", "--model", "qwen3-8b"]
 
@@ -92,3 +97,45 @@ def test_a_refusal_worded_by_the_catalog_follows_lang(capsys: pytest.CaptureFixt
     assert code == 2 and err.startswith("rigcheck: ctx 须为 token 数")
     code, _, err = run(["catalog", "show", "--lang", "zh-CN"], capsys)
     assert code == 2 and err.startswith("rigcheck: catalog show 需要显卡、模型或量化格式的 ID")
+
+
+def _help_texts(parser: argparse.ArgumentParser) -> Iterator[str]:
+    """Every description and help a person reads in `--help`, the subcommands' included; argparse's own
+    (-h's) and texts already worded by the message catalog (--lang's) left out."""
+    own = {"show this help message and exit"}
+    if parser.description:
+        yield parser.description
+    for action in parser._actions:
+        if isinstance(action.help, str) and action.help not in own and "--lang" not in action.option_strings:
+            yield action.help
+        if isinstance(action, argparse._SubParsersAction):
+            yield from (c.help for c in action._choices_actions if isinstance(c.help, str))
+            for subparser in action.choices.values():
+                yield from _help_texts(subparser)
+
+
+def test_every_help_text_is_translated_and_every_translation_is_used() -> None:
+    english = set(_help_texts(build_parser()))
+    assert len(english) > 60
+    for loc in LOCALES:
+        if loc == DEFAULT_LOCALE:
+            assert cli_help_texts(loc) == {}  # English is the definitions' own text
+            continue
+        assert english - set(cli_help_texts(loc)) == set(), loc
+        assert set(cli_help_texts(loc)) - english == set(), loc
+        assert not any("%" in text for text in cli_help_texts(loc).values()), "argparse formats help with %"
+
+
+@pytest.mark.parametrize("argv", [["--lang", "zh-CN", "fit", "--help"], ["fit", "--help", "--lang", "zh-CN"]])
+def test_help_in_chinese(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        cli.main(argv)
+    out = capsys.readouterr().out
+    assert done.value.code == 0
+    assert "--gpus GPUS      显卡数量（1–8）" in out and "number of GPUs" not in out
+
+
+def test_help_is_english_by_default(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["fit", "--help"])
+    assert "number of GPUs (1-8)" in capsys.readouterr().out
