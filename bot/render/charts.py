@@ -1,4 +1,4 @@
-"""PNG charts for Discord replies: VRAM against context, ranked decode speed, a GPU's reference fits.
+"""PNG charts for Discord replies: VRAM (or fine-tuning memory) against context, ranked decode speed, GPU setups.
 
 Every function draws on a `Figure` of its thread's own (reused from chart to chart, `_figure`) on an Agg
 canvas drawn with its thread's one renderer, and never touches pyplot or the global rcParams, so renders can

@@ -23,7 +23,7 @@ from bot.huggingface_client import (
     RepoNotFound,
     validate_repo,
 )
-from tests.fake_hub import stream_chunked
+from tests.fake_hub import serving, stream_chunked
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "hf"
 QWEN3 = (DATA / "Qwen__Qwen3-8B" / "config.json").read_bytes()
@@ -110,17 +110,9 @@ class FakeHub:
 @pytest.fixture
 async def hub():
     fake = FakeHub()
-    app = web.Application()
-    app.router.add_get("/{org}/{name}/resolve/main/{file}", fake.handle)
-    # A handler still sleeping for a client that gave up is cut short, not waited for (aiohttp waits 60 s).
-    runner = web.AppRunner(app, shutdown_timeout=0.5)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    fake.base = f"http://127.0.0.1:{port}"  # type: ignore[attr-defined]
-    yield fake
-    await runner.cleanup()
+    async with serving(fake.handle, shutdown_timeout_s=0.5) as base:
+        fake.base = base  # type: ignore[attr-defined]
+        yield fake
 
 
 def client(hub: FakeHub, tmp_path: Path, **kw) -> HubClient:

@@ -24,7 +24,7 @@ from bot.service import Service
 from estimator.memory import memory
 from estimator.query import Query
 from estimator.whatgpu import DEFAULT_PROMPT_TOKENS, what_gpu
-from tests.fake_hub import stream_chunked
+from tests.fake_hub import serving, stream_chunked
 from tests.inprocess.local_bot import bot_in_this_process
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -104,16 +104,9 @@ class World:
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
 async def hub() -> AsyncIterator[LoopbackHub]:
     fake = LoopbackHub()
-    app = web.Application()
-    app.router.add_get("/{org}/{name}/resolve/main/{file}", fake.handle)
-    runner = web.AppRunner(app, shutdown_timeout=1.0)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    fake.base = f"http://127.0.0.1:{port}"
-    yield fake
-    await runner.cleanup()
+    async with serving(fake.handle, shutdown_timeout_s=1.0) as base:
+        fake.base = base
+        yield fake
 
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
