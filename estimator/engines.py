@@ -144,6 +144,7 @@ MMQ_CDNA_MOE_SINCE = "2025-12-28"  # llama.cpp#18202: MMQ for MUL_MAT_ID with mo
 MMQ_RDNA4_SINCE = "2025-11-24"  # llama.cpp#17156 "HIP: WMMA-MMQ kernels for RDNA 4"
 MMQ_RDNA3_SINCE = "2025-12-05"  # llama.cpp#17576 "HIP: enable WMMA-MMQ INT kernels for RDNA 3"
 MMQ_RDNA3_TUNED_SINCE = "2026-01-06"  # llama.cpp#18537/#18666: hipBLAS again for Q2_K, Q6_K, IQ2 at large batches
+MMQ_DP4A_MAX_BATCH_SIZE = 64  # ggml-cuda/mmq.cuh: the batch below which MMQ is kept over BLAS on those builds
 
 
 def _ggml_type(fmt: QuantFormat) -> str:
@@ -165,27 +166,30 @@ def prefill_gemm(fmt: QuantFormat, gpu: GPU, *, date: str = "", ubatch: int | No
     now = date or "9999"
     batch = ubatch or LLAMACPP_UBATCH
     arch = gpu.architecture
+    small = batch < MMQ_DP4A_MAX_BATCH_SIZE  # below it MMQ beats dequantising for BLAS wherever dp4a exists
     if gpu.vendor == "nvidia":
         cc = compute_capability(gpu) or 8.6
         if cc < 6.1 or now < MMQ_DEFAULT_SINCE:
             return "blas"  # no dp4a: the int8 tiles have no instruction to run on
         if cc >= 7.5:
-            return "mmq" if now >= MMQ_TENSOR_CORES_SINCE else "blas"
-        return "blas" if cc >= 7.0 else "mmq"  # Volta: FP16 tensor cores but no int8 MMA; Pascal sm_61: dp4a
+            # Before llama.cpp#8075 cuBLAS took every batch above 32 tokens on tensor-core cards.
+            return "mmq" if now >= MMQ_TENSOR_CORES_SINCE or batch <= 32 else "blas"
+        # Volta: FP16 tensor cores but no int8 MMA; Pascal sm_61: dp4a and nothing faster.
+        return "mmq" if cc < 7.0 or small else "blas"
     kind = _ggml_type(fmt)
     if arch.startswith("CDNA 3"):
-        return "mmq" if now >= MMQ_CDNA3_SINCE else "blas"
+        return "mmq" if now >= MMQ_CDNA3_SINCE or small else "blas"
     if arch.startswith("CDNA"):
         if now < MMQ_CDNA_SINCE:
-            return "blas"
+            return "mmq" if small else "blas"
         if batch <= 128 or kind in ("q4_0", "q4_1", "q5_0", "q5_1") or (experts > 64 and now >= MMQ_CDNA_MOE_SINCE):
             return "mmq"
         return "mmq" if batch <= 256 and kind in ("q4_k", "q5_k") else "blas"
     if arch.startswith("RDNA 4"):
-        return "mmq" if now >= MMQ_RDNA4_SINCE else "blas"
+        return "mmq" if now >= MMQ_RDNA4_SINCE or small else "blas"
     if arch.startswith("RDNA 3"):
         if now < MMQ_RDNA3_SINCE:
-            return "blas"
+            return "mmq" if small else "blas"
         if now < MMQ_RDNA3_TUNED_SINCE or experts >= 64:
             return "mmq"
         rdna35 = arch.startswith("RDNA 3.5")
@@ -194,7 +198,7 @@ def prefill_gemm(fmt: QuantFormat, gpu: GPU, *, date: str = "", ubatch: int | No
             limit = None if rdna35 else 128
         return "mmq" if limit is None or batch <= limit else "blas"
     if "GCN" in arch and now < MMQ_GCN_SINCE:
-        return "blas"
+        return "mmq" if small else "blas"
     return "mmq"
 
 

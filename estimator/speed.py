@@ -67,6 +67,27 @@ def _active_split(model: Model) -> tuple[float, float]:
     return max(active_body - routed, 0.0), routed
 
 
+def _all_experts(model: Model, routed: float) -> float:
+    """Every routed expert's params, from the active share of them."""
+    return routed * model.moe.experts / model.moe.active_experts if model.moe else 0.0
+
+
+def unpacked_weight_tiles(model: Model, prompt_tokens: int, step: int | None) -> tuple[float, float]:
+    """Weights unpacked from their quantized blocks in a prompt (shared matrices, routed experts): once per
+    tile of prompt tokens for the shared matrices, once per tile of *its* tokens for each expert. A
+    micro-batch of 512 gives each of 128 experts (8 active) 32 tokens, less than one tile, yet every
+    expert's weights are unpacked once."""
+    dense, routed = _active_split(model)
+    tile = k.PREFILL_WEIGHT_TILE_TOKENS
+    shared = prompt_tokens / tile * (dense + embedding_table_params(model))
+    if model.moe is None:
+        return shared + prompt_tokens / tile * routed, 0.0
+    batch = min(prompt_tokens, step or prompt_tokens)
+    per_expert = batch * model.moe.active_experts / model.moe.experts
+    passes = prompt_tokens / batch if batch else 0.0
+    return shared, passes * math.ceil(per_expert / tile) * _all_experts(model, routed)
+
+
 def streamed_weight_bytes(model: Model, fmt: QuantFormat, sequences: int = 1) -> float:
     """Weight bytes read to produce one token for each of `sequences` sequences.
 
@@ -230,26 +251,37 @@ def prefill_terms(
     estimate passes none and gets the current build."""
     step = ubatch or micro_batch_tokens(engine)
     passes = math.ceil(prompt_tokens / step) if step else 1
-    gemm = None
+    batch = min(prompt_tokens, step or prompt_tokens)
+    # llama.cpp picks a kernel per matrix by its token count: the shared matrices see the whole micro-batch,
+    # each expert only its routed share of it (few enough tokens that even a BLAS build keeps its MMQ).
+    gemm = expert_gemm = None
     if family(engine) == "llama.cpp":
-        gemm = prefill_gemm(fmt, gpu, date=date, ubatch=step, experts=model.moe.experts if model.moe else 0)
-    peak = compute_tflops(engine, fmt, gpu, gemm) * 1e12
+        experts = model.moe.experts if model.moe else 0
+        gemm = prefill_gemm(fmt, gpu, date=date, ubatch=batch, experts=experts)
+        expert_gemm = gemm if model.moe is None else prefill_gemm(
+            fmt, gpu, date=date, ubatch=max(1, round(batch * model.moe.active_experts / experts)), experts=experts)
     mm = matmul_flops(model, prompt_tokens)
     dense, routed = _active_split(model)
     expert_share = routed / (dense + routed) if dense + routed > 0 else 0.0
+    dense_peak = compute_tflops(engine, fmt, gpu, gemm) * 1e12
+    expert_peak = compute_tflops(engine, fmt, gpu, expert_gemm) * 1e12
     streamed = weight_bytes(model, fmt)
-    if gemm == "blas" and fmt.kernel != "f16":
-        # Each pass dequantises every matrix to an F16 buffer that the GEMM then reads back.
-        streamed += 2 * k.KV_BYTES_PER_ELEMENT["f16"] * (dense + routed)
+    if fmt.kernel != "f16":
+        # A pass that sends a matrix to BLAS first dequantises it to an F16 buffer that the GEMM reads back.
+        f16_copy = 2 * k.KV_BYTES_PER_ELEMENT["f16"]
+        streamed += f16_copy * ((dense if gemm == "blas" else 0.0)
+                                + (_all_experts(model, routed) if expert_gemm == "blas" else 0.0))
+    shared_tiles, expert_tiles = unpacked_weight_tiles(model, prompt_tokens, step)
+    unpacked = 0.0 if fmt.kernel == "f16" else (
+        (0.0 if gemm == "blas" else shared_tiles) + (0.0 if expert_gemm == "blas" else expert_tiles))
     return PrefillTerms(
-        matmul_s=mm / peak,
-        expert_matmul_s=mm * expert_share / peak,
+        matmul_s=mm * (1 - expert_share) / dense_peak + mm * expert_share / expert_peak,
+        expert_matmul_s=mm * expert_share / expert_peak,
         attention_s=attention_flops(model, prompt_tokens, depth) / (attention_tflops(gpu) * 1e12),
         # A big prompt batch routes to every expert, so each pass streams the whole model.
         weight_passes_s=passes * streamed / (achieved_bandwidth_gbs(gpu) * GB_DECIMAL),
         request=1.0 if engine in SERVER_ENGINES else 0.0,
-        tile_dequant_s=0.0 if fmt.kernel == "f16" or gemm == "blas" else prompt_tokens / k.PREFILL_WEIGHT_TILE_TOKENS
-        * (dense + routed + embedding_table_params(model)) / alu_ops_per_s(gpu),
+        tile_dequant_s=unpacked / alu_ops_per_s(gpu),
         recurrent_token_layers=float(prompt_tokens * model.recurrent_layers),
         layer_passes=float(passes * model.layers),
         kv_reread_s=prompt_tokens / k.ATTENTION_QUERY_TILE_TOKENS

@@ -177,6 +177,29 @@ def test_a_quantized_matmul_sent_to_blas_streams_an_f16_copy_and_runs_at_the_f16
     assert compute_tflops("llama.cpp", q, g, "blas") == g.fp16_tflops
 
 
+def test_every_expert_is_unpacked_once_per_micro_batch_however_few_tokens_it_gets() -> None:
+    """Qwen3-30B-A3B: 512 tokens × 8 of 128 experts = 32 tokens per expert, under one 128-token tile."""
+    from estimator.speed import unpacked_weight_tiles
+
+    moe, dense = model("qwen3-30b-a3b"), model("qwen3-8b")
+    shared, experts = unpacked_weight_tiles(moe, 512, 512)
+    all_expert_params = moe.params_b * 1e9 - shared / (512 / 128)  # roughly: what is not shared is experts
+    assert experts > 0.9 * all_expert_params
+    _, twice = unpacked_weight_tiles(moe, 1024, 512)
+    assert abs(twice / experts - 2) < 1e-9  # once per pass
+    d_shared, d_experts = unpacked_weight_tiles(dense, 512, 512)
+    assert d_experts == 0 and abs(d_shared / unpacked_weight_tiles(dense, 1024, 512)[0] - 0.5) < 1e-9
+
+
+def test_an_expert_with_few_tokens_keeps_mmq_where_the_shared_matrices_go_to_blas() -> None:
+    q, r9700 = quant("q4_k_m"), gpu("amd-radeon-ai-pro-r9700")
+    assert prefill_gemm(q, r9700, date="2025-09-28", ubatch=512) == "blas"
+    assert prefill_gemm(q, r9700, date="2025-09-28", ubatch=32) == "mmq"
+    m = model("qwen3-30b-a3b")
+    old = prefill_terms(m, q, r9700, "llama.cpp", 512, date="2025-09-28")
+    assert old.tile_dequant_s > 0  # the experts' MMQ tiles, though the shared matrices went to BLAS
+
+
 def test_a_board_with_few_watts_for_its_flops_prefills_below_its_datasheet_share() -> None:
     """T4 (70 W for 65 TFLOPS) cannot hold its clock under a matrix load; the RTX 2080 Ti (250 W) can."""
     q = quant("q4_k_m")
