@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from bot.params import CatalogError
+from bot.render.text import t
 from bot.web.signing import signed_headers
 
 EPILOG = """\
@@ -63,19 +65,19 @@ WAIT_S = 1800.0
 POLL_S = 1.0
 
 
-class TriggerError(Exception):
-    """A one-line reason the call did not succeed."""
+class TriggerError(CatalogError):
+    """A one-line reason the call did not succeed, built with `.of(key, …)` from the message catalog."""
 
 
 def _day(text: str) -> str:
     if not _DAY.fullmatch(text):
-        raise argparse.ArgumentTypeError("date must be YYYY-MM-DD")
+        raise argparse.ArgumentTypeError(t(None, "cli.trigger.bad_date"))
     return text
 
 
 def _snowflake(text: str) -> int:
     if not text.isdigit():
-        raise argparse.ArgumentTypeError("guild must be a numeric id")
+        raise argparse.ArgumentTypeError(t(None, "cli.trigger.bad_guild"))
     return int(text)
 
 
@@ -92,9 +94,9 @@ def read_secret(path: str) -> str:
     try:
         secret = Path(path).read_text(encoding="utf-8").strip()
     except OSError as exc:
-        raise TriggerError(f"cannot read the secret file: {exc.strerror or exc}") from None
+        raise TriggerError.of("cli.trigger.unreadable_secret", reason=exc.strerror or exc) from None
     if not secret:
-        raise TriggerError(f"the secret file {path} is empty")
+        raise TriggerError.of("cli.trigger.empty_secret", path=path)
     return secret
 
 
@@ -112,11 +114,11 @@ async def send(url: str, secret: str, body: dict[str, Any], *, timeout: float = 
             except json.JSONDecodeError:
                 return response.status, {"error": text.strip()[:500] or response.reason}
     except aiohttp.InvalidURL:
-        raise TriggerError(f"not a usable URL: {url}") from None
+        raise TriggerError.of("cli.trigger.bad_url", url=url) from None
     except (aiohttp.ClientError, OSError) as exc:
-        raise TriggerError(f"could not reach {url}: {exc}") from None
+        raise TriggerError.of("cli.trigger.unreachable", url=url, error=exc) from None
     except TimeoutError:
-        raise TriggerError(f"no answer from {url} within {timeout:.0f}s") from None
+        raise TriggerError.of("cli.trigger.no_answer", url=url, seconds=f"{timeout:.0f}") from None
 
 
 async def follow(url: str, secret: str, run_id: str, *, wait_s: float = WAIT_S,
@@ -135,17 +137,19 @@ async def follow(url: str, secret: str, run_id: str, *, wait_s: float = WAIT_S,
                 async with session.get(target, headers=headers) as response:
                     answer = await response.json(content_type=None)
                     if response.status != 200:
-                        raise TriggerError(f"GET {path} answered HTTP {response.status}: {answer.get('error')}")
+                        raise TriggerError.of("cli.trigger.run_http", path=path, status=response.status,
+                                              error=answer.get("error"))
             except (aiohttp.ClientError, OSError, json.JSONDecodeError) as exc:
-                raise TriggerError(f"could not follow run {run_id} at {target}: {exc}") from None
+                raise TriggerError.of("cli.trigger.unfollowable", run=run_id, url=target, error=exc) from None
             if answer.get("status") != "running":
                 return dict(answer)
             if time.monotonic() > deadline:
-                raise TriggerError(f"run {run_id} still running after {wait_s:.0f}s; see {target}")
+                raise TriggerError.of("cli.trigger.still_running", run=run_id, seconds=f"{wait_s:.0f}", url=target)
             await asyncio.sleep(poll_s)
 
 
 def cmd_trigger_daily(_svc: Any, args: argparse.Namespace) -> int:
+    locale = getattr(args, "lang", None)  # rigcheck --lang
     try:
         secret = read_secret(args.secret_file)
         status, answer = asyncio.run(send(args.url, secret, payload_of(args)))
@@ -153,13 +157,14 @@ def cmd_trigger_daily(_svc: Any, args: argparse.Namespace) -> int:
             answer = asyncio.run(follow(args.url, secret, str(answer["run"]), wait_s=args.wait))
             status = 200 if answer.get("status") == "done" else 500
     except TriggerError as exc:
-        print(f"rigcheck: {exc}", file=sys.stderr)
+        print(f"rigcheck: {exc.text(locale)}", file=sys.stderr)
         return 1
     sys.stdout.write(json.dumps(answer, ensure_ascii=False) + "\n")
     if 200 <= status < 300:
         return 0
     reason = answer.get("error") if isinstance(answer, dict) else None
-    print(f"rigcheck: the bot answered HTTP {status}: {reason or 'no reason given'}", file=sys.stderr)
+    said = t(locale, "cli.trigger.answered", status=status, reason=reason or t(locale, "cli.trigger.no_reason"))
+    print(f"rigcheck: {said}", file=sys.stderr)
     return 1
 
 

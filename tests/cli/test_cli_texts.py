@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -139,3 +140,14 @@ def test_help_is_english_by_default(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         cli.main(["fit", "--help"])
     assert "number of GPUs (1-8)" in capsys.readouterr().out
+
+
+def test_trigger_daily_says_why_it_did_not_call_in_the_language_asked(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    secret = tmp_path / "secret"
+    secret.write_text("  \n", encoding="utf-8")
+    argv = ["trigger-daily", "--secret-file", str(secret), "--url", "http://127.0.0.1:9/hooks/daily"]
+    code, out, err = run([*argv, "--lang", "zh-CN"], capsys)
+    assert (code, out, err) == (1, "", f"rigcheck: 密钥文件 {secret} 为空\n")
+    code, _, err = run(argv, capsys)
+    assert (code, err) == (1, f"rigcheck: the secret file {secret} is empty\n")
