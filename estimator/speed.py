@@ -108,11 +108,6 @@ def _streamed_split_bytes(model: Model, fmt: QuantFormat, sequences: int) -> tup
     return dense * fmt.bits_per_weight / 8 + head_bytes, routed * fmt.bits_per_weight / 8
 
 
-def decode_bytes_per_step(model: Model, fmt: QuantFormat, ctx: int, kv: KVDtype, sequences: int = 1) -> float:
-    """Weights once per step plus every sequence's KV cache at context `ctx`."""
-    return streamed_weight_bytes(model, fmt, sequences) + kv_cache_bytes(model, ctx, kv, sequences)
-
-
 def interconnect_kind(gpu: GPU) -> str:
     link = gpu.interconnect.lower()
     if "nvlink" in link:
@@ -195,11 +190,6 @@ def decode_seconds_per_step(
         return decode_seconds_from(split, c) + allreduce_s
     # llama.cpp's layer split runs the GPUs one after another: capacity adds up, speed does not.
     return decode_seconds_from(terms, c)
-
-
-def prefill_flops(model: Model, prompt_tokens: int, depth: int = 0) -> float:
-    """2 FLOPs per active weight per prompt token, plus attention over what each token sees."""
-    return matmul_flops(model, prompt_tokens) + attention_flops(model, prompt_tokens, depth)
 
 
 def matmul_flops(model: Model, prompt_tokens: int) -> float:

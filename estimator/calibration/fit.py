@@ -525,16 +525,6 @@ def choose_tails(logo: list[Residual]) -> dict[str, float]:
     return tails
 
 
-def band_lookup(table: dict[Situation, Band], s: Situation) -> Band | None:
-    kind, fam, gfam, known, cls = s
-    for key in ((kind, fam, gfam, known, cls), (kind, fam, gfam, known, "*"), (kind, fam, "*", known, cls),
-                (kind, fam, "*", known, "*"), (kind, fam, "*", "*", "*"), (kind, "*", "*", known, cls),
-                (kind, "*", "*", "*", "*")):
-        if key in table:
-            return table[key]
-    return None
-
-
 @dataclass
 class Result:
     decode: dict[tuple[str, str, str], Offset]

@@ -253,9 +253,3 @@ class DecodeFit:
     efficiency: float
     per_layer_s: float
     rows: int = 0
-
-
-@dataclass(frozen=True)
-class PrefillFit:
-    utilisation: float
-    rows: int = 0
