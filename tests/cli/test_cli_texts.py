@@ -87,7 +87,7 @@ def test_a_name_the_catalog_does_not_know_is_refused_in_the_language_asked(
         capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(["fit", "--gpu", "h100", "--model", "qwen3-8b", "--lang", "zh-CN"], capsys)
     assert code == 2 and out == ""
-    assert err.startswith("rigcheck: 'h100' 匹配到多款显卡；你是不是要找 NVIDIA H100") and err.count("\n") == 1
+    assert err.startswith("rigcheck: 'h100' 匹配到多款显卡；你是否想找：NVIDIA H100") and err.count("\n") == 1
     assert "、" in err, "the suggestions are listed the Chinese way"
     code, _, err = run(["fit", "--gpu", "h100", "--model", "qwen3-8b"], capsys)
     assert err.startswith("rigcheck: 'h100' matches several gpus; did you mean NVIDIA H100")

@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel, Field, ValidationError
 
+from bot.daily.delivery import CatalogChanges, compose
 from bot.params import BadValue, format_tokens, people_text
 from bot.render.replies import fit_reply
+from bot.render.table import display_width
 from bot.render.text import catalog, missing_keys, t
 from bot.requests import FitRequest
 from bot.service import Service
@@ -53,3 +55,15 @@ def test_a_mixture_of_experts_says_its_active_parameters_in_the_askers_language(
     reply = fit_reply(Service(), FitRequest.of(gpu="rtx 4090", model="qwen3-30b-a3b"), locale=locale)
     description = reply.embeds[0]["description"]
     assert line in description and ("active" in description) == (locale == "en-US")
+
+
+@pytest.mark.parametrize("locale", ["en-US", "zh-CN"])
+def test_the_daily_summary_table_header_lines_up_with_its_rows(locale: str) -> None:
+    changes = CatalogChanges(first=True, gpu_count=1, model_count=1)
+    reply = compose(Service(), day="2025-06-15", gpu_ids=["nvidia-a30"], ctx=32768, locale=locale, usage=None,
+                    changes=changes)
+    table = next(f["value"] for f in reply.embeds[0]["fields"] if f["value"].startswith("```"))
+    header, *rows = table.strip("`").strip("\n").splitlines()
+    assert rows and header.split()[0] == "#"
+    # Each column ends where the rows' do: the text before "tok/s" is as wide as before each speed.
+    assert {display_width(line) for line in [header, *rows]} == {display_width(rows[0])}
