@@ -15,9 +15,9 @@ from types import TracebackType
 
 from bot.sandbox.driver import Driver
 from bot.sandbox.faults import FaultInjector
-from bot.sandbox.models import RecordedRequest, Reply
+from bot.sandbox.models import RecordedRequest
 from bot.sandbox.server import SandboxServer
-from bot.sandbox.state import SandboxState, StoredMessage, Violation
+from bot.sandbox.state import SandboxState, Violation
 from bot.sandbox.world import World
 
 log = logging.getLogger(__name__)
@@ -99,6 +99,10 @@ class Sandbox:
             world, host=host, port=port, response_deadline_s=response_deadline_s, playground=playground
         )
         self.driver = Driver(self.server.state, default_timeout=reply_timeout_s)
+        # What a test does most, one step shorter: the driver's and the state's own methods, signatures and all.
+        self.invoke = self.driver.invoke
+        self.wait_for_reply = self.driver.wait_for_reply
+        self.wait_for_message = self.server.state.wait_for_message
         self._bots: list[BotProcess] = []
         # Strict: leaving the block fails if the bot sent anything Discord would have refused.
         self.strict = strict
@@ -138,21 +142,6 @@ class Sandbox:
             "DISCORD_API_BASE": self.api_base,
             "DISCORD_GATEWAY_URL": self.gateway_url,
         }
-
-    async def invoke(self, text: str, **kwargs: object) -> Reply:
-        return await self.driver.invoke(text, **kwargs)  # type: ignore[arg-type]
-
-    async def wait_for_reply(self, interaction_id: int, *, timeout: float | None = None) -> Reply:  # noqa: ASYNC109 - a plain deadline, as in asyncio.wait_for
-        return await self.driver.wait_for_reply(interaction_id, timeout=timeout)
-
-    async def wait_for_message(
-        self,
-        channel_id: int,
-        *,
-        timeout: float = 10.0,  # noqa: ASYNC109 - a plain deadline, as in asyncio.wait_for
-        include_interactions: bool = False,
-    ) -> StoredMessage:
-        return await self.state.wait_for_message(channel_id, timeout=timeout, include_interactions=include_interactions)
 
     async def wait_for_request(
         self,
