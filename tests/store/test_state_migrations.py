@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from store_clocks import UtcClock
@@ -124,52 +127,48 @@ def test_the_frozen_fixture_is_the_step_before_the_latest() -> None:
     assert LATEST_VERSION == 5, "add a hand-written fixture for the previous schema and upgrade test from it"
 
 
-async def test_upgrades_from_schema_4_keeping_reports_and_adding_unanswered_interactions(tmp_path: Path) -> None:
+@asynccontextmanager
+async def upgraded(tmp_path: Path, schema: str, version: int, *changes: tuple[str, tuple[Any, ...]]
+                   ) -> AsyncIterator[StateStore]:
+    """A database written at schema `version` (with `changes` made to its rows), opened: the store as it
+    migrated it. Afterwards the file is at the latest version and a backup keeps the old one."""
     path = tmp_path / "state.db"
-    build_v1(path, SCHEMA_V4, version=4)
+    build_v1(path, schema, version=version)
     with sqlite3.connect(path) as db:
-        db.execute("INSERT INTO secrets VALUES ('report_salt', 'pepper', ?)", (STAMP,))
-        db.execute("INSERT INTO report_opt_outs VALUES (7, ?)", (STAMP,))
+        for sql, params in changes:
+            db.execute(sql, params)
     db.close()
     async with StateStore.open(path) as store:
+        yield store
+    assert pragma(path, "user_version") == LATEST_VERSION
+    assert pragma(tmp_path / f"state.db.v{version}.bak", "user_version") == version
+
+
+async def test_upgrades_from_schema_4_keeping_reports_and_adding_unanswered_interactions(tmp_path: Path) -> None:
+    async with upgraded(tmp_path, SCHEMA_V4, 4, ("INSERT INTO secrets VALUES ('report_salt', 'pepper', ?)", (STAMP,)),
+                        ("INSERT INTO report_opt_outs VALUES (7, ?)", (STAMP,))) as store:
         assert await store.report_salt() == "pepper"
         assert await store.reports_opted_out(7)
         [sub] = await store.list_subscriptions(7)
         assert await store.begin_delivery(sub.id, "2026-04-01") is None
         assert await store.unanswered_interactions() == []
-    assert pragma(path, "user_version") == LATEST_VERSION
-    assert pragma(tmp_path / "state.db.v4.bak", "user_version") == 4
 
 
 async def test_upgrades_from_schema_3_keeping_deliveries_and_adding_reports(tmp_path: Path) -> None:
-    path = tmp_path / "state.db"
-    build_v1(path, SCHEMA_V3, version=3)
-    with sqlite3.connect(path) as db:
-        db.execute("UPDATE deliveries SET claimed_by = 'pod-0#1'")
-    db.close()
-    async with StateStore.open(path) as store:
+    async with upgraded(tmp_path, SCHEMA_V3, 3, ("UPDATE deliveries SET claimed_by = 'pod-0#1'", ())) as store:
         [sub] = await store.list_subscriptions(7)
         assert await store.begin_delivery(sub.id, "2026-04-01") is None  # the old "sent" row still counts
         assert await store.reports_with_status("accepted") == []
         assert not await store.reports_opted_out(7)
-    assert pragma(path, "user_version") == LATEST_VERSION
-    assert pragma(tmp_path / "state.db.v3.bak", "user_version") == 3
 
 
 async def test_upgrades_from_schema_2_keeping_pending_deliveries_unclaimed(tmp_path: Path) -> None:
-    path = tmp_path / "state.db"
-    build_v1(path, SCHEMA_V2, version=2)
-    with sqlite3.connect(path) as db:
-        db.execute("UPDATE deliveries SET status = 'pending'")
-    db.close()
-    async with StateStore.open(path) as store:
+    async with upgraded(tmp_path, SCHEMA_V2, 2, ("UPDATE deliveries SET status = 'pending'", ())) as store:
         [pending] = await store.pending_deliveries()
         # A claim from before leases existed has no holder and no lease: any process may take it over.
         assert (pending.claimed_by, pending.lease_until) == (None, None)
         stats = await store.query_stats(7, datetime(2026, 3, 31, tzinfo=UTC), datetime(2026, 4, 2, tzinfo=UTC))
         assert stats.count == 1 and stats.top_pairs[0].gpu == "t4"
-    assert pragma(path, "user_version") == LATEST_VERSION
-    assert pragma(tmp_path / "state.db.v2.bak", "user_version") == 2
 
 
 async def test_creates_a_missing_file_at_the_latest_version(tmp_path: Path) -> None:

@@ -10,11 +10,23 @@ from pathlib import Path
 import pytest
 from store_clocks import UtcClock
 
-from bot.store.records import GuildSettings, UserSettings
+from bot.store.records import Delivery, GuildSettings, Subscription, UserSettings
 from bot.store.state import UNSUBSCRIBED, StateStore
 
 DAY = "2026-05-01"
 HOOK = "https://discord.com/api/webhooks/1/very-secret-token"
+
+
+async def subscribed(store: StateStore) -> Subscription:
+    """Server 1's channel 10 subscribed to one GPU."""
+    return await store.add_subscription(1, 10, None, ["x"], 1024, "en")
+
+
+async def begun(store: StateStore, sub: Subscription) -> Delivery:
+    """Today's delivery of `sub`, begun: the first begin of a day always is."""
+    delivery = await store.begin_delivery(sub.id, DAY)
+    assert delivery is not None
+    return delivery
 
 
 async def test_settings_default_set_clear_and_stay_separate(state: StateStore) -> None:
@@ -57,7 +69,7 @@ async def test_webhook_only_subscription_is_one_per_guild_and_hides_its_url(stat
 
 
 async def test_remove_disable_and_resubscribe(state: StateStore) -> None:
-    a = await state.add_subscription(1, 10, None, ["x"], 1024, "en")
+    a = await subscribed(state)
     b = await state.add_subscription(1, 11, None, ["x"], 1024, "en")
     c = await state.add_subscription(1, 12, None, ["x"], 1024, "en")
     assert await state.remove_subscription(1, 10) == 1
@@ -77,7 +89,7 @@ async def test_remove_disable_and_resubscribe(state: StateStore) -> None:
 
 
 async def test_a_day_is_delivered_once_unless_forced(state: StateStore) -> None:
-    sub = await state.add_subscription(1, 10, None, ["x"], 1024, "en")
+    sub = await subscribed(state)
     first = await state.begin_delivery(sub.id, DAY)
     assert first is not None
     assert (first.status, first.forced) == ("pending", False)
@@ -96,7 +108,7 @@ async def test_a_day_is_delivered_once_unless_forced(state: StateStore) -> None:
 
 
 async def test_a_failed_day_can_be_retried(state: StateStore) -> None:
-    sub = await state.add_subscription(1, 10, None, ["x"], 1024, "en")
+    sub = await subscribed(state)
     attempt = await state.begin_delivery(sub.id, DAY)
     assert attempt is not None
     assert await state.mark_failed(attempt.id, "HTTP 503")
@@ -110,20 +122,19 @@ async def test_a_failed_day_can_be_retried(state: StateStore) -> None:
 async def test_a_delivery_interrupted_by_a_crash_is_found_after_restart(tmp_path: Path, utc_clock: UtcClock) -> None:
     path = tmp_path / "state.db"
     async with StateStore.open(path, clock=utc_clock) as store:
-        sub = await store.add_subscription(1, 10, None, ["x"], 1024, "en")
-        begun = await store.begin_delivery(sub.id, DAY)
-        assert begun is not None
+        sub = await subscribed(store)
+        first = await begun(store, sub)
     async with StateStore.open(path, clock=utc_clock) as store:
-        assert await store.pending_deliveries() == [begun]
+        assert await store.pending_deliveries() == [first]
         assert await store.begin_delivery(sub.id, DAY) is None
-        assert await store.mark_sent(begun.id, 42)
+        assert await store.mark_sent(first.id, 42)
         assert await store.pending_deliveries() == []
 
 
 async def test_concurrent_triggers_get_one_delivery(tmp_path: Path, utc_clock: UtcClock) -> None:
     path = tmp_path / "state.db"
     async with StateStore.open(path, clock=utc_clock) as one, StateStore.open(path, clock=utc_clock) as two:
-        sub = await one.add_subscription(1, 10, None, ["x"], 1024, "en")
+        sub = await subscribed(one)
         results = await asyncio.gather(*(store.begin_delivery(sub.id, DAY) for store in [one, two] * 20))
     assert sum(result is not None for result in results) == 1
 
@@ -131,10 +142,8 @@ async def test_concurrent_triggers_get_one_delivery(tmp_path: Path, utc_clock: U
 async def test_the_database_itself_rejects_a_second_scheduled_delivery(tmp_path: Path, utc_clock: UtcClock) -> None:
     path = tmp_path / "state.db"
     async with StateStore.open(path, clock=utc_clock) as store:
-        sub = await store.add_subscription(1, 10, None, ["x"], 1024, "en")
-        sent = await store.begin_delivery(sub.id, DAY)
-        assert sent is not None
-        await store.mark_sent(sent.id, 1)
+        sub = await subscribed(store)
+        await store.mark_sent((await begun(store, sub)).id, 1)
     insert = (
         "INSERT INTO deliveries (subscription_id, day, status, forced, created_at, updated_at)"
         " VALUES (?, ?, ?, ?, 'x', 'x')"
@@ -148,7 +157,7 @@ async def test_the_database_itself_rejects_a_second_scheduled_delivery(tmp_path:
 
 
 async def test_delivery_arguments_are_checked(state: StateStore) -> None:
-    sub = await state.add_subscription(1, 10, None, ["x"], 1024, "en")
+    sub = await subscribed(state)
     for bad in ("2026-5-1", "2026-02-30", "yesterday"):
         with pytest.raises(ValueError):
             await state.begin_delivery(sub.id, bad)
