@@ -77,8 +77,10 @@ MODEL_NAMES: dict[str, str] = {
     "llama 7b f16": "llama-2-7b",
 }
 # Spellings of GGUF types that are not their catalog id; any other catalog id (q4_k_s, iq4_xs, ...) matches as is.
-# "Q4_0 (QAT)": Gemma 3's quantization-aware-trained weights, shipped in the Q4_0 format.
-QUANT_NAMES: dict[str, str] = {"bf16": "bf16", "fp16": "f16", "f16": "f16", "mxfp4_moe": "mxfp4", "q4_0 (qat)": "q4_0"}
+# "Q4_0 (QAT)" is not one of them: Google's QAT Q4_0 GGUFs keep the token embedding table in F16, not Q6_K
+# (gemma-3-1b: a 1 GB file against 720 MB for a llama.cpp Q4_0; huggingface.co/stduhpf/
+# google-gemma-3-1b-it-qat-q4_0-gguf-small, README), and a tied table is read on every decoded token.
+QUANT_NAMES: dict[str, str] = {"bf16": "bf16", "fp16": "f16", "f16": "f16", "mxfp4_moe": "mxfp4"}
 # The quantization behind an Ollama library tag that rows name as "Ollama default for <tag>", where Ollama's own
 # metadata documents it (`ollama list` / `/api/tags` / `ollama show`: digest and quantization_level) and the tag
 # has kept that digest since before the rows' dates. Tags whose quant changed over time (llama3.1:8b went from
