@@ -2,7 +2,8 @@
 
 from estimator.calibration.model import Band, Offset
 
-# Achieved / datasheet memory bandwidth by memory type and family, from published memory benchmarks.
+# Achieved / datasheet memory bandwidth by memory type and family, from published memory
+# benchmarks.
 ACHIEVED_BANDWIDTH_RATIO: dict[str, float] = {
     'all': 0.8495,
     'family:gddr': 0.8571,

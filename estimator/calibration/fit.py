@@ -647,35 +647,40 @@ def report(rows: list[Row]) -> dict[str, float]:
 
 
 def render_constants(result: Result) -> str:
+    def table(comment: list[str], head: str, entries: list[str]) -> list[str]:
+        return [*(f"# {c}" for c in comment), f"{head} = {{", *(f"    {e}" for e in entries), "}"]
+
+    def offsets(result_offsets: dict[tuple[str, str, str], Offset]) -> list[str]:
+        return [f"{k!r}: Offset({o.value:.4f}, {o.rows}, {o.sources})," for k, o in sorted(result_offsets.items())]
+
     lines = [
         '"""Fitted constants. Rewritten by `python -m estimator.calibration.fit`; do not edit by hand."""',
         "",
         "from estimator.calibration.model import Band, Offset",
         "",
-        "# Achieved / datasheet memory bandwidth by memory type and family, from published memory benchmarks.",
-        "ACHIEVED_BANDWIDTH_RATIO: dict[str, float] = {",
     ]
-    lines += [f"    {k!r}: {v:.4f}," for k, v in sorted(result.ratios.items())]
-    lines += ["}", "# Median board watts per peak FP16 TFLOPS of each architecture's catalog GPUs.",
-              "ARCH_WATTS_PER_TFLOPS: dict[str, float] = {"]
-    lines += [f"    {k!r}: {v:.4f}," for k, v in sorted(result.watts.items())]
-    lines += ["}", "# (coefficient, level, group): fitted log-offset (a slope for a covariate level), with the rows",
-              "# and sources it rests on.",
-              "DECODE_OFFSETS: dict[tuple[str, str, str], Offset] = {"]
-    lines += [f"    {k!r}: Offset({o.value:.4f}, {o.rows}, {o.sources})," for k, o in sorted(result.decode.items())]
-    lines += ["}", "PREFILL_OFFSETS: dict[tuple[str, str, str], Offset] = {"]
-    lines += [f"    {k!r}: Offset({o.value:.4f}, {o.rows}, {o.sources})," for k, o in sorted(result.prefill.items())]
-    lines += ["}", "# GPUs that own offsets of their own, per kind (their estimates use the 'known' bands).",
-              "KNOWN_GPUS: dict[str, tuple[str, ...]] = {"]
+    lines += table(["Achieved / datasheet memory bandwidth by memory type and family, from published memory",
+                    "benchmarks."], "ACHIEVED_BANDWIDTH_RATIO: dict[str, float]",
+                   [f"{k!r}: {v:.4f}," for k, v in sorted(result.ratios.items())])
+    lines += table(["Median board watts per peak FP16 TFLOPS of each architecture's catalog GPUs."],
+                   "ARCH_WATTS_PER_TFLOPS: dict[str, float]",
+                   [f"{k!r}: {v:.4f}," for k, v in sorted(result.watts.items())])
+    lines += table(["(coefficient, level, group): fitted log-offset (a slope for a covariate level), with the rows",
+                    "and sources it rests on."], "DECODE_OFFSETS: dict[tuple[str, str, str], Offset]",
+                   offsets(result.decode))
+    lines += table([], "PREFILL_OFFSETS: dict[tuple[str, str, str], Offset]", offsets(result.prefill))
+    known: list[str] = []
     for kind, ids in sorted(result.known.items()):
-        lines += [f"    {kind!r}: (", *[f"        {i!r}," for i in ids], "    ),"]
-    lines += ["}", "# Tail share of each band (see BAND_TAILS in fit.py), per kind.", "BAND_TAIL: dict[str, float] = {"]
-    lines += [f"    {k!r}: {v:.2f}," for k, v in sorted(result.tails.items())]
-    lines += ["}", "# (kind, engine family, GPU family, known/unseen, dense/moe): (tail, 1 − tail) percentiles of",
-              "# log(measured / estimated) in cross-validation, and how many residuals.",
-              "BANDS: dict[tuple[str, str, str, str, str], Band] = {"]
-    lines += [f"    {k!r}: Band({b.low:.4f}, {b.high:.4f}, {b.n})," for k, b in sorted(result.bands.items())]
-    lines += ["}", ""]
+        known += [f"{kind!r}: (", *[f"    {i!r}," for i in ids], "),"]
+    lines += table(["GPUs that own offsets of their own, per kind (their estimates use the 'known' bands)."],
+                   "KNOWN_GPUS: dict[str, tuple[str, ...]]", known)
+    lines += table(["Tail share of each band (see BAND_TAILS in fit.py), per kind."], "BAND_TAIL: dict[str, float]",
+                   [f"{k!r}: {v:.2f}," for k, v in sorted(result.tails.items())])
+    lines += table(["(kind, engine family, GPU family, known/unseen, dense/moe): (tail, 1 − tail) percentiles of",
+                    "log(measured / estimated) in cross-validation, and how many residuals."],
+                   "BANDS: dict[tuple[str, str, str, str, str], Band]",
+                   [f"{k!r}: Band({b.low:.4f}, {b.high:.4f}, {b.n})," for k, b in sorted(result.bands.items())])
+    lines += [""]
     return "\n".join(lines)
 
 
