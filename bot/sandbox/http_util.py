@@ -53,6 +53,14 @@ def discord_error(status: int, code: int, message: str, errors: dict[str, Any] |
     return json_response(body, status)
 
 
+class Refusal(Exception):
+    """Raised by a route's lookup when Discord would refuse the request; the middleware sends `response`."""
+
+    def __init__(self, response: web.Response) -> None:
+        super().__init__(response.status)
+        self.response = response
+
+
 def invalid_form_body(errors: dict[str, Any]) -> web.Response:
     return discord_error(400, 50035, "Invalid Form Body", errors)
 
@@ -171,6 +179,8 @@ async def record_middleware(request: web.Request, handler: Handler) -> web.Strea
     else:
         try:
             response = await handler(request)
+        except Refusal as refusal:
+            response = refusal.response
         except web.HTTPNotFound:
             response = discord_error(404, 0, "404: Not Found")
         except web.HTTPMethodNotAllowed:

@@ -12,6 +12,7 @@ from bot.sandbox.http_util import (
     RECORDED,
     RESPONSE_JSON,
     STATE,
+    Refusal,
     discord_error,
     invalid_form_body,
     json_response,
@@ -289,14 +290,14 @@ async def _followup(state: SandboxState, record: InteractionRecord, request: web
 
 def _webhook_message(
     state: SandboxState, request: web.Request
-) -> tuple[InteractionRecord | None, StoredMessage] | web.Response:
+) -> tuple[InteractionRecord | None, StoredMessage]:
     record = _interaction_for_webhook(state, request)
     if record is None:
         webhook = state.webhooks.get(int(request.match_info["webhook_id"]))
         if webhook is None or webhook[0] != request.match_info["token"]:
-            return discord_error(404, 10015, "Unknown Webhook")
+            raise Refusal(discord_error(404, 10015, "Unknown Webhook"))
     elif _expired(record):
-        return discord_error(401, 50027, "Invalid Webhook Token")
+        raise Refusal(discord_error(401, 50027, "Invalid Webhook Token"))
     raw_id = request.match_info["message_id"]
     if raw_id == "@original":
         message_id = record.original_message_id if record is not None else None
@@ -304,25 +305,25 @@ def _webhook_message(
         message_id = int(raw_id)
     message = state.messages.get(message_id or 0)
     if message is None or message.deleted:
-        return discord_error(404, 10008, "Unknown Message")
+        raise Refusal(discord_error(404, 10008, "Unknown Message"))
     return record, message
 
 
 @routes.get(P + "/webhooks/{webhook_id}/{token}/messages/{message_id}")
 async def get_webhook_message(request: web.Request) -> web.Response:
-    found = _webhook_message(_state(request), request)
-    return found if isinstance(found, web.Response) else json_response(found[1].to_json())
+    _, message = _webhook_message(_state(request), request)
+    return json_response(message.to_json())
 
 
 @routes.patch(P + "/webhooks/{webhook_id}/{token}/messages/{message_id}")
 async def edit_webhook_message(request: web.Request) -> web.Response:
     state = _state(request)
-    found = _webhook_message(state, request)
     kind = "edit_original" if request.match_info["message_id"] == "@original" else "edit_message"
-    if isinstance(found, web.Response):
+    try:
+        record, message = _webhook_message(state, request)
+    except Refusal as refusal:
         record = _interaction_for_webhook(state, request)
-        return _fail(state, record, request, kind, found) if record is not None else found
-    record, message = found
+        return _fail(state, record, request, kind, refusal.response) if record is not None else refusal.response
     limit = record.attachment_size_limit if record is not None else state.world.attachment_size_limit
     problem = apply_edit(state, request, message, size_limit=limit)
     if problem is not None:
@@ -344,10 +345,7 @@ async def edit_webhook_message(request: web.Request) -> web.Response:
 @routes.delete(P + "/webhooks/{webhook_id}/{token}/messages/{message_id}")
 async def delete_webhook_message(request: web.Request) -> web.Response:
     state = _state(request)
-    found = _webhook_message(state, request)
-    if isinstance(found, web.Response):
-        return found
-    record, message = found
+    record, message = _webhook_message(state, request)
     message.deleted = True
     if record is not None:
         state.add_exchange(record, Exchange(kind="delete_message", request=request[RECORDED], at=time.monotonic()))

@@ -9,6 +9,7 @@ from aiohttp import web
 from bot.sandbox.http_util import (
     PARSED,
     STATE,
+    Refusal,
     discord_error,
     invalid_form_body,
     json_response,
@@ -76,15 +77,15 @@ async def gateway_bot(request: web.Request) -> web.Response:
     )
 
 
-def _command_scope(request: web.Request) -> int | web.Response | None:
+def _command_scope(request: web.Request) -> int | None:
     state = _state(request)
     if request.match_info["app_id"] != str(state.world.application_id):
-        return discord_error(403, 50001, "Missing Access")
+        raise Refusal(discord_error(403, 50001, "Missing Access"))
     guild = request.match_info.get("guild_id")
     if guild is None:
         return None
     if state.world.guild(int(guild)) is None:
-        return discord_error(403, 50001, "Missing Access")
+        raise Refusal(discord_error(403, 50001, "Missing Access"))
     return int(guild)
 
 
@@ -92,8 +93,6 @@ def _command_scope(request: web.Request) -> int | web.Response | None:
 @routes.get(P + "/applications/{app_id}/guilds/{guild_id}/commands")
 async def get_commands(request: web.Request) -> web.Response:
     scope = _command_scope(request)
-    if isinstance(scope, web.Response):
-        return scope
     return json_response(_state(request).commands.listing(scope))
 
 
@@ -101,8 +100,6 @@ async def get_commands(request: web.Request) -> web.Response:
 @routes.put(P + "/applications/{app_id}/guilds/{guild_id}/commands")
 async def put_commands(request: web.Request) -> web.Response:
     scope = _command_scope(request)
-    if isinstance(scope, web.Response):
-        return scope
     body = request[PARSED].json_body
     if not isinstance(body, list):
         return invalid_form_body(
@@ -184,39 +181,33 @@ async def list_channel_messages(request: web.Request) -> web.Response:
     return json_response(messages[:limit])
 
 
-def _channel_message(state: SandboxState, request: web.Request) -> StoredMessage | web.Response:
+def _channel_message(state: SandboxState, request: web.Request) -> StoredMessage:
     channel_id = int(request.match_info["channel_id"])
     if state.world.channel(channel_id) is None:
-        return discord_error(404, 10003, "Unknown Channel")
+        raise Refusal(discord_error(404, 10003, "Unknown Channel"))
     message = state.messages.get(int(request.match_info["message_id"]))
     if message is None or message.deleted or message.channel_id != channel_id:
-        return discord_error(404, 10008, "Unknown Message")
+        raise Refusal(discord_error(404, 10008, "Unknown Message"))
     return message
 
 
 @routes.get(P + "/channels/{channel_id}/messages/{message_id}")
 async def get_channel_message(request: web.Request) -> web.Response:
-    found = _channel_message(_state(request), request)
-    return found if isinstance(found, web.Response) else json_response(found.to_json())
+    return json_response(_channel_message(_state(request), request).to_json())
 
 
 @routes.delete(P + "/channels/{channel_id}/messages/{message_id}")
 async def delete_channel_message(request: web.Request) -> web.Response:
-    found = _channel_message(_state(request), request)
-    if isinstance(found, web.Response):
-        return found
-    found.deleted = True
+    _channel_message(_state(request), request).deleted = True
     return no_content()
 
 
 @routes.patch(P + "/channels/{channel_id}/messages/{message_id}")
 async def edit_channel_message(request: web.Request) -> web.Response:
     state = _state(request)
-    found = _channel_message(state, request)
-    if isinstance(found, web.Response):
-        return found
-    problem = apply_edit(state, request, found, size_limit=state.world.attachment_size_limit)
-    return problem or json_response(found.to_json())
+    message = _channel_message(state, request)
+    problem = apply_edit(state, request, message, size_limit=state.world.attachment_size_limit)
+    return problem or json_response(message.to_json())
 
 
 @routes.get(P + "/guilds/{guild_id}")
