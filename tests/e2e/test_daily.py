@@ -13,6 +13,7 @@ import signal
 import sys
 import time
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -354,14 +355,20 @@ async def test_health_and_metrics(running: Any) -> None:
     assert "rigcheck_cache_misses_total " in metrics
 
 
+@asynccontextmanager
+async def subscribed_crash_guild(data_dir: Path) -> AsyncIterator[tuple[Sandbox, BotProcess, Hook]]:
+    """A fresh bot on `data_dir` whose Crash Guild has a daily summary subscribed to #crash."""
+    async with Sandbox(WORLD) as sb:
+        process = await start(sb, data_dir)
+        await subscribe(sb, "crash", "channel:crash gpus:t4")
+        yield sb, process, Hook(data_dir)
+
+
 @pytest.mark.long
 async def test_killed_mid_delivery_posts_exactly_once_after_restart(tmp_path: Path) -> None:
     crash = channel_id("crash", "crash")
     guild = str(GUILDS["crash"].id)
-    async with Sandbox(WORLD) as sb:
-        process = await start(sb, tmp_path)
-        hook = Hook(tmp_path)
-        await subscribe(sb, "crash", "channel:crash gpus:t4")
+    async with subscribed_crash_guild(tmp_path) as (sb, process, hook):
         # Every post fails for now, so the delivery is claimed but cannot be marked sent.
         sb.faults.inject(f"/channels/{crash}/messages", status=503, times=1000, method="POST")
         call = asyncio.create_task(hook.trigger(guild=guild))
@@ -388,10 +395,7 @@ async def test_restart_finds_a_post_made_just_before_the_kill(tmp_path: Path) ->
     """The process died after Discord accepted the post but before it was recorded as sent."""
     crash = channel_id("crash", "crash")
     guild = str(GUILDS["crash"].id)
-    async with Sandbox(WORLD) as sb:
-        process = await start(sb, tmp_path)
-        hook = Hook(tmp_path)
-        await subscribe(sb, "crash", "channel:crash gpus:t4")
+    async with subscribed_crash_guild(tmp_path) as (sb, process, hook):
         status, answer = await hook.trigger(guild=guild)
         assert status == 202 and answer["deliveries"][0]["status"] == "sent", (answer, process.output_tail())
         await sb.wait_for_message(crash)
