@@ -30,7 +30,7 @@ import statistics
 import sys
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from unittest import mock
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,7 +44,7 @@ PEAKS = ROOT / "estimator" / "calibration" / "finetune_peaks.toml"
 UNIT_BYTES = {"GB": 1e9, "GiB": 2**30}
 
 
-def _llama(
+def _decoder(
     id_: str,
     name: str,
     params_b: float,
@@ -56,12 +56,15 @@ def _llama(
     vocab: int,
     ctx: int,
     source: str,
+    *,
+    family: str = "Llama",
+    mlp: Literal["gated", "plain"] = "gated",
     tied: bool = False,
 ) -> Model:
     return Model(
         id=id_,
         name=name,
-        family="Llama",
+        family=family,
         params_b=params_b,
         active_params_b=params_b,
         layers=layers,
@@ -70,6 +73,7 @@ def _llama(
         kv_heads=kv,
         head_dim=hidden // heads,
         intermediate_size=inter,
+        mlp=mlp,
         vocab_size=vocab,
         tied_embeddings=tied,
         max_context=ctx,
@@ -77,10 +81,23 @@ def _llama(
     )
 
 
+_LLAMA_31_70B = _decoder(
+    "llama-3.1-70b",
+    "Llama 3.1 70B",
+    70.55,
+    80,
+    8192,
+    64,
+    8,
+    28672,
+    128256,
+    131072,
+    "huggingface.co/meta-llama/Llama-3.1-70B config.json",
+)
 REFERENCE_MODELS: dict[str, Model] = {
     m.id: m
     for m in (
-        _llama(
+        _decoder(
             "llama-2-7b",
             "Llama 2 7B",
             6.74,
@@ -93,7 +110,7 @@ REFERENCE_MODELS: dict[str, Model] = {
             4096,
             "huggingface.co/meta-llama/Llama-2-7b-hf config.json",
         ),
-        _llama(
+        _decoder(
             "llama-2-13b",
             "Llama 2 13B",
             13.02,
@@ -106,7 +123,7 @@ REFERENCE_MODELS: dict[str, Model] = {
             4096,
             "huggingface.co/meta-llama/Llama-2-13b-hf config.json",
         ),
-        _llama(
+        _decoder(
             "llama-2-70b",
             "Llama 2 70B",
             68.98,
@@ -119,7 +136,7 @@ REFERENCE_MODELS: dict[str, Model] = {
             4096,
             "huggingface.co/meta-llama/Llama-2-70b-hf config.json",
         ),
-        _llama(
+        _decoder(
             "llama-3.1-8b",
             "Llama 3.1 8B",
             8.03,
@@ -132,33 +149,16 @@ REFERENCE_MODELS: dict[str, Model] = {
             131072,
             "huggingface.co/meta-llama/Llama-3.1-8B config.json",
         ),
-        _llama(
-            "llama-3.1-70b",
-            "Llama 3.1 70B",
-            70.55,
-            80,
-            8192,
-            64,
-            8,
-            28672,
-            128256,
-            131072,
-            "huggingface.co/meta-llama/Llama-3.1-70B config.json",
+        _LLAMA_31_70B,
+        # Llama 3.3 70B keeps Llama 3.1 70B's architecture; only the weights differ.
+        _LLAMA_31_70B.model_copy(
+            update={
+                "id": "llama-3.3-70b",
+                "name": "Llama 3.3 70B",
+                "source": "huggingface.co/meta-llama/Llama-3.3-70B-Instruct config.json",
+            }
         ),
-        _llama(
-            "llama-3.3-70b",
-            "Llama 3.3 70B",
-            70.55,
-            80,
-            8192,
-            64,
-            8,
-            28672,
-            128256,
-            131072,
-            "huggingface.co/meta-llama/Llama-3.3-70B-Instruct config.json",
-        ),
-        _llama(
+        _decoder(
             "llama-3.2-3b",
             "Llama 3.2 3B",
             3.21,
@@ -172,39 +172,35 @@ REFERENCE_MODELS: dict[str, Model] = {
             "huggingface.co/meta-llama/Llama-3.2-3B config.json",
             tied=True,
         ),
-        Model(
-            id="phi-1.5",
-            name="phi-1.5",
+        _decoder(
+            "phi-1.5",
+            "phi-1.5",
+            1.42,
+            24,
+            2048,
+            32,
+            32,
+            8192,
+            51200,
+            2048,
+            "huggingface.co/microsoft/phi-1_5 config.json",
             family="Phi",
-            params_b=1.42,
-            active_params_b=1.42,
-            layers=24,
-            hidden_size=2048,
-            attention_heads=32,
-            kv_heads=32,
-            head_dim=64,
-            intermediate_size=8192,
             mlp="plain",
-            vocab_size=51200,
-            max_context=2048,
-            source="huggingface.co/microsoft/phi-1_5 config.json",
         ),
-        Model(
-            id="stablelm-base-alpha-3b",
-            name="StableLM Base Alpha 3B",
+        _decoder(
+            "stablelm-base-alpha-3b",
+            "StableLM Base Alpha 3B",
+            3.64,
+            16,
+            4096,
+            32,
+            32,
+            16384,
+            50688,
+            4096,
+            "huggingface.co/stabilityai/stablelm-base-alpha-3b config.json (vocab padded to 512)",
             family="StableLM",
-            params_b=3.64,
-            active_params_b=3.64,
-            layers=16,
-            hidden_size=4096,
-            attention_heads=32,
-            kv_heads=32,
-            head_dim=128,
-            intermediate_size=16384,
             mlp="plain",
-            vocab_size=50688,
-            max_context=4096,
-            source="huggingface.co/stabilityai/stablelm-base-alpha-3b config.json (vocab padded to 512)",
         ),
     )
 }
