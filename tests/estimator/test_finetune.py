@@ -10,22 +10,44 @@ from catalog import Model, load_catalog
 from estimator import finetune as ft
 from estimator.finetune import FinetuneSettings
 
+
+def synthetic_decoder(
+    id_: str,
+    *,
+    params_b: float,
+    layers: int,
+    hidden: int,
+    heads: int,
+    kv_heads: int,
+    head_dim: int,
+    ffn: int,
+    vocab: int,
+    max_context: int = 4096,
+    tied: bool = False,
+) -> Model:
+    """A dense decoder made up for a test: only its dimensions and parameter count mean anything."""
+    return Model(
+        id=id_,
+        name=id_,
+        family="test",
+        params_b=params_b,
+        active_params_b=params_b,
+        layers=layers,
+        hidden_size=hidden,
+        attention_heads=heads,
+        kv_heads=kv_heads,
+        head_dim=head_dim,
+        intermediate_size=ffn,
+        vocab_size=vocab,
+        tied_embeddings=tied,
+        max_context=max_context,
+        source="synthetic test model",
+    )
+
+
 # A tiny dense decoder whose terms can be checked by hand.
-TINY = Model(
-    id="tiny",
-    name="Tiny",
-    family="test",
-    params_b=0.001,
-    active_params_b=0.001,
-    layers=2,
-    hidden_size=64,
-    attention_heads=4,
-    kv_heads=2,
-    head_dim=16,
-    intermediate_size=128,
-    vocab_size=1000,
-    max_context=4096,
-    source="synthetic test model",
+TINY = synthetic_decoder(
+    "tiny", params_b=0.001, layers=2, hidden=64, heads=4, kv_heads=2, head_dim=16, ffn=128, vocab=1000
 )
 # Parameters the formula understands: embeddings 2*1000*64 = 128,000; per layer attention
 # 64*64 + 2*64*32 + 64*64 = 12,288 and MLP 3*64*128 = 24,576.
@@ -72,21 +94,8 @@ def test_lora_params() -> None:
 
 def test_lora_params_llama_like_matches_litgpt_count() -> None:
     # LitGPT reports 4,194,304 trainable parameters for Llama 2 7B with rank 8 on query and value.
-    llama2 = Model(
-        id="l2",
-        name="l2",
-        family="t",
-        params_b=6.74,
-        active_params_b=6.74,
-        layers=32,
-        hidden_size=4096,
-        attention_heads=32,
-        kv_heads=32,
-        head_dim=128,
-        intermediate_size=11008,
-        vocab_size=32000,
-        max_context=4096,
-        source="synthetic test model",
+    llama2 = synthetic_decoder(
+        "l2", params_b=6.74, layers=32, hidden=4096, heads=32, kv_heads=32, head_dim=128, ffn=11008, vocab=32000
     )
     assert ft.lora_params(llama2, FinetuneSettings(method="lora", rank=8, targets="qv")) == 4_194_304
 
@@ -456,22 +465,9 @@ models = st.builds(
 def _model(layers: int, kv: int, heads_per_kv: int, head_dim: int, width: int, vocab: int, tied: bool) -> Model:
     heads = kv * heads_per_kv
     hidden = heads * head_dim
-    m = Model(
-        id="prop",
-        name="prop",
-        family="t",
-        params_b=1,
-        active_params_b=1,
-        layers=layers,
-        hidden_size=hidden,
-        attention_heads=heads,
-        kv_heads=kv,
-        head_dim=head_dim,
-        intermediate_size=width * hidden,
-        vocab_size=vocab,
-        tied_embeddings=tied,
-        max_context=32768,
-        source="synthetic test model",
+    m = synthetic_decoder(
+        "prop", params_b=1, layers=layers, hidden=hidden, heads=heads, kv_heads=kv, head_dim=head_dim,
+        ffn=width * hidden, vocab=vocab, max_context=32768, tied=tied,
     )
     from catalog.arch import decoder_params
 
