@@ -21,7 +21,7 @@ from bot.sandbox.limits import (
 )
 from bot.sandbox.messages import apply_edit, new_message, validate_new_message
 from bot.sandbox.state import SandboxState, StoredMessage
-from bot.sandbox.world import BOT_PERMISSIONS
+from bot.sandbox.world import BOT_PERMISSIONS, SandboxGuild
 
 routes = web.RouteTableDef()
 P = "/api/v10"
@@ -210,13 +210,17 @@ async def edit_channel_message(request: web.Request) -> web.Response:
     return problem or json_response(message.to_json())
 
 
+def _path_guild(state: SandboxState, request: web.Request) -> SandboxGuild:
+    guild = state.world.guild(int(request.match_info["guild_id"]))
+    if guild is None:
+        raise Refusal(discord_error(404, 10004, "Unknown Guild"))
+    return guild
+
+
 @routes.get(P + "/guilds/{guild_id}")
 async def get_guild(request: web.Request) -> web.Response:
     state = _state(request)
-    guild = state.world.guild(int(request.match_info["guild_id"]))
-    if guild is None:
-        return discord_error(404, 10004, "Unknown Guild")
-    data = state.world.guild_create_json(guild)
+    data = state.world.guild_create_json(_path_guild(state, request))
     for key in ("members", "channels", "threads", "presences", "voice_states", "joined_at", "large", "member_count"):
         data.pop(key, None)
     return json_response(data)
@@ -224,10 +228,7 @@ async def get_guild(request: web.Request) -> web.Response:
 
 @routes.get(P + "/guilds/{guild_id}/channels")
 async def get_guild_channels(request: web.Request) -> web.Response:
-    state = _state(request)
-    guild = state.world.guild(int(request.match_info["guild_id"]))
-    if guild is None:
-        return discord_error(404, 10004, "Unknown Guild")
+    guild = _path_guild(_state(request), request)
     return json_response([c.to_json(guild.id, permissions=BOT_PERMISSIONS) for c in guild.channels])
 
 
