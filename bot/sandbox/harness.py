@@ -12,11 +12,12 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
+from typing import Unpack
 
 from bot.sandbox.driver import Driver
 from bot.sandbox.faults import FaultInjector
 from bot.sandbox.models import RecordedRequest
-from bot.sandbox.server import SandboxServer
+from bot.sandbox.server import SandboxServer, ServerOptions
 from bot.sandbox.state import SandboxState, Violation
 from bot.sandbox.world import World
 
@@ -88,16 +89,11 @@ class Sandbox:
         self,
         world: World | None = None,
         *,
-        host: str = "127.0.0.1",
-        port: int = 0,
-        response_deadline_s: float = 3.0,
         reply_timeout_s: float = 10.0,
-        playground: bool = True,
         strict: bool = True,
+        **server: Unpack[ServerOptions],
     ) -> None:
-        self.server = SandboxServer(
-            world, host=host, port=port, response_deadline_s=response_deadline_s, playground=playground
-        )
+        self.server = SandboxServer(world, **server)
         self.driver = Driver(self.server.state, default_timeout=reply_timeout_s)
         # What a test does most, one step shorter: the driver's and the state's own methods, signatures and all.
         self.invoke = self.driver.invoke

@@ -6,6 +6,7 @@ import ipaddress
 import logging
 from pathlib import Path
 from types import TracebackType
+from typing import TypedDict
 
 from aiohttp import web
 
@@ -47,6 +48,15 @@ def create_app(state: SandboxState, *, playground: bool = True) -> web.Applicati
 
     app.on_shutdown.append(close_gateway)
     return app
+
+
+class ServerOptions(TypedDict, total=False):
+    """SandboxServer's keyword options, for a wrapper that passes them through (defaults stay with the server)."""
+
+    host: str
+    port: int
+    response_deadline_s: float
+    playground: bool
 
 
 class SandboxServer:
