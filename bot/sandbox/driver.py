@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import secrets
 import time
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypedDict, Unpack
 
 from bot.sandbox import slash
 from bot.sandbox.models import RecordedRequest, Reply, ReplyFile
@@ -53,6 +54,26 @@ class AutocompleteError(RuntimeError):
 UserLike = SandboxUser | int | None
 
 
+class Seat(TypedDict, total=False):
+    """Who types and where, for invoke and autocomplete_reply; Driver._seat holds the defaults."""
+
+    user: UserLike
+    guild: int | None
+    dm: bool
+    channel: int | None
+    locale: str
+    member_permissions: int
+
+
+@dataclass(frozen=True)
+class _Seated:
+    user: SandboxUser
+    guild: SandboxGuild | None  # None: a DM
+    channel_id: int
+    locale: str
+    member_permissions: int
+
+
 class Driver:
     """Sends what Discord's client would send, over the sandbox's gateway, and waits for the answer."""
 
@@ -93,6 +114,21 @@ class Driver:
         if not any(c.id == channel for c in target.channels):
             raise ValueError(f"channel {channel} is not in guild {target.id}")
         return target, channel
+
+    def _seat(
+        self,
+        *,
+        user: UserLike = None,
+        guild: int | None = None,
+        dm: bool = False,
+        channel: int | None = None,
+        locale: str = "en-US",
+        member_permissions: int = DEFAULT_MEMBER_PERMISSIONS,
+    ) -> _Seated:
+        """The tester in the default guild's first channel unless told otherwise."""
+        who = self._user(user)
+        place, channel_id = self._place(guild, channel, dm)
+        return _Seated(who, place, channel_id, locale, member_permissions)
 
     def _resolver(self, guild: SandboxGuild | None, member_permissions: int) -> slash.Resolver:
         def user(user_id: int) -> dict[str, Any] | None:
@@ -210,30 +246,25 @@ class Driver:
         self,
         text: str,
         *,
-        user: UserLike = None,
-        guild: int | None = None,
-        dm: bool = False,
-        channel: int | None = None,
-        locale: str = "en-US",
-        member_permissions: int = DEFAULT_MEMBER_PERMISSIONS,
         app_permissions: int = BOT_PERMISSIONS,
         timeout: float | None = None,  # noqa: ASYNC109 - a plain deadline, as in asyncio.wait_for
+        **seat: Unpack[Seat],
     ) -> Reply:
         """Types `text` into the chat box and waits for the bot's final answer.
 
         Returns a Reply with `rejected_by_client=True` (and nothing sent) when Discord's client would
         refuse the input; raises ReplyTimeout when the bot never answers.
         """
-        who = self._user(user)
-        place, channel_id = self._place(guild, channel, dm)
+        at = self._seat(**seat)
         try:
-            invocation = self._parse(text, place, locale, member_permissions)
+            invocation = self._parse(text, at.guild, at.locale, at.member_permissions)
         except slash.ClientRejection as rejection:
             return Reply(command=text, rejected_by_client=True, reason=rejection.reason)
         return await self._interact(
-            interaction_type=INTERACTION_APPLICATION_COMMAND, data=invocation.data(place.id if place else None),
-            user=who, guild=place, channel_id=channel_id, locale=locale, member_permissions=member_permissions,
-            app_permissions=app_permissions, command_text=text, timeout=timeout,
+            interaction_type=INTERACTION_APPLICATION_COMMAND, data=invocation.data(at.guild.id if at.guild else None),
+            user=at.user, guild=at.guild, channel_id=at.channel_id, locale=at.locale,
+            member_permissions=at.member_permissions, app_permissions=app_permissions, command_text=text,
+            timeout=timeout,
         )
 
     async def invoke_raw(
@@ -270,23 +301,17 @@ class Driver:
         value: str = "",
         *,
         options: dict[str, str] | None = None,
-        user: UserLike = None,
-        guild: int | None = None,
-        dm: bool = False,
-        channel: int | None = None,
-        locale: str = "en-US",
-        member_permissions: int = DEFAULT_MEMBER_PERMISSIONS,
         timeout: float | None = None,  # noqa: ASYNC109 - a plain deadline, as in asyncio.wait_for
+        **seat: Unpack[Seat],
     ) -> Reply:
         """Like typing `value` into `option` of `command` (which may name a subcommand path)."""
-        who = self._user(user)
-        place, channel_id = self._place(guild, channel, dm)
+        at = self._seat(**seat)
         parts = [command.strip()]
         parts += [f"{name}:{text}" for name, text in (options or {}).items()]
         parts.append(f"{option}:{value}")
         text = " ".join(parts)
         try:
-            invocation = self._parse(text, place, locale, member_permissions, focused=option)
+            invocation = self._parse(text, at.guild, at.locale, at.member_permissions, focused=option)
             focused_option = next(o for o in invocation.leaf.get("options") or [] if o["name"] == option)
             if not focused_option.get("autocomplete"):
                 raise slash.ClientRejection(f"option '{option}' has no autocomplete")
@@ -294,9 +319,10 @@ class Driver:
             reason = problem.reason if isinstance(problem, slash.ClientRejection) else f"no option '{option}'"
             return Reply(command=text, rejected_by_client=True, reason=reason)
         return await self._interact(
-            interaction_type=INTERACTION_AUTOCOMPLETE, data=invocation.data(place.id if place else None),
-            user=who, guild=place, channel_id=channel_id, locale=locale, member_permissions=member_permissions,
-            app_permissions=BOT_PERMISSIONS, command_text=text, timeout=timeout,
+            interaction_type=INTERACTION_AUTOCOMPLETE, data=invocation.data(at.guild.id if at.guild else None),
+            user=at.user, guild=at.guild, channel_id=at.channel_id, locale=at.locale,
+            member_permissions=at.member_permissions, app_permissions=BOT_PERMISSIONS, command_text=text,
+            timeout=timeout,
         )
 
     async def autocomplete(self, command: str, option: str, value: str = "", **kwargs: Any) -> list[dict[str, Any]]:
