@@ -83,7 +83,7 @@ DECODE_PARAMS: tuple[Param, ...] = (
     Param("inv_kv_efficiency", 1.5, "achieved-bandwidth seconds per second", ("all", "family", "backend", "fa"),
           "the attention kernel reads the cache in small per-head tiles (flash attention on or off)"),
     Param("dequant_ops_per_weight", 2.0, "non-overlapped ALU ops per quantized weight", (
-        "all", "family", "backend", "kernel", "dp4a", "imad", "power", "power_per_flop", "die"),
+        "all", "family", "backend", "kernel", "dp4a", "power", "power_per_flop", "die"),
         "unpacking and scaling each quantized weight is integer/FP work the memory stream does not hide"),
     Param("layer_overhead_s", 6e-5, "s per layer per token", (
         "all", "family", "engine", "backend", "die", "power_per_flop", "build_age"),
@@ -211,9 +211,6 @@ def situation_groups(
         "kernel": f"{ENGINE_FAMILY.get(engine, engine)}/{kernel or 'other'}",
         "compute": f"{ENGINE_FAMILY.get(engine, engine)}/{compute}",
         "dp4a": "yes" if has_int8_dot(gpu) else "none",
-        # Maxwell and Pascal have no 32-bit IMAD: each integer multiply-add of the unpacking is XMADs (CUDA
-        # Binary Utilities, "Maxwell and Pascal Instruction Set" vs "Volta Instruction Set").
-        "imad": "xmad" if (compute_capability(gpu) or 9.0) < 7.0 else "native",
         "power": "limited" if power_limited(gpu) else "full",
         "fa": "off" if flash_attn is False else "on",
         "era": "old" if date and date < OLD_BUILD_BEFORE else "current",
