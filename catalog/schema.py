@@ -106,6 +106,11 @@ class Attention(_Frozen):
         description="layers that keep that recurrent state, when not every non-global layer does (Nemotron-H: "
         "the Mamba-2 blocks, its MoE blocks keep none); default layers - global_layers",
     )
+    recurrent_mixer: Literal["scan", "short_conv"] = Field(
+        default="scan",
+        description="what the recurrent layers run: 'scan' (an SSM or linear-attention state update, token "
+        "after token) or 'short_conv' (LFM2: a gated depthwise convolution over the last few tokens, no scan)",
+    )
 
     @model_validator(mode="after")
     def _complete(self) -> Attention:
@@ -264,6 +269,11 @@ class Model(_Frozen):
         if a.state_layers is not None:
             return a.state_layers
         return self.layers - (a.global_layers or 0)
+
+    @property
+    def scan_layers(self) -> int:
+        """Recurrent layers that update a state token after token (a short convolution does not)."""
+        return self.recurrent_layers if self.attention.recurrent_mixer == "scan" else 0
 
     @property
     def params(self) -> float:

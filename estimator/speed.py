@@ -149,7 +149,7 @@ def decode_terms(
         dequant_op_s=quantized / alu_ops_per_s(gpu),
         layers=model.layers,
         moe_layers=moe_layers(model),
-        recurrent_layers=model.recurrent_layers,
+        recurrent_layers=model.scan_layers,
         matmul_compute_s=2 * model.active_params * sequences / (compute_tflops(engine, fmt, gpu) * 1e12),
     )
 
@@ -272,7 +272,7 @@ def prefill_terms(
         weight_passes_s=passes * streamed / (achieved_bandwidth_gbs(gpu) * GB_DECIMAL),
         request=1.0 if engine in SERVER_ENGINES else 0.0,
         tile_dequant_s=unpacked / alu_ops_per_s(gpu),
-        recurrent_token_layers=float(prompt_tokens * model.recurrent_layers),
+        recurrent_token_layers=float(prompt_tokens * model.scan_layers),
         layer_passes=float(passes * model.layers),
         kv_reread_s=prompt_tokens / k.ATTENTION_QUERY_TILE_TOKENS
         * kv_cache_bytes(model, depth + prompt_tokens // 2) / (achieved_bandwidth_gbs(gpu) * GB_DECIMAL),

@@ -142,6 +142,18 @@ def test_hybrid_linear_prefill_pays_a_step_per_token_per_recurrent_layer() -> No
     assert prefill_coefficients("llama.cpp", q, g).recurrent_step_s > 0
 
 
+def test_short_convolution_layers_run_no_recurrent_scan() -> None:
+    """LFM2's 10 gated short-convolution layers keep a state but update it with one small convolution; Qwen3.5's
+    Gated DeltaNet layers run a scan each token."""
+    lfm, qwen = model("lfm2.5-1.2b"), model("qwen3.5-35b-a3b")
+    g, q = gpu("nvidia-rtx-4090"), quant("q4_k_m")
+    assert lfm.recurrent_layers == 10 and lfm.scan_layers == 0
+    assert qwen.scan_layers == qwen.recurrent_layers > 0
+    assert decode_terms(lfm, q, g, "llama.cpp", 512, "f16").recurrent_layers == 0
+    assert decode_terms(qwen, q, g, "llama.cpp", 512, "f16").recurrent_layers == qwen.recurrent_layers
+    assert prefill_terms(lfm, q, g, "llama.cpp", 512).recurrent_token_layers == 0
+
+
 def test_quantized_prefill_unpacks_weight_tiles_and_f16_does_not() -> None:
     m, g = model("qwen3-8b"), gpu("nvidia-rtx-4090")
     assert prefill_terms(m, quant("q4_k_m"), g, "llama.cpp", 512).tile_dequant_s > 0
