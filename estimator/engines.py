@@ -329,18 +329,19 @@ def coefficient(
     return floor + (p.prior - floor) * math.exp(log)
 
 
-# Ranking asks for coefficients for every model × format: memoised per (engine, GPU entry, kernel, precision).
-# Keyed on the entry's identity (hashing a pydantic entry walks every field); the entry is kept beside the
-# value so a recycled id can never be confused with another GPU.
-_MEMO: dict[tuple[str, int, str, str], tuple[GPU, DecodeCoefficients, PrefillCoefficients]] = {}
+# Ranking asks for coefficients for every model × format: memoised per (engine, GPU entry, format entry), so the
+# format's kernel and precision (a per-GPU kernel choice since MMQ/BLAS depends on the chip) are only worked out
+# on a miss. Keyed on the entries' identity (hashing a pydantic entry walks every field); the entries are kept
+# beside the value so a recycled id can never be confused with another GPU or format.
+_MEMO: dict[tuple[str, int, int], tuple[GPU, QuantFormat, DecodeCoefficients, PrefillCoefficients]] = {}
 
 
 def _coefficients(engine: Engine, fmt: QuantFormat, gpu: GPU) -> tuple[DecodeCoefficients, PrefillCoefficients]:
-    key = (engine, id(gpu), fmt.kernel, compute_class(engine, fmt, gpu))
+    key = (engine, id(gpu), id(fmt))
     hit = _MEMO.get(key)
-    if hit is not None and hit[0] is gpu:
-        return hit[1], hit[2]
-    groups = situation_groups(engine, gpu, key[2], key[3])
+    if hit is not None and hit[0] is gpu and hit[1] is fmt:
+        return hit[2], hit[3]
+    groups = situation_groups(engine, gpu, fmt.kernel, compute_class(engine, fmt, gpu))
     cov = covariates(gpu)
 
     def values(params: tuple[Param, ...], offsets: dict[tuple[str, str, str], Offset]) -> dict[str, float]:
@@ -348,7 +349,7 @@ def _coefficients(engine: Engine, fmt: QuantFormat, gpu: GPU) -> tuple[DecodeCoe
 
     decode = DecodeCoefficients(**values(DECODE_PARAMS, fitted.DECODE_OFFSETS))
     prefill = PrefillCoefficients(**values(PREFILL_PARAMS, fitted.PREFILL_OFFSETS))
-    _MEMO[key] = (gpu, decode, prefill)
+    _MEMO[key] = (gpu, fmt, decode, prefill)
     return decode, prefill
 
 

@@ -72,12 +72,14 @@ def _all_experts(model: Model, routed: float) -> float:
     return routed * model.moe.experts / model.moe.active_experts if model.moe else 0.0
 
 
-def unpacked_weight_tiles(model: Model, prompt_tokens: int, step: int | None) -> tuple[float, float]:
+def unpacked_weight_tiles(
+    model: Model, prompt_tokens: int, step: int | None, split: tuple[float, float] | None = None
+) -> tuple[float, float]:
     """Weights unpacked from their quantized blocks in a prompt (shared matrices, routed experts): once per
     tile of prompt tokens for the shared matrices, once per tile of *its* tokens for each expert. A
     micro-batch of 512 gives each of 128 experts (8 active) 32 tokens, less than one tile, yet every
-    expert's weights are unpacked once."""
-    dense, routed = _active_split(model)
+    expert's weights are unpacked once. `split`: the model's `_active_split`, where the caller has it."""
+    dense, routed = split or _active_split(model)
     tile = k.PREFILL_WEIGHT_TILE_TOKENS
     shared = prompt_tokens / tile * (dense + embedding_table_params(model))
     if model.moe is None:
@@ -261,7 +263,7 @@ def prefill_terms(
         f16_copy = 2 * k.KV_BYTES_PER_ELEMENT["f16"]
         streamed += f16_copy * ((dense if gemm == "blas" else 0.0)
                                 + (_all_experts(model, routed) if expert_gemm == "blas" else 0.0))
-    shared_tiles, expert_tiles = unpacked_weight_tiles(model, prompt_tokens, step)
+    shared_tiles, expert_tiles = unpacked_weight_tiles(model, prompt_tokens, step, (dense, routed))
     unpacked = 0.0 if fmt.kernel == "f16" else (
         (0.0 if gemm == "blas" else shared_tiles) + (0.0 if expert_gemm == "blas" else expert_tiles))
     return PrefillTerms(
