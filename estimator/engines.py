@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from functools import cache
 
-from catalog.schema import GPU, QuantFormat
+from catalog.schema import GPU, Model, QuantFormat
 from estimator import constants as k
 from estimator.calibration import constants as fitted
 from estimator.calibration.model import (
@@ -202,6 +202,39 @@ def prefill_gemm(fmt: QuantFormat, gpu: GPU, *, date: str = "", ubatch: int | No
     return "mmq"
 
 
+# When llama.cpp's CUDA/HIP flash attention ran a prompt batch on matrix units rather than its vector "tile"
+# kernel (ggml_cuda_get_best_fattn_kernel; dates of the merged commits, ggml-org/ggml history):
+FA_ROCWMMA_SINCE = "2025-03-04"  # llama.cpp#12032: rocWMMA kernel for CDNA, RDNA 3+ (GGML_HIP_ROCWMMA_FATTN builds)
+FA_ROCWMMA_UNTIL = "2026-07-24"  # llama.cpp#26046 removed it
+FA_MMA_RDNA4_SINCE = "2026-01-13"  # llama.cpp#18481 "HIP: add fattn-mma-f16 for RDNA4"
+FA_MMA_CDNA_SINCE = "2026-02-28"  # llama.cpp#19806: MFMA in the MMA kernel
+FA_MMA_RDNA3_SINCE = "2026-05-14"  # llama.cpp#22880 "HIP: RDNA3 mma FA"
+FA_MMA_WMMA_MAX_HEAD_DIM = 128  # RDNA's WMMA path takes head sizes up to 128 and only with the GQA batching
+
+
+def prefill_attention_kernel(
+    engine: Engine, gpu: GPU, model: Model, *, date: str = "", rocwmma: bool | None = None,
+) -> str:
+    """ "matrix" (tensor cores, MFMA/WMMA, Metal's simdgroup matrices, or unfused BLAS products) or "vector"
+    (the tile kernel's FP16/FP32 lanes) for prompt-batch attention, as the build of that date chose."""
+    if family(engine) != "llama.cpp" or backend_of(gpu) not in ("cuda", "rocm"):
+        return "matrix"
+    if gpu.vendor == "nvidia":
+        return "matrix" if (compute_capability(gpu) or 8.6) >= 7.0 else "vector"
+    now = date or "9999"
+    arch = gpu.architecture
+    cdna, rdna3, rdna4 = arch.startswith("CDNA"), arch.startswith("RDNA 3"), arch.startswith("RDNA 4")
+    if rocwmma and FA_ROCWMMA_SINCE <= now < FA_ROCWMMA_UNTIL and (cdna or rdna3 or rdna4):
+        return "matrix"
+    if cdna and now >= FA_MMA_CDNA_SINCE:
+        return "matrix"
+    grouped = model.attention_heads // model.kv_heads >= 2
+    if grouped and model.head_dim <= FA_MMA_WMMA_MAX_HEAD_DIM and (
+            (rdna4 and now >= FA_MMA_RDNA4_SINCE) or (rdna3 and now >= FA_MMA_RDNA3_SINCE)):
+        return "matrix"
+    return "vector"
+
+
 def compute_tflops(engine: Engine, fmt: QuantFormat, gpu: GPU, gemm: str | None = None) -> float:
     """Peak dense throughput of the precision prefill's matrix multiplies are referred to.
 
@@ -229,11 +262,13 @@ def compute_tflops(engine: Engine, fmt: QuantFormat, gpu: GPU, gemm: str | None 
     return gpu.bf16_tflops or fp16
 
 
-def attention_tflops(gpu: GPU) -> float:
+def attention_tflops(gpu: GPU, kernel: str = "matrix") -> float:
     """Attention multiplies fp16/bf16 queries, keys and values (flash-attention kernels on tensor cores where
-    there are any), whatever the format of the weights."""
+    there are any), whatever the format of the weights; the vector tile kernel runs on the FP32 lanes."""
     if gpu.vendor == "apple":
         return apple_tflops(gpu)
+    if kernel == "vector":
+        return 2 * alu_ops_per_s(gpu) / 1e12
     return gpu.fp16_tflops or gpu.bf16_tflops or gpu.fp32_tflops or 1.0
 
 
@@ -288,6 +323,7 @@ class DecodeCoefficients:
 class PrefillCoefficients:
     inv_matmul_utilisation: float
     inv_attention_utilisation: float
+    inv_vector_attention_utilisation: float
     inv_pass_efficiency: float
     moe_matmul_extra: float
     request_overhead_s: float

@@ -9,7 +9,8 @@
                     [+ tensor-parallel all-reduces]
     prefill s       = inv_matmul_utilisation    × matmul FLOPs / peak
                     + moe_matmul_extra           × routed-expert FLOPs / peak
-                    + inv_attention_utilisation × attention FLOPs / peak
+                    + inv_attention_utilisation × attention FLOPs / peak           (matrix-unit kernels)
+                    + inv_vector_attention_utilisation × attention FLOPs / FP32 rate (llama.cpp's tile kernel)
                     + inv_pass_efficiency       × micro-batch passes × weight bytes / achieved bandwidth
                     + tile_dequant_ops_per_weight × prompt tiles × quantized weights / ALU rate
                     + recurrent_step_s          × prompt tokens × linear-attention/SSM layers
@@ -45,6 +46,7 @@ from estimator.engines import (
     decode_coefficients,
     family,
     micro_batch_tokens,
+    prefill_attention_kernel,
     prefill_coefficients,
     prefill_gemm,
     tensor_parallel,
@@ -233,14 +235,15 @@ class PrefillTerms:
     recurrent_token_layers: float = 0.0  # prompt tokens × recurrent (linear-attention / SSM) layers
     layer_passes: float = 0.0  # micro-batch passes × layers (kernel launches per layer per pass)
     kv_reread_s: float = 0.0  # the cached keys/values streamed once per tile of prompt queries / achieved bandwidth
+    vector_attention_s: float = 0.0  # attention FLOPs of the vector tile kernel / FP32 lane rate
 
 
 def prefill_terms(
     model: Model, fmt: QuantFormat, gpu: GPU, engine: Engine, prompt_tokens: int, depth: int = 0,
-    *, ubatch: int | None = None, date: str = "",
+    *, ubatch: int | None = None, date: str = "", flash_attn: bool | None = None, rocwmma: bool | None = None,
 ) -> PrefillTerms:
-    """`date`: the build's, for a measured row (llama.cpp's choice of matrix kernel changed over time); an
-    estimate passes none and gets the current build."""
+    """`date`: the build's, for a measured row (llama.cpp's choice of matrix and attention kernels changed over
+    time), and its flags; an estimate passes none and gets the current default build."""
     step = ubatch or micro_batch_tokens(engine)
     passes = math.ceil(prompt_tokens / step) if step else 1
     batch = min(prompt_tokens, step or prompt_tokens)
@@ -263,13 +266,18 @@ def prefill_terms(
         f16_copy = 2 * k.KV_BYTES_PER_ELEMENT["f16"]
         streamed += f16_copy * ((dense if gemm == "blas" else 0.0)
                                 + (_all_experts(model, routed) if expert_gemm == "blas" else 0.0))
+    attention = attention_flops(model, prompt_tokens, depth)
+    # Without flash attention the scores are BLAS products, on matrix units wherever there are any.
+    vector = flash_attn is not False and prefill_attention_kernel(
+        engine, gpu, model, date=date, rocwmma=rocwmma) == "vector"
     shared_tiles, expert_tiles = unpacked_weight_tiles(model, prompt_tokens, step, (dense, routed))
     unpacked = 0.0 if fmt.kernel == "f16" else (
         (0.0 if gemm == "blas" else shared_tiles) + (0.0 if expert_gemm == "blas" else expert_tiles))
     return PrefillTerms(
         matmul_s=mm * (1 - expert_share) / dense_peak + mm * expert_share / expert_peak,
         expert_matmul_s=mm * expert_share / expert_peak,
-        attention_s=attention_flops(model, prompt_tokens, depth) / (attention_tflops(gpu) * 1e12),
+        attention_s=0.0 if vector else attention / (attention_tflops(gpu) * 1e12),
+        vector_attention_s=attention / (attention_tflops(gpu, "vector") * 1e12) if vector else 0.0,
         # A big prompt batch routes to every expert, so each pass streams the whole model.
         weight_passes_s=passes * streamed / (achieved_bandwidth_gbs(gpu) * GB_DECIMAL),
         request=1.0 if engine in SERVER_ENGINES else 0.0,
@@ -292,6 +300,7 @@ def prefill_seconds_from(t: PrefillTerms, c: PrefillCoefficients) -> float:
         + c.recurrent_step_s * t.recurrent_token_layers
         + c.prefill_layer_overhead_s * t.layer_passes
         + c.inv_kv_reread_efficiency * t.kv_reread_s
+        + c.inv_vector_attention_utilisation * t.vector_attention_s
     )
 
 
@@ -306,7 +315,8 @@ def prefill_seconds(
     if parallel > 1:
         t = PrefillTerms(t.matmul_s / parallel, t.expert_matmul_s / parallel, t.attention_s / parallel,
                          t.weight_passes_s / parallel, t.request, t.tile_dequant_s / parallel,
-                         t.recurrent_token_layers / parallel, t.layer_passes, t.kv_reread_s / parallel)
+                         t.recurrent_token_layers / parallel, t.layer_passes, t.kv_reread_s / parallel,
+                         t.vector_attention_s / parallel)
     return prefill_seconds_from(t, prefill_coefficients(engine, fmt, gpu))
 
 

@@ -32,6 +32,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np
 
+from catalog.schema import QuantFormat
 from catalog.store import load_catalog
 from estimator import speed
 from estimator.calibration import constants as fitted
@@ -61,6 +62,7 @@ from estimator.engines import (
     memory_family,
     prefill_gemm,
 )
+from estimator.memory import weight_bytes
 
 CONSTANTS_PATH = Path(__file__).with_name("constants.py")
 
@@ -72,7 +74,7 @@ RIDGE_SCALE = 0.05
 RIDGE: dict[str, float] = {level: RIDGE_SCALE * strength for level, strength in {
     "all": 1.0, "family": 2.0, "engine": 3.0, "backend": 2.0, "memory": 3.0, "arch": 3.0, "gpu": 4.0, "kernel": 2.0,
     "compute": 2.0, "die": 3.0, "dp4a": 2.0, "power": 3.0, "fa": 2.0, "era": 2.0, "power_per_flop": 4.0,
-    "build_age": 4.0, "blas_library": 3.0, "fa_kernel": 3.0}.items()}
+    "build_age": 4.0, "blas_library": 3.0}.items()}
 # A row counts toward a group's size only where the group's term is at least this share of its time.
 MATERIAL_SHARE = 0.03
 # Row weight halves every this many years of build age (relative to the newest row), down to the floor.
@@ -134,11 +136,36 @@ def row_gemm(row: Row) -> str | None:
 def row_groups(row: Row) -> dict[str, str]:
     return situation_groups(row.engine, row.gpu, row.quant.kernel,
                             compute_class(row.engine, row.quant, row.gpu, row_gemm(row)),
-                            date=row.date, flash_attn=row.flash_attn, hipblaslt=row.hipblaslt, rocwmma=row.rocwmma)
+                            date=row.date, flash_attn=row.flash_attn, hipblaslt=row.hipblaslt)
+
+
+# A stated file size within this share of the catalog format's is the same file; beyond the largest, the row's
+# quant name and its file disagree and the catalog's figure stands.
+FILE_SIZE_SAME = 0.02
+FILE_SIZE_MAX_RATIO = 1.35
+_ROW_FORMATS: dict[tuple[str, str, float], QuantFormat] = {}
+
+
+def row_quant(row: Row) -> QuantFormat:
+    """The format as the row's own file had it. Per-model recipes (Unsloth's dynamic mixes, files that keep
+    more tensors at 8 or 16 bits) weigh up to a quarter more or less than the catalog's typical bits, and every
+    weight-streaming term scales with the bytes actually read; the stated file size says by how much."""
+    if not row.file_gib:
+        return row.quant
+    ratio = row.file_gib * 2**30 / weight_bytes(row.model, row.quant)
+    if abs(ratio - 1) < FILE_SIZE_SAME or not 1 / FILE_SIZE_MAX_RATIO < ratio < FILE_SIZE_MAX_RATIO:
+        return row.quant
+    key = (row.model.id, row.quant.id, row.file_gib)
+    if key not in _ROW_FORMATS:
+        q = row.quant
+        _ROW_FORMATS[key] = q.model_copy(update={"bits_per_weight": q.bits_per_weight * ratio,
+                                                 "embedding_bits": q.embedding_bits * ratio,
+                                                 "output_bits": q.output_bits * ratio})
+    return _ROW_FORMATS[key]
 
 
 def decode_features(row: Row) -> list[float]:
-    t = speed.decode_terms(row.model, row.quant, row.gpu, row.engine, decode_context(row), "f16")
+    t = speed.decode_terms(row.model, row_quant(row), row.gpu, row.engine, decode_context(row), "f16")
     weights = t.dense_weights_s + t.expert_weights_s
     values = {"inv_weight_efficiency": weights, "expert_extra": t.expert_weights_s, "inv_kv_efficiency": t.kv_read_s,
               "dequant_ops_per_weight": t.dequant_op_s, "layer_overhead_s": float(t.layers),
@@ -148,13 +175,14 @@ def decode_features(row: Row) -> list[float]:
 
 
 def prefill_features(row: Row) -> list[float]:
-    t = speed.prefill_terms(row.model, row.quant, row.gpu, row.engine, row.tokens, row.depth, ubatch=row.ubatch,
-                              date=row.date)
+    t = speed.prefill_terms(row.model, row_quant(row), row.gpu, row.engine, row.tokens, row.depth, ubatch=row.ubatch,
+                              date=row.date, flash_attn=row.flash_attn, rocwmma=row.rocwmma)
     values = {"inv_matmul_utilisation": t.matmul_s, "moe_matmul_extra": t.expert_matmul_s,
               "inv_attention_utilisation": t.attention_s, "inv_pass_efficiency": t.weight_passes_s,
               "request_overhead_s": t.request, "tile_dequant_ops_per_weight": t.tile_dequant_s,
               "recurrent_step_s": t.recurrent_token_layers, "prefill_layer_overhead_s": t.layer_passes,
-              "inv_kv_reread_efficiency": t.kv_reread_s}
+              "inv_kv_reread_efficiency": t.kv_reread_s,
+              "inv_vector_attention_utilisation": t.vector_attention_s}
     return [values[p.name] for p in PREFILL_PARAMS]
 
 

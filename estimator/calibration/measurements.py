@@ -125,6 +125,7 @@ class Row:
     # Server rows whose launch command is known: False for vLLM --enforce-eager / SGLang --disable-cuda-graph, whose
     # decode pays a kernel launch per op; None where the command was not printed.
     cuda_graphs: bool | None = None
+    file_gib: float | None = None  # the GGUF's size as llama-bench printed it, where the source gives it
 
     @property
     def family(self) -> str:
@@ -249,6 +250,7 @@ def llamacpp_rows(catalog: Catalog, pattern: str = "llamacpp*.toml") -> tuple[li
             source=str(m["source"]), date=str(m.get("date", "")), engine=engine, flash_attn=_flag(m.get("flash_attn")),
             ubatch=int(str(ubatch)) if ubatch else None, build=str(m.get("build", "")),
             hipblaslt=_flag(m.get("hipblaslt")), rocwmma=_flag(m.get("rocwmma")),
+            file_gib=float(str(m["model_size_gib"])) if m.get("model_size_gib") else None,
             holdout=_held_out(m["gpu"], m["model"], m["quant"], m["test"], m.get("gpu_count", 1), m["source"]),
         ))
     return rows, skipped

@@ -102,8 +102,11 @@ PREFILL_PARAMS: tuple[Param, ...] = (
         "build_age", "blas_library"),
         "the engine's GEMM kernels reach a per-architecture share of the datasheet peak"),
     Param("inv_attention_utilisation", 4.0, "peak-FLOPS seconds per second", (
-        "all", "family", "backend", "fa", "fa_kernel"),
+        "all", "family", "backend", "fa"),
           "attention over the prompt and the cached depth runs below the GEMM rate"),
+    # One coefficient: the tile kernel is the same code on every GPU that runs it, referred to its FP32 rate.
+    Param("inv_vector_attention_utilisation", 3.0, "FP32-lane seconds per second", ("all",),
+          "llama.cpp's tile flash-attention kernel (GPUs or builds without a matrix-unit one) runs on vector lanes"),
     Param("inv_pass_efficiency", 1.25, "achieved-bandwidth seconds per second", ("all", "backend"),
           "each micro-batch streams the weights once"),
     Param("moe_matmul_extra", 1.0, "extra peak-FLOPS seconds per routed-expert second", (
@@ -194,7 +197,7 @@ def watts_per_tflops(gpu: GPU) -> float | None:
 
 def situation_groups(
     engine: str, gpu: GPU, kernel: str, compute: str, *, date: str = "", flash_attn: bool | None = None,
-    hipblaslt: bool | None = None, rocwmma: bool | None = None,
+    hipblaslt: bool | None = None,
 ) -> dict[str, str]:
     """The group of each level this situation belongs to. An estimate passes no date: it is for current builds,
     and no ROCm library flags: it speaks for a default build."""
@@ -219,11 +222,9 @@ def situation_groups(
         # current builds, so its age is zero and the slope only keeps old rows from biasing the rest.
         "build_age": backend_of(gpu),
         # ROCm's F16 GEMMs run through rocBLAS, or through hipBLASLt where ROCBLAS_USE_HIPBLASLT=1 (untuned
-        # rocBLAS kernels for new chips like gfx1151 ran a fraction of hipBLASLt's rate); its flash attention
-        # runs rocWMMA matrix tiles only in builds with GGML_HIP_ROCWMMA_FATTN. A row that states neither,
-        # and every estimate, sits in "default".
+        # rocBLAS kernels for new chips like gfx1151 ran a fraction of hipBLASLt's rate). A row that does not
+        # say, and every estimate, sits in "default".
         "blas_library": ("hipblaslt" if hipblaslt else "rocblas") if rocm and hipblaslt is not None else DEFAULT_GROUP,
-        "fa_kernel": ("rocwmma" if rocwmma else "tile") if rocm and rocwmma is not None else DEFAULT_GROUP,
     }
     return groups
 

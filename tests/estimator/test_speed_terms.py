@@ -283,3 +283,57 @@ def test_deep_prompts_stream_the_cache_once_per_query_tile() -> None:
     deep = prefill_terms(mha, quant("q4_0"), g, "llama.cpp", 2048, 32768).kv_reread_s
     assert deep > 15 * shallow > 0
     assert prefill_terms(gqa, quant("q4_0"), g, "llama.cpp", 2048, 32768).kv_reread_s < deep / 3
+
+
+def test_prompt_attention_runs_on_matrix_units_only_where_the_build_had_a_kernel_for_them() -> None:
+    from estimator.engines import prefill_attention_kernel
+
+    gqa, mha, wide = model("qwen3-8b"), model("llama-2-7b"), model("qwen3.6-35b-a3b")
+    r9700, strix = gpu("amd-radeon-ai-pro-r9700"), gpu("amd-radeon-8060s-128gb")
+    assert prefill_attention_kernel("llama.cpp", gpu("nvidia-tesla-p40"), gqa) == "vector"
+    assert prefill_attention_kernel("llama.cpp", gpu("nvidia-v100-pcie-16gb"), gqa) == "matrix"
+    assert prefill_attention_kernel("llama.cpp", gpu("apple-m2-ultra-192gb"), mha) == "matrix"
+    assert prefill_attention_kernel("vllm", gpu("nvidia-tesla-p40"), gqa) == "matrix"
+    # RDNA 4 gained a matrix-core kernel in January 2026, for grouped-query heads of up to 128 dimensions
+    assert prefill_attention_kernel("llama.cpp", r9700, gqa, date="2025-12-27") == "vector"
+    assert prefill_attention_kernel("llama.cpp", r9700, gqa, date="2026-02-01") == "matrix"
+    assert prefill_attention_kernel("llama.cpp", r9700, mha, date="2026-02-01") == "vector"
+    assert prefill_attention_kernel("llama.cpp", r9700, wide) == "vector"
+    # RDNA 3 (and 3.5) only in May 2026, unless the build had rocWMMA (March 2025 to July 2026)
+    assert prefill_attention_kernel("llama.cpp", strix, gqa, date="2026-02-01") == "vector"
+    assert prefill_attention_kernel("llama.cpp", strix, gqa, date="2025-09-28", rocwmma=True) == "matrix"
+    assert prefill_attention_kernel("llama.cpp", strix, mha, date="2025-09-28", rocwmma=True) == "matrix"
+    assert prefill_attention_kernel("llama.cpp", strix, mha, date="2026-08-01", rocwmma=True) == "vector"
+    assert prefill_attention_kernel("llama.cpp", strix, gqa) == "matrix"
+    assert prefill_attention_kernel("llama.cpp", gpu("amd-mi300x"), mha, date="2026-01-01") == "vector"
+    assert prefill_attention_kernel("llama.cpp", gpu("amd-mi300x"), mha, date="2026-03-01") == "matrix"
+
+
+def test_tile_kernel_attention_is_referred_to_the_vector_rate_and_unfused_attention_to_the_matrix_rate() -> None:
+    m, q, r9700 = model("qwen3-8b"), quant("q4_k_m"), gpu("amd-radeon-ai-pro-r9700")
+    tile = prefill_terms(m, q, r9700, "llama.cpp", 512, 16384, date="2025-12-27")
+    mma = prefill_terms(m, q, r9700, "llama.cpp", 512, 16384, date="2026-02-01")
+    unfused = prefill_terms(m, q, r9700, "llama.cpp", 512, 16384, date="2025-12-27", flash_attn=False)
+    assert tile.attention_s == 0 < tile.vector_attention_s
+    assert mma.vector_attention_s == 0 < mma.attention_s
+    assert unfused.vector_attention_s == 0 and unfused.attention_s == mma.attention_s
+    # the same FLOPs against a rate four times lower (47.8 FP32 vs 191.4 matrix TFLOPS)
+    assert 3.9 < tile.vector_attention_s / mma.attention_s < 4.1
+
+
+def test_a_row_whose_file_weighs_more_than_the_catalog_format_is_fitted_on_its_own_bytes() -> None:
+    from dataclasses import replace
+
+    from estimator.calibration.fit import row_quant
+    from estimator.calibration.measurements import Row
+    from estimator.memory import weight_bytes
+
+    m, q = model("qwen3-8b"), quant("ud-q4_k_xl")
+    base = Row(kind="decode", gpu=gpu("nvidia-rtx-4090"), gpus=1, model=m, quant=q, tokens=128, depth=0,
+               measured_tps=100.0, source="test", holdout=False)
+    catalog_gib = weight_bytes(m, q) / 2**30
+    heavier = replace(base, file_gib=catalog_gib * 1.15)
+    assert abs(weight_bytes(m, row_quant(heavier)) / 2**30 / heavier.file_gib - 1) < 0.01
+    assert row_quant(replace(base, file_gib=catalog_gib * 1.01)) is q  # the same file, within rounding
+    assert row_quant(replace(base, file_gib=catalog_gib * 2)) is q  # a different file: the name is wrong, not the bits
+    assert row_quant(base) is q
