@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cache
 
 from pydantic import BaseModel, ConfigDict
 
@@ -90,6 +91,43 @@ def unpacked_weight_tiles(
     per_expert = batch * model.moe.active_experts / model.moe.experts
     passes = prompt_tokens / batch if batch else 0.0
     return shared, passes * math.ceil(per_expert / tile) * _all_experts(model, routed)
+
+
+# Tokens per expert beyond which the Poisson tail is negligible for any micro-batch llama.cpp runs.
+_MAX_EXPERT_TOKENS = 1 << 16
+
+
+def expert_blas_shares(fmt: QuantFormat, gpu: GPU, date: str, mean_tokens: float, experts: int) -> tuple[float, float]:
+    """(share of the experts, share of their routed tokens) whose matmuls go to BLAS in one micro-batch.
+    llama.cpp runs each expert's matrices as a matmul over the tokens routed to it and picks MMQ or BLAS by
+    that count (ggml_cuda_mul_mat_id's per-expert loop; an expert with no tokens is skipped). Tokens are taken
+    as routed independently, so an expert's count is Poisson with the mean the router gives."""
+    return _expert_blas_shares(fmt, gpu, date, round(mean_tokens, 1), experts)
+
+
+@cache
+def _expert_blas_shares(fmt: QuantFormat, gpu: GPU, date: str, mean: float, experts: int) -> tuple[float, float]:
+    if mean <= 0:
+        return 0.0, 0.0
+    log_pmf = -mean  # log P(0)
+    experts_share = tokens_share = 0.0
+    for n in range(1, _MAX_EXPERT_TOKENS):
+        log_pmf += math.log(mean / n)
+        if n > mean and log_pmf < _NEGLIGIBLE_LOG_P:
+            break
+        if log_pmf > _NEGLIGIBLE_LOG_P and _expert_kernel(fmt, gpu, date, n, experts) == "blas":
+            pmf = math.exp(log_pmf)
+            experts_share += pmf
+            tokens_share += pmf * n
+    return experts_share, tokens_share / mean
+
+
+_NEGLIGIBLE_LOG_P = -30.0
+
+
+@cache
+def _expert_kernel(fmt: QuantFormat, gpu: GPU, date: str, tokens: int, experts: int) -> str:
+    return prefill_gemm(fmt, gpu, date=date, ubatch=tokens, experts=experts)
 
 
 def streamed_weight_bytes(model: Model, fmt: QuantFormat, sequences: int = 1) -> float:
@@ -249,33 +287,39 @@ def prefill_terms(
     batch = min(prompt_tokens, step or prompt_tokens)
     # llama.cpp picks a kernel per matrix by its token count: the shared matrices see the whole micro-batch,
     # each expert only its routed share of it (few enough tokens that even a BLAS build keeps its MMQ).
-    gemm = expert_gemm = None
+    gemm: str | None = None
+    # Shares of the experts (and of their routed tokens) whose matrices go to BLAS rather than MMQ.
+    blas_experts = blas_tokens = 0.0
     if family(engine) == "llama.cpp":
         experts = model.moe.experts if model.moe else 0
         gemm = prefill_gemm(fmt, gpu, date=date, ubatch=batch, experts=experts)
-        expert_gemm = gemm if model.moe is None else prefill_gemm(
-            fmt, gpu, date=date, ubatch=max(1, round(batch * model.moe.active_experts / experts)), experts=experts)
+        if model.moe is not None:
+            blas_experts, blas_tokens = expert_blas_shares(
+                fmt, gpu, date, batch * model.moe.active_experts / experts, experts)
     mm = matmul_flops(model, prompt_tokens)
     dense, routed = _active_split(model)
     expert_share = routed / (dense + routed) if dense + routed > 0 else 0.0
     dense_peak = compute_tflops(engine, fmt, gpu, gemm) * 1e12
-    expert_peak = compute_tflops(engine, fmt, gpu, expert_gemm) * 1e12
+    if gemm not in ("mmq", "blas"):
+        expert_s = mm * expert_share / dense_peak
+    else:
+        expert_s = mm * expert_share * (blas_tokens / (compute_tflops(engine, fmt, gpu, "blas") * 1e12)
+                                        + (1 - blas_tokens) / (compute_tflops(engine, fmt, gpu, "mmq") * 1e12))
     streamed = weight_bytes(model, fmt)
     if fmt.kernel != "f16":
         # A pass that sends a matrix to BLAS first dequantises it to an F16 buffer that the GEMM reads back.
         f16_copy = 2 * k.KV_BYTES_PER_ELEMENT["f16"]
-        streamed += f16_copy * ((dense if gemm == "blas" else 0.0)
-                                + (_all_experts(model, routed) if expert_gemm == "blas" else 0.0))
+        streamed += f16_copy * ((dense if gemm == "blas" else 0.0) + blas_experts * _all_experts(model, routed))
     attention = attention_flops(model, prompt_tokens, depth)
     # Without flash attention the scores are BLAS products, on matrix units wherever there are any.
     vector = flash_attn is not False and prefill_attention_kernel(
         engine, gpu, model, date=date, rocwmma=rocwmma) == "vector"
     shared_tiles, expert_tiles = unpacked_weight_tiles(model, prompt_tokens, step, (dense, routed))
     unpacked = 0.0 if fmt.kernel == "f16" else (
-        (0.0 if gemm == "blas" else shared_tiles) + (0.0 if expert_gemm == "blas" else expert_tiles))
+        (0.0 if gemm == "blas" else shared_tiles) + (1 - blas_experts) * expert_tiles)
     return PrefillTerms(
-        matmul_s=mm * (1 - expert_share) / dense_peak + mm * expert_share / expert_peak,
-        expert_matmul_s=mm * expert_share / expert_peak,
+        matmul_s=mm * (1 - expert_share) / dense_peak + expert_s,
+        expert_matmul_s=expert_s,
         attention_s=0.0 if vector else attention / (attention_tflops(gpu) * 1e12),
         vector_attention_s=attention / (attention_tflops(gpu, "vector") * 1e12) if vector else 0.0,
         # A big prompt batch routes to every expert, so each pass streams the whole model.

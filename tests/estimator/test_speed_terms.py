@@ -337,3 +337,19 @@ def test_a_row_whose_file_weighs_more_than_the_catalog_format_is_fitted_on_its_o
     assert row_quant(replace(base, file_gib=catalog_gib * 1.01)) is q  # the same file, within rounding
     assert row_quant(replace(base, file_gib=catalog_gib * 2)) is q  # a different file: the name is wrong, not the bits
     assert row_quant(base) is q
+
+
+def test_experts_split_between_mmq_and_blas_by_the_tokens_each_one_is_routed() -> None:
+    """gpt-oss-20b: 512 tokens × 4 of 32 experts = 64 per expert on average, the count at which a 2025 RDNA
+    build stopped keeping MMQ: about half the experts (those routed 64 or more) go to BLAS."""
+    from estimator.speed import expert_blas_shares
+
+    q, strix = quant("mxfp4"), gpu("amd-radeon-8060s-128gb")
+    experts, tokens = expert_blas_shares(q, strix, "2025-09-28", 64, 32)
+    assert 0.4 < experts < 0.6 and tokens > experts  # the busier experts carry more of the tokens
+    assert expert_blas_shares(q, strix, "2025-09-28", 16, 128)[0] < 1e-6  # 16 per expert: all MMQ
+    assert expert_blas_shares(q, strix, "2026-02-01", 64, 32) == (0.0, 0.0)  # WMMA MMQ takes every batch
+    m = model("gpt-oss-20b")
+    old = prefill_terms(m, q, strix, "llama.cpp", 512, date="2025-09-28")
+    new = prefill_terms(m, q, strix, "llama.cpp", 512, date="2026-02-01")
+    assert new.tile_dequant_s > old.tile_dequant_s > 0 and old.weight_passes_s > new.weight_passes_s
