@@ -657,9 +657,12 @@ def report_cv(result: Result) -> None:
 
 
 def report(rows: list[Row]) -> dict[str, float]:
-    """In-sample errors of the committed constants (every row, multi-GPU included)."""
+    """In-sample errors of the answer the estimator gives for each row's question (every row, multi-GPU
+    included): committed constants, today's build and default flags, the catalog's format. A row measured on
+    an older build, with other flags or on a heavier file than the format's typical one differs by design."""
     medians: dict[str, float] = {}
-    print("== in-sample, committed constants (the fit saw these rows; cross-validation above is the honest figure)")
+    print("== in-sample, the estimate as answered today (committed constants, current build and defaults; the fit "
+          "saw these rows, and rows from older builds or other flags differ by design)")
     for kind in ("decode", "prefill"):
         for multi in (False, True):
             errs = [ape(r) for r in rows if r.kind == kind and (r.gpus > 1) == multi]
