@@ -284,10 +284,26 @@ class Model(_Frozen):
         return self.active_params_b * 1e9
 
 
+class TensorBits(_Frozen):
+    """Average storage bits per weight of each tensor class, for a format that stores the classes at
+    different precisions (Unsloth's dynamic GGUFs keep attention and the always-active tensors above the
+    routed experts). `ffn` is the dense FFN and any shared experts; `experts` the routed experts' gate and
+    up matrices, `experts_down` their down matrices; `other` whatever the decoder formula does not count
+    (linear-attention and SSM mixers, norms). Averages over the class, scales included."""
+
+    attention: float = Field(gt=1, le=32)
+    ffn: float = Field(gt=1, le=32)
+    experts: float = Field(gt=1, le=32)
+    experts_down: float = Field(gt=1, le=32)
+    other: float = Field(gt=1, le=32)
+
+
 class QuantFormat(_Frozen):
     """A weight format. `bits_per_weight` is the storage cost of the quantized tensors including their
     scales; `embedding_bits` and `output_bits` are what the format keeps the token embedding and the
-    LM head in (GGUF keeps `output.weight` at Q6_K for most k-quants, for example)."""
+    LM head in (GGUF keeps `output.weight` at Q6_K for most k-quants, for example). A format with
+    `tensor_bits` states each tensor class on its own; its `bits_per_weight` is then the dense FFN's, the
+    bulk of a dense model."""
 
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$")
     name: str
@@ -301,8 +317,17 @@ class QuantFormat(_Frozen):
         default="fp16", description="precision the matrix multiplies run in during prefill"
     )
     kernel: str = Field(default="", description="decode kernel family, used to pick a calibrated efficiency")
+    tensor_bits: TensorBits | None = Field(
+        default=None, description="per-tensor-class bits, for formats whose mix differs by tensor class"
+    )
     source: str = Field(min_length=8)
     notes: str = ""
+
+    @model_validator(mode="after")
+    def _bulk_is_the_ffn(self) -> QuantFormat:
+        if self.tensor_bits is not None and self.tensor_bits.ffn != self.bits_per_weight:
+            raise ValueError(f"{self.id}: bits_per_weight must equal tensor_bits.ffn (the bulk of a dense model)")
+        return self
 
 
 class NotARelease(_Frozen):

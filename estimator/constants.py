@@ -109,3 +109,24 @@ FFN_DOWN_FALLBACK_EXTRA_BITS: dict[str, float] = {
     "q2_k": 4.5 - 3.4375,
     "iq4_xs": 4.5 - 4.25,
 }
+
+# A format stated per tensor class (QuantFormat.tensor_bits) gives each class an average; a class whose rows
+# are not whole k-quant blocks takes the same fallbacks. The average is read as a mix of the two neighbouring
+# rungs of this ladder (ggml-common.h block sizes: Q2_K 84, Q3_K 110, Q4_K 144, Q5_K 176, Q6_K 210 bytes per
+# 256 weights; Q8_0 34 per 32; F16 2 bytes), each rung stored as its fallback (Q5_0 22, Q5_1 24, IQ4_NL 18
+# bytes per 32 weights: 5.5, 6.0 and 4.5 bits).
+KQUANT_LADDER_BITS: tuple[tuple[float, float], ...] = (  # (bits, bits after the fallback)
+    (2.625, 4.5),  # Q2_K -> IQ4_NL
+    (3.4375, 4.5),  # Q3_K -> IQ4_NL
+    (4.5, 5.5),  # Q4_K -> Q5_0
+    (5.5, 6.0),  # Q5_K -> Q5_1
+    (6.5625, 8.5),  # Q6_K -> Q8_0
+    (8.5, 8.5),  # Q8_0 packs rows in blocks of 32
+    (16.0, 16.0),  # F16/BF16
+)
+# The _M mixes skip a rung (Q4_K_M is Q4_K with 14 % of a body in Q6_K, quants.toml), so the ladder would
+# read their average as Q4_K/Q5_K; their bodies fall back as the mix they are: 0.86 x Q5_0 + 0.14 x Q8_0.
+KQUANT_MIX_FALLBACK_BITS: dict[str, float] = {
+    "q4_k_m": 0.86 * 5.5 + 0.14 * 8.5,
+    "q5_k_m": 0.86 * 6.0 + 0.14 * 8.5,
+}

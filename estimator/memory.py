@@ -6,10 +6,12 @@ fits      ⇔ total(ctx) ≤ usable_vram_bytes
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from catalog.arch import attention_params_per_layer
 from catalog.schema import GPU, Model, QuantFormat
 from estimator import constants as k
 from estimator.engines import family
@@ -68,14 +70,117 @@ def weight_bytes(model: Model, fmt: QuantFormat) -> float:
     return value
 
 
+TensorClass = Literal["token_embd", "output", "attention", "ffn", "experts", "experts_down", "other"]
+
+
+def tensor_class_params(model: Model) -> list[tuple[TensorClass, float, int]]:
+    """(class, parameters, row width) for each group of matrices in the file.
+
+    A matrix's rows run along its input: the hidden state for the embedding and LM head, Q/K/V, FFN up and
+    gate and the mixers; the attention heads for the output projection; the FFN width for down. k-quants
+    pack a row in blocks of 256, so the width says whether the group takes llama.cpp's fallback type. The
+    shared table of a tied model is stored once, as the LM head (see `_weight_bytes`). `other` is what the
+    decoder formula leaves to `extra_params_b` (linear-attention and SSM mixers, norms)."""
+    h = model.hidden_size
+    up_gate = 2 if model.mlp == "gated" else 1
+    a = model.attention
+    attention_layers = (a.global_layers or 0) if a.kind == "hybrid_linear" else model.layers
+    heads_width = model.attention_heads * (a.v_head_dim or model.head_dim)
+    attention = attention_layers * attention_params_per_layer(model)
+    attention_output = attention_layers * heads_width * h
+    width = model.intermediate_size or 0
+    dense_layers = model.layers if model.moe is None else model.moe.dense_layers
+    table = embedding_table_params(model)
+    classes: list[tuple[TensorClass, float, int]] = [
+        ("output", table, h),
+        ("attention", attention - attention_output, h),
+        ("attention", attention_output, heads_width),
+        ("ffn", dense_layers * up_gate * h * width, h),
+        ("ffn", dense_layers * h * width, width),
+    ]
+    if not model.tied_embeddings:
+        classes.append(("token_embd", table, h))
+    moe = model.moe
+    if moe is not None:
+        moe_layers = model.layers - moe.dense_layers
+        expert_width = moe.moe_intermediate_size or width
+        shared_width = moe.shared_expert_intermediate_size or expert_width
+        shared = moe_layers * moe.shared_experts * h * shared_width
+        classes += [
+            ("ffn", up_gate * shared, h),
+            ("ffn", shared, shared_width),
+            ("experts", moe_layers * moe.experts * up_gate * h * expert_width, h),
+            ("experts_down", moe_layers * moe.experts * h * expert_width, expert_width),
+        ]
+    counted = sum(p for _, p, _ in classes)
+    classes.append(("other", max(model.params - counted, 0.0), h))
+    return classes
+
+
+def misfits_kquant_blocks(row_width: int) -> bool:
+    return row_width % k.KQUANT_ROW_BLOCK != 0
+
+
+def fallback_bits(bits: float) -> float:
+    """Average bits of a class whose rows miss whole k-quant blocks: its average read as a mix of the two
+    neighbouring rungs of the k-quant ladder, each stored as its fallback type (see constants)."""
+    ladder = k.KQUANT_LADDER_BITS
+    if bits <= ladder[0][0]:
+        return ladder[0][1]
+    for (lo, lo_fb), (hi, hi_fb) in pairwise(ladder):
+        if bits <= hi:
+            share = (bits - lo) / (hi - lo)
+            return lo_fb + share * (hi_fb - lo_fb)
+    return bits
+
+
+def _tensor_class_bytes(model: Model, fmt: QuantFormat) -> float:
+    tb = fmt.tensor_bits
+    assert tb is not None
+    # The classes are stated for the catalog's typical file; a copy of the format rescaled to a file that
+    # weighs more or less (the calibration's stated sizes) moves every class with its bits_per_weight.
+    scale = fmt.bits_per_weight / tb.ffn
+    bits: dict[TensorClass, float] = {
+        "token_embd": fmt.embedding_bits / scale, "output": fmt.output_bits / scale, "attention": tb.attention,
+        "ffn": tb.ffn, "experts": tb.experts, "experts_down": tb.experts_down, "other": tb.other,
+    }
+    total_bits = sum(
+        params * (fallback_bits(bits[cls]) if misfits_kquant_blocks(row) else bits[cls])
+        for cls, params, row in tensor_class_params(model)
+    )
+    return total_bits * scale / 8
+
+
+def hidden_row_fallback_bits(model: Model, fmt: QuantFormat) -> float:
+    """Extra bits when the hidden size is not a whole number of k-quant blocks (Nemotron-3-Nano's 2688,
+    Gemma 3 1B's 1152): every matrix read along the hidden state, the embedding and the LM head included,
+    is stored in its type's fallback. The down projections are `ffn_down_fallback_bits`' part."""
+    if fmt.id not in k.FFN_DOWN_FALLBACK_EXTRA_BITS or not misfits_kquant_blocks(model.hidden_size):
+        return 0.0
+    tables = {"output": fmt.output_bits, "token_embd": fmt.embedding_bits}
+    body_fallback = k.KQUANT_MIX_FALLBACK_BITS.get(fmt.id, fallback_bits(fmt.bits_per_weight))
+    extra = 0.0
+    for cls, params, row in tensor_class_params(model):
+        if row != model.hidden_size:
+            continue
+        if cls in tables:
+            extra += params * (fallback_bits(tables[cls]) - tables[cls])
+        else:
+            extra += params * (body_fallback - fmt.bits_per_weight)
+    return extra
+
+
 def _weight_bytes(model: Model, fmt: QuantFormat) -> float:
+    if fmt.tensor_bits is not None:
+        return _tensor_class_bytes(model, fmt)
     table = embedding_table_params(model)
     if model.tied_embeddings:
         # One shared matrix; engines store it at the LM head's type because it is used as one.
         tables_bits = table * fmt.output_bits
     else:
         tables_bits = table * (fmt.embedding_bits + fmt.output_bits)
-    return (body_params(model) * fmt.bits_per_weight + tables_bits + ffn_down_fallback_bits(model, fmt)) / 8
+    body_bits = body_params(model) * fmt.bits_per_weight
+    return (body_bits + tables_bits + ffn_down_fallback_bits(model, fmt) + hidden_row_fallback_bits(model, fmt)) / 8
 
 
 # --- KV cache --------------------------------------------------------------------------------------
