@@ -7,7 +7,7 @@ fits      ⇔ total(ctx) ≤ usable_vram_bytes
 from __future__ import annotations
 
 from itertools import pairwise
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
@@ -73,14 +73,20 @@ def weight_bytes(model: Model, fmt: QuantFormat) -> float:
 TensorClass = Literal["token_embd", "output", "attention", "ffn", "experts", "experts_down", "other"]
 
 
-def tensor_class_params(model: Model) -> list[tuple[TensorClass, float, int]]:
-    """(class, parameters, row width) for each group of matrices in the file.
+class TensorGroup(NamedTuple):
+    cls: TensorClass
+    params: float
+    row_width: int  # k-quants pack a row in blocks of 256: the width says whether the group falls back
+    reads_hidden: bool  # its rows run along the hidden state (not a down or attention-output projection)
+
+
+def tensor_class_params(model: Model) -> list[TensorGroup]:
+    """The groups of matrices in the file, by class and by what their rows run along.
 
     A matrix's rows run along its input: the hidden state for the embedding and LM head, Q/K/V, FFN up and
-    gate and the mixers; the attention heads for the output projection; the FFN width for down. k-quants
-    pack a row in blocks of 256, so the width says whether the group takes llama.cpp's fallback type. The
-    shared table of a tied model is stored once, as the LM head (see `_weight_bytes`). `other` is what the
-    decoder formula leaves to `extra_params_b` (linear-attention and SSM mixers, norms)."""
+    gate and the mixers; the attention heads for the output projection; the FFN width for down. The shared
+    table of a tied model is stored once, as the LM head (see `_weight_bytes`). `other` is what the decoder
+    formula leaves to `extra_params_b` (linear-attention and SSM mixers, norms)."""
     h = model.hidden_size
     up_gate = 2 if model.mlp == "gated" else 1
     a = model.attention
@@ -91,34 +97,34 @@ def tensor_class_params(model: Model) -> list[tuple[TensorClass, float, int]]:
     width = model.intermediate_size or 0
     dense_layers = model.layers if model.moe is None else model.moe.dense_layers
     table = embedding_table_params(model)
-    classes: list[tuple[TensorClass, float, int]] = [
-        ("output", table, h),
-        ("attention", attention - attention_output, h),
-        ("attention", attention_output, heads_width),
-        ("ffn", dense_layers * up_gate * h * width, h),
-        ("ffn", dense_layers * h * width, width),
+    groups = [
+        TensorGroup("output", table, h, True),
+        TensorGroup("attention", attention - attention_output, h, True),
+        TensorGroup("attention", attention_output, heads_width, False),
+        TensorGroup("ffn", dense_layers * up_gate * h * width, h, True),
+        TensorGroup("ffn", dense_layers * h * width, width, False),
     ]
     if not model.tied_embeddings:
-        classes.append(("token_embd", table, h))
+        groups.append(TensorGroup("token_embd", table, h, True))
     moe = model.moe
     if moe is not None:
         moe_layers = model.layers - moe.dense_layers
         expert_width = moe.moe_intermediate_size or width
         shared_width = moe.shared_expert_intermediate_size or expert_width
         shared = moe_layers * moe.shared_experts * h * shared_width
-        classes += [
-            ("ffn", up_gate * shared, h),
-            ("ffn", shared, shared_width),
-            ("experts", moe_layers * moe.experts * up_gate * h * expert_width, h),
-            ("experts_down", moe_layers * moe.experts * h * expert_width, expert_width),
+        groups += [
+            TensorGroup("ffn", up_gate * shared, h, True),
+            TensorGroup("ffn", shared, shared_width, False),
+            TensorGroup("experts", moe_layers * moe.experts * up_gate * h * expert_width, h, True),
+            TensorGroup("experts_down", moe_layers * moe.experts * h * expert_width, expert_width, False),
         ]
-    counted = sum(p for _, p, _ in classes)
-    classes.append(("other", max(model.params - counted, 0.0), h))
-    return classes
+    counted = sum(g.params for g in groups)
+    groups.append(TensorGroup("other", max(model.params - counted, 0.0), h, True))
+    return groups
 
 
 def misfits_kquant_blocks(row_width: int) -> bool:
-    return row_width % k.KQUANT_ROW_BLOCK != 0
+    return row_width % k.KQUANT_ROW_BLOCK != 0 if row_width else False
 
 
 def fallback_bits(bits: float) -> float:
@@ -145,8 +151,8 @@ def _tensor_class_bytes(model: Model, fmt: QuantFormat) -> float:
         "ffn": tb.ffn, "experts": tb.experts, "experts_down": tb.experts_down, "other": tb.other,
     }
     total_bits = sum(
-        params * (fallback_bits(bits[cls]) if misfits_kquant_blocks(row) else bits[cls])
-        for cls, params, row in tensor_class_params(model)
+        g.params * (fallback_bits(bits[g.cls]) if misfits_kquant_blocks(g.row_width) else bits[g.cls])
+        for g in tensor_class_params(model)
     )
     return total_bits * scale / 8
 
@@ -160,13 +166,13 @@ def hidden_row_fallback_bits(model: Model, fmt: QuantFormat) -> float:
     tables = {"output": fmt.output_bits, "token_embd": fmt.embedding_bits}
     body_fallback = k.KQUANT_MIX_FALLBACK_BITS.get(fmt.id, fallback_bits(fmt.bits_per_weight))
     extra = 0.0
-    for cls, params, row in tensor_class_params(model):
-        if row != model.hidden_size:
+    for g in tensor_class_params(model):
+        if not g.reads_hidden:
             continue
-        if cls in tables:
-            extra += params * (fallback_bits(tables[cls]) - tables[cls])
+        if g.cls in tables:
+            extra += g.params * (fallback_bits(tables[g.cls]) - tables[g.cls])
         else:
-            extra += params * (body_fallback - fmt.bits_per_weight)
+            extra += g.params * (body_fallback - fmt.bits_per_weight)
     return extra
 
 

@@ -151,7 +151,13 @@ K_LADDER = ["q2_k", "q3_k_m", "q4_k_s", "q4_k_m", "q5_k_s", "q5_k_m", "q6_k", "q
 @SETTINGS
 @given(queries(engine="llama.cpp"))
 def test_lower_precision_never_needs_more_memory(q: Query) -> None:
-    formats = [CAT.quant(i) for i in K_LADDER]
+    ladder = K_LADDER
+    if q.model.hidden_size % 256:
+        # Rows that are not whole k-quant blocks fall back: Q4_K_M's Q6_K share becomes Q8_0 and outweighs
+        # Q5_K_S's Q5_1, in real files too (unsloth's Nemotron-3-Nano-30B-A3B: Q4_K_M 24,574,373,664 bytes,
+        # Q5_K_S 23,953,735,968; gguf_sizes.toml).
+        ladder = [i for i in K_LADDER if i != "q5_k_s"]
+    formats = [CAT.quant(i) for i in ladder]
     totals = [total_bytes_at(q.model_copy(update={"quant": f}), q.ctx) for f in formats]
     assert totals == sorted(totals)
 
