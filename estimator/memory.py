@@ -157,6 +157,30 @@ def _tensor_class_bytes(model: Model, fmt: QuantFormat) -> float:
     return total_bits * scale / 8
 
 
+def active_weight_bits(model: Model, fmt: QuantFormat) -> tuple[float, float]:
+    """(bits per always-active body weight, bits per routed-expert weight) as the file stores them: what a
+    decode step streams per weight outside the LM head. A format stated per tensor class averages its classes
+    (attention, dense FFN and shared experts, mixers / routed gate-up and down); any other format stores the
+    body at its bits_per_weight."""
+    tb = fmt.tensor_bits
+    if tb is None:
+        return fmt.bits_per_weight, fmt.bits_per_weight
+    scale = fmt.bits_per_weight / tb.ffn
+    bits: dict[TensorClass, float] = {"attention": tb.attention, "ffn": tb.ffn, "experts": tb.experts,
+                                      "experts_down": tb.experts_down, "other": tb.other}
+    sums = {"dense": [0.0, 0.0], "routed": [0.0, 0.0]}
+    for g in tensor_class_params(model):
+        if g.cls in ("token_embd", "output") or g.params <= 0:
+            continue
+        b = fallback_bits(bits[g.cls]) if misfits_kquant_blocks(g.row_width) else bits[g.cls]
+        part = sums["routed" if g.cls in ("experts", "experts_down") else "dense"]
+        part[0] += g.params * b
+        part[1] += g.params
+    dense = sums["dense"][0] / sums["dense"][1] if sums["dense"][1] else tb.ffn
+    routed = sums["routed"][0] / sums["routed"][1] if sums["routed"][1] else tb.experts
+    return dense * scale, routed * scale
+
+
 def hidden_row_fallback_bits(model: Model, fmt: QuantFormat) -> float:
     """Extra bits when the hidden size is not a whole number of k-quant blocks (Nemotron-3-Nano's 2688,
     Gemma 3 1B's 1152): every matrix read along the hidden state, the embedding and the LM head included,

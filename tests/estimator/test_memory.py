@@ -13,6 +13,7 @@ from estimator import constants as k
 from estimator.calibration.measurements import DATA_DIR
 from estimator.memory import (
     CTX_STEP,
+    active_weight_bits,
     fallback_bits,
     hidden_row_fallback_bits,
     kv_bytes_per_token_per_layer,
@@ -463,3 +464,23 @@ def test_max_context_is_zero_when_the_weights_do_not_fit() -> None:
     q = _query(gpu=_g("nvidia-t4"), model=_m("llama-3.1-70b"), quant=_q("f16"))
     assert max_context(q) == 0
     assert memory(q).verdict == "does_not_fit"
+
+
+def test_active_weight_bits_split_the_always_read_weights_from_the_routed_experts() -> None:
+    # UD-Q4_K_XL keeps the attention and dense FFN of an MoE above its routed experts; a fixed-mix format
+    # reads every body weight at its bits_per_weight.
+    ud = _q("ud-q4_k_xl")
+    dense, routed = active_weight_bits(_m("qwen3-30b-a3b"), ud)
+    assert ud.tensor_bits is not None
+    assert routed == pytest.approx((2 * ud.tensor_bits.experts + ud.tensor_bits.experts_down) / 3)
+    assert dense > routed
+    assert active_weight_bits(_m("qwen3-30b-a3b"), _q("q4_k_m")) == (4.80, 4.80)
+    # the bytes they imply add up to the file: body at these bits plus the tables
+    m = _m("qwen3-30b-a3b")
+    body = {g.cls: 0.0 for g in tensor_class_params(m)}
+    for g in tensor_class_params(m):
+        body[g.cls] += g.params
+    routed_params = body["experts"] + body["experts_down"]
+    dense_params = body["attention"] + body["ffn"] + body["other"]
+    tables = body["output"] * ud.output_bits + body.get("token_embd", 0.0) * ud.embedding_bits
+    assert (dense_params * dense + routed_params * routed + tables) / 8 == pytest.approx(weight_bytes(m, ud))
