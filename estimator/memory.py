@@ -55,7 +55,9 @@ _WEIGHT_MEMO_MAX = 4096
 
 
 def weight_bytes(model: Model, fmt: QuantFormat) -> float:
-    """Bytes of the model file in this format (bits per weight / 8 per tensor class).
+    """Bytes of the model file in this format (bits per weight / 8 per tensor class): the body at the
+    format's bits_per_weight and the tables at embedding_bits / output_bits, or, for a format stated per
+    tensor class, each class at its own bits; rows that are not whole k-quant blocks at their fallback.
 
     Entries are frozen, so the answer for the same two objects never changes; ranking asks it thousands
     of times. The memo checks identity, so two different models that share an id are never confused.
