@@ -52,7 +52,7 @@ from estimator.engines import (
     prefill_gemm,
     tensor_parallel,
 )
-from estimator.memory import body_params, embedding_table_params, kv_cache_bytes, weight_bytes
+from estimator.memory import active_weight_bits, body_params, embedding_table_params, kv_cache_bytes, weight_bytes
 from estimator.query import Engine, KVDtype, Query
 from estimator.units import GB_DECIMAL
 
@@ -147,7 +147,9 @@ def _streamed_split_bytes(model: Model, fmt: QuantFormat, sequences: int) -> tup
     if model.moe is not None and sequences > 1:
         share = 1 - (1 - model.moe.active_experts / model.moe.experts) ** sequences
         routed = routed / (model.moe.active_experts / model.moe.experts) * share
-    return dense * fmt.bits_per_weight / 8 + head_bytes, routed * fmt.bits_per_weight / 8
+    # A format stated per tensor class keeps attention and shared tensors heavier than the routed experts.
+    dense_bits, routed_bits = active_weight_bits(model, fmt)
+    return dense * dense_bits / 8 + head_bytes, routed * routed_bits / 8
 
 
 def interconnect_kind(gpu: GPU) -> str:

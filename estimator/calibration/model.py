@@ -47,6 +47,21 @@ POWER_LIMITED_MAX_TDP_W = 75.0
 # Builds older than this ran without CUDA graphs for single-sequence decode and with the 2024 MoE
 # kernels; their rows get an "era" group (never applied to an estimate, which is for current builds).
 OLD_BUILD_BEFORE = "2024-06"
+# llama.cpp's CUDA backend captured decode in CUDA graphs only on compute capability 8.0 and up until
+# llama.cpp#25749 (ggml commit c621d2c8, 2026-07-16) moved the gate to Volta; Pascal and older never use them,
+# so each of their layers pays its kernel launches from the CPU.
+GRAPHS_VOLTA_SINCE = "2026-07-16"
+GRAPHS_MIN_CC = 8.0
+GRAPHS_MIN_CC_SINCE_VOLTA = 7.0
+
+
+def cuda_graphs_off(engine: str, gpu: GPU, date: str) -> bool:
+    """Whether a llama.cpp CUDA build of that date ("" = current) ran decode without CUDA graphs on this GPU."""
+    if ENGINE_FAMILY.get(engine, engine) != "llama.cpp" or backend_of(gpu) != "cuda":
+        return False
+    cc = compute_capability(gpu) or GRAPHS_MIN_CC
+    floor = GRAPHS_MIN_CC_SINCE_VOLTA if (date or "9999") >= GRAPHS_VOLTA_SINCE else GRAPHS_MIN_CC
+    return cc < floor
 
 # Levels whose "group" is a continuous property of the GPU: the fitted value is a slope, multiplied by
 # the property (see `covariates`), not an offset shared by a set of rows.
@@ -86,7 +101,7 @@ DECODE_PARAMS: tuple[Param, ...] = (
         "all", "family", "backend", "kernel", "dp4a", "power", "power_per_flop", "die"),
         "unpacking and scaling each quantized weight is integer/FP work the memory stream does not hide"),
     Param("layer_overhead_s", 6e-5, "s per layer per token", (
-        "all", "family", "engine", "backend", "die", "power_per_flop", "build_age"),
+        "all", "family", "engine", "backend", "die", "power_per_flop", "build_age", "graphs"),
         "kernel launches and synchronisation per layer (fewer build by build; slower at a throttled clock)"),
     Param("moe_layer_overhead_s", 3e-5, "s per MoE layer per token", ("all", "family", "backend", "era"),
           "router, top-k and expert gather per MoE layer"),
@@ -221,6 +236,8 @@ def situation_groups(
         # One slope per backend: its kernels improve build by build at their own pace. An estimate is for
         # current builds, so its age is zero and the slope only keeps old rows from biasing the rest.
         "build_age": backend_of(gpu),
+        # Graphs on is the reference; a build that launched every kernel from the CPU owns an offset.
+        "graphs": "off" if cuda_graphs_off(engine, gpu, date) else DEFAULT_GROUP,
         # ROCm's F16 GEMMs run through rocBLAS, or through hipBLASLt where ROCBLAS_USE_HIPBLASLT=1 (untuned
         # rocBLAS kernels for new chips like gfx1151 ran a fraction of hipBLASLt's rate). A row that does not
         # say, and every estimate, sits in "default".

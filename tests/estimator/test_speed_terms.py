@@ -353,3 +353,26 @@ def test_experts_split_between_mmq_and_blas_by_the_tokens_each_one_is_routed() -
     old = prefill_terms(m, q, strix, "llama.cpp", 512, date="2025-09-28")
     new = prefill_terms(m, q, strix, "llama.cpp", 512, date="2026-02-01")
     assert new.tile_dequant_s > old.tile_dequant_s > 0 and old.weight_passes_s > new.weight_passes_s
+
+
+def test_llama_cpp_decode_ran_without_cuda_graphs_below_ampere_until_mid_2026_and_never_on_pascal() -> None:
+    from estimator.calibration.model import cuda_graphs_off
+
+    t4, p40, rtx4090 = gpu("nvidia-t4"), gpu("nvidia-tesla-p40"), gpu("nvidia-rtx-4090")
+    assert cuda_graphs_off("llama.cpp", t4, "2025-04-05") and cuda_graphs_off("ollama", t4, "2026-03-01")
+    assert not cuda_graphs_off("llama.cpp", t4, "2026-08-01") and not cuda_graphs_off("llama.cpp", t4, "")
+    assert cuda_graphs_off("llama.cpp", p40, "") and not cuda_graphs_off("llama.cpp", rtx4090, "2025-01-01")
+    assert not cuda_graphs_off("vllm", p40, "") and not cuda_graphs_off("llama.cpp", gpu("amd-rx-7900-xtx"), "")
+
+
+def test_decode_streams_a_per_class_format_at_the_bits_of_what_it_reads() -> None:
+    """UD-Q3_K_XL keeps attention and shared tensors heavier than the routed experts: a MoE step reads its
+    experts at their own bits, not at the dense FFN's."""
+    from estimator.memory import active_weight_bits
+    from estimator.speed import streamed_weight_bytes
+
+    m, q = model("qwen3-30b-a3b"), quant("ud-q3_k_xl")
+    dense_bits, routed_bits = active_weight_bits(m, q)
+    assert dense_bits != routed_bits
+    flat = q.model_copy(update={"tensor_bits": None})
+    assert streamed_weight_bytes(m, q) != streamed_weight_bytes(m, flat)
