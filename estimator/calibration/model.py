@@ -212,7 +212,7 @@ def watts_per_tflops(gpu: GPU) -> float | None:
 
 def situation_groups(
     engine: str, gpu: GPU, kernel: str, compute: str, *, date: str = "", flash_attn: bool | None = None,
-    hipblaslt: bool | None = None,
+    hipblaslt: bool | None = None, cuda_graphs: bool | None = None,
 ) -> dict[str, str]:
     """The group of each level this situation belongs to. An estimate passes no date: it is for current builds,
     and no ROCm library flags: it speaks for a default build."""
@@ -236,8 +236,9 @@ def situation_groups(
         # One slope per backend: its kernels improve build by build at their own pace. An estimate is for
         # current builds, so its age is zero and the slope only keeps old rows from biasing the rest.
         "build_age": backend_of(gpu),
-        # Graphs on is the reference; a build that launched every kernel from the CPU owns an offset.
-        "graphs": "off" if cuda_graphs_off(engine, gpu, date) else DEFAULT_GROUP,
+        # Graphs on is the reference; a build that launched every kernel from the CPU owns an offset, and a
+        # server run eagerly (vLLM --enforce-eager, SGLang --disable-cuda-graph) launches each op from Python.
+        "graphs": "off" if cuda_graphs_off(engine, gpu, date) else "eager" if cuda_graphs is False else DEFAULT_GROUP,
         # ROCm's F16 GEMMs run through rocBLAS, or through hipBLASLt where ROCBLAS_USE_HIPBLASLT=1 (untuned
         # rocBLAS kernels for new chips like gfx1151 ran a fraction of hipBLASLt's rate). A row that does not
         # say, and every estimate, sits in "default".
