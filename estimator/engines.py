@@ -268,8 +268,25 @@ def attention_tflops(gpu: GPU, kernel: str = "matrix") -> float:
     if gpu.vendor == "apple":
         return apple_tflops(gpu)
     if kernel == "vector":
-        return 2 * alu_ops_per_s(gpu) / 1e12
+        # The tile kernel computes in half2 where FP16 runs at twice FP32 (FAST_FP16_AVAILABLE in
+        # ggml-cuda/common.cuh: every AMD part and NVIDIA except sm_61, whose FP16 runs at 1/64), else in FP32.
+        fp32 = 2 * alu_ops_per_s(gpu) / 1e12
+        return fp32 * (FP16_PACKED_SPEEDUP if fast_fp16(gpu) else 1.0)
     return gpu.fp16_tflops or gpu.bf16_tflops or gpu.fp32_tflops or 1.0
+
+
+FP16_PACKED_SPEEDUP = 2.0  # two FP16 lanes per 32-bit lane (half2 / packed math)
+
+
+def fast_fp16(gpu: GPU) -> bool:
+    """Packed FP16 at twice the FP32 rate: all AMD GPUs, NVIDIA's P100 (sm_60) and every NVIDIA part from
+    Volta; not the other Pascal chips (sm_61), whose FP16 runs at 1/64 of FP32."""
+    if gpu.vendor == "amd":
+        return True
+    if gpu.vendor != "nvidia":
+        return False
+    cc = compute_capability(gpu) or 8.6
+    return cc == 6.0 or cc >= 7.0
 
 
 def apple_tflops(gpu: GPU) -> float:

@@ -317,8 +317,14 @@ def test_tile_kernel_attention_is_referred_to_the_vector_rate_and_unfused_attent
     assert tile.attention_s == 0 < tile.vector_attention_s
     assert mma.vector_attention_s == 0 < mma.attention_s
     assert unfused.vector_attention_s == 0 and unfused.attention_s == mma.attention_s
-    # the same FLOPs against a rate four times lower (47.8 FP32 vs 191.4 matrix TFLOPS)
-    assert 3.9 < tile.vector_attention_s / mma.attention_s < 4.1
+    # the same FLOPs against half the rate: packed FP16 lanes (2 × 47.8 TFLOPS) against 191.4 matrix TFLOPS
+    assert 1.95 < tile.vector_attention_s / mma.attention_s < 2.05
+    from estimator.engines import attention_tflops
+
+    # the P100 computes the tile kernel in half2, the P40 (sm_61, FP16 at 1/64) in FP32
+    p100, p40 = gpu("nvidia-p100-pcie-16gb"), gpu("nvidia-tesla-p40")
+    assert attention_tflops(p100, "vector") == 2 * p100.fp32_tflops
+    assert attention_tflops(p40, "vector") == p40.fp32_tflops
 
 
 def test_a_row_whose_file_weighs_more_than_the_catalog_format_is_fitted_on_its_own_bytes() -> None:
