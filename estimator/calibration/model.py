@@ -129,8 +129,10 @@ PREFILL_PARAMS: tuple[Param, ...] = (
         "each expert sees only its share of the micro-batch: small GEMMs plus token routing"),
     Param("request_overhead_s", 0.02, "s per request", ("all", "engine"),
           "a server's tokenisation, scheduling and first-step setup before the first token"),
+    # "compute": the kernel family that unpacks (CUDA/HIP int8 MMQ tiles, or Metal's and the BLAS-era kernels'
+    # dequantise-to-half tiles) does different ALU work per weight.
     Param("tile_dequant_ops_per_weight", 2.0, "ALU ops per quantized weight per tile of prompt tokens", (
-        "all", "family", "backend", "kernel", "dp4a", "power_per_flop"),
+        "all", "family", "backend", "kernel", "dp4a", "power_per_flop", "compute"),
         "the int8 matrix kernels unpack each quantized weight tile once per tile of prompt tokens"),
     Param("recurrent_step_s", 5e-6, "s per prompt token per recurrent layer", ("all", "family", "backend"),
           "linear-attention / SSM layers scan the prompt in order, a chunk at a time, with many small kernels"),
