@@ -145,6 +145,8 @@ MMQ_RDNA4_SINCE = "2025-11-24"  # llama.cpp#17156 "HIP: WMMA-MMQ kernels for RDN
 MMQ_RDNA3_SINCE = "2025-12-05"  # llama.cpp#17576 "HIP: enable WMMA-MMQ INT kernels for RDNA 3"
 MMQ_RDNA3_TUNED_SINCE = "2026-01-06"  # llama.cpp#18537/#18666: hipBLAS again for Q2_K, Q6_K, IQ2 at large batches
 MMQ_DP4A_MAX_BATCH_SIZE = 64  # ggml-cuda/mmq.cuh: the batch below which MMQ is kept over BLAS on those builds
+# The batch sizes at which prefill_gemm's choice can change: it compares a batch with 32, 64, 128 and 256 only.
+PREFILL_GEMM_BATCH_EDGES: tuple[int, ...] = (33, MMQ_DP4A_MAX_BATCH_SIZE, 129, 257)
 
 
 def _ggml_type(fmt: QuantFormat) -> str:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import cache
+from functools import lru_cache
 
 from pydantic import BaseModel, ConfigDict
 
@@ -37,6 +37,7 @@ from catalog.schema import GPU, Model, QuantFormat
 from estimator import constants as k
 from estimator.calibration.model import SERVER_ENGINES
 from estimator.engines import (
+    PREFILL_GEMM_BATCH_EDGES,
     DecodeCoefficients,
     PrefillCoefficients,
     achieved_bandwidth_gbs,
@@ -93,10 +94,6 @@ def unpacked_weight_tiles(
     return shared, passes * math.ceil(per_expert / tile) * _all_experts(model, routed)
 
 
-# Tokens per expert beyond which the Poisson tail is negligible for any micro-batch llama.cpp runs.
-_MAX_EXPERT_TOKENS = 1 << 16
-
-
 def expert_blas_shares(fmt: QuantFormat, gpu: GPU, date: str, mean_tokens: float, experts: int) -> tuple[float, float]:
     """(share of the experts, share of their routed tokens) whose matmuls go to BLAS in one micro-batch.
     llama.cpp runs each expert's matrices as a matmul over the tokens routed to it and picks MMQ or BLAS by
@@ -105,29 +102,40 @@ def expert_blas_shares(fmt: QuantFormat, gpu: GPU, date: str, mean_tokens: float
     return _expert_blas_shares(fmt, gpu, date, round(mean_tokens, 1), experts)
 
 
-@cache
+@lru_cache(maxsize=4096)
 def _expert_blas_shares(fmt: QuantFormat, gpu: GPU, date: str, mean: float, experts: int) -> tuple[float, float]:
     if mean <= 0:
         return 0.0, 0.0
-    log_pmf = -mean  # log P(0)
+    # The choice is constant between the batch edges, so one call per interval [lo, hi) decides it. Expected
+    # tokens in an interval: Σ n·P(n) = mean · P(lo − 1 ≤ N < hi − 1), since n·P(n; λ) = λ·P(n − 1; λ).
+    edges = (1, *PREFILL_GEMM_BATCH_EDGES)
     experts_share = tokens_share = 0.0
-    for n in range(1, _MAX_EXPERT_TOKENS):
-        log_pmf += math.log(mean / n)
-        if n > mean and log_pmf < _NEGLIGIBLE_LOG_P:
-            break
-        if log_pmf > _NEGLIGIBLE_LOG_P and _expert_kernel(fmt, gpu, date, n, experts) == "blas":
-            pmf = math.exp(log_pmf)
-            experts_share += pmf
-            tokens_share += pmf * n
-    return experts_share, tokens_share / mean
+    for i, lo in enumerate(edges):
+        hi = edges[i + 1] if i + 1 < len(edges) else None
+        if prefill_gemm(fmt, gpu, date=date, ubatch=lo, experts=experts) != "blas":
+            continue
+        experts_share += _poisson_between(mean, lo, hi)
+        tokens_share += _poisson_between(mean, lo - 1, None if hi is None else hi - 1)
+    return experts_share, tokens_share
 
 
-_NEGLIGIBLE_LOG_P = -30.0
+def _poisson_between(mean: float, lo: int, hi: int | None) -> float:
+    """P(lo ≤ N < hi) for N ~ Poisson(mean); hi None is unbounded."""
+    below_lo = _poisson_cdf(mean, lo - 1)
+    return (1.0 if hi is None else _poisson_cdf(mean, hi - 1)) - below_lo
 
 
-@cache
-def _expert_kernel(fmt: QuantFormat, gpu: GPU, date: str, tokens: int, experts: int) -> str:
-    return prefill_gemm(fmt, gpu, date=date, ubatch=tokens, experts=experts)
+def _poisson_cdf(mean: float, n: int) -> float:
+    """P(N ≤ n), summed in log space so a large mean does not underflow."""
+    if n < 0:
+        return 0.0
+    log_pmf = -mean
+    total = 0.0
+    for k_ in range(n + 1):
+        if k_:
+            log_pmf += math.log(mean / k_)
+        total += math.exp(log_pmf)
+    return min(total, 1.0)
 
 
 def streamed_weight_bytes(model: Model, fmt: QuantFormat, sequences: int = 1) -> float:

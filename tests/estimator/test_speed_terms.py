@@ -382,3 +382,20 @@ def test_decode_streams_a_per_class_format_at_the_bits_of_what_it_reads() -> Non
     assert dense_bits != routed_bits
     flat = q.model_copy(update={"tensor_bits": None})
     assert streamed_weight_bytes(m, q) != streamed_weight_bytes(m, flat)
+
+
+def test_the_matrix_kernel_choice_changes_only_at_the_stated_batch_edges() -> None:
+    """The expert split asks prefill_gemm once per interval between PREFILL_GEMM_BATCH_EDGES."""
+    from estimator.engines import PREFILL_GEMM_BATCH_EDGES
+
+    edges = (1, *PREFILL_GEMM_BATCH_EDGES, 10_000)
+    gpus = [g for g in CAT.gpus if g.vendor in ("nvidia", "amd")]
+    formats = [q for q in CAT.quants if "llama.cpp" in q.engines]
+    for g in gpus:
+        for q in formats:
+            for date in ("2024-01-01", "2025-09-28", "2025-12-20", "2026-02-01", ""):
+                for experts in (0, 128):
+                    for lo, hi in zip(edges, edges[1:]):
+                        first = prefill_gemm(q, g, date=date, ubatch=lo, experts=experts)
+                        for n in (lo + 1, (lo + hi) // 2, hi - 1):
+                            assert prefill_gemm(q, g, date=date, ubatch=n, experts=experts) == first, (g.id, q.id, n)
