@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 from catalog import load_catalog
 from catalog.schema import GPU, Model, QuantFormat
 from estimator.calibration.model import arch_group, compute_capability, die_group, has_int8_dot, power_limited
@@ -395,7 +397,7 @@ def test_the_matrix_kernel_choice_changes_only_at_the_stated_batch_edges() -> No
         for q in formats:
             for date in ("2024-01-01", "2025-09-28", "2025-12-20", "2026-02-01", ""):
                 for experts in (0, 128):
-                    for lo, hi in zip(edges, edges[1:]):
+                    for lo, hi in pairwise(edges):
                         first = prefill_gemm(q, g, date=date, ubatch=lo, experts=experts)
                         for n in (lo + 1, (lo + hi) // 2, hi - 1):
                             assert prefill_gemm(q, g, date=date, ubatch=n, experts=experts) == first, (g.id, q.id, n)
