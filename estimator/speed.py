@@ -28,7 +28,7 @@ terms are computed here from the catalog alone, so the fit and the estimate use 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from functools import lru_cache
 
 from pydantic import BaseModel, ConfigDict
@@ -343,6 +343,11 @@ def prefill_terms(
     )
 
 
+# The work each GPU of a tensor-parallel group does a 1/N share of; the per-request cost and the per-layer
+# launches stay whole.
+_SPLIT_PREFILL_TERMS = tuple(f.name for f in fields(PrefillTerms) if f.name not in ("request", "layer_passes"))
+
+
 def prefill_seconds_from(t: PrefillTerms, c: PrefillCoefficients) -> float:
     return (
         c.inv_matmul_utilisation * t.matmul_s
@@ -367,10 +372,7 @@ def prefill_seconds(
     # Tensor parallel splits the work; llama.cpp's layer split pipelines micro-batches over the GPUs.
     parallel = gpus if tensor_parallel(engine) else 1
     if parallel > 1:
-        t = PrefillTerms(t.matmul_s / parallel, t.expert_matmul_s / parallel, t.attention_s / parallel,
-                         t.weight_passes_s / parallel, t.request, t.tile_dequant_s / parallel,
-                         t.recurrent_token_layers / parallel, t.layer_passes, t.kv_reread_s / parallel,
-                         t.vector_attention_s / parallel)
+        t = replace(t, **{name: getattr(t, name) / parallel for name in _SPLIT_PREFILL_TERMS})
     return prefill_seconds_from(t, prefill_coefficients(engine, fmt, gpu))
 
 
