@@ -43,6 +43,11 @@ PREFILL_WEIGHT_TILE_TOKENS = 128
 # Flash attention walks the whole cache once for each tile of queries it holds (64 rows in llama.cpp's CUDA/HIP
 # tile kernels, ggml-cuda/fattn-tile.cu); the share the L2 cache spares is fitted per backend.
 ATTENTION_QUERY_TILE_TOKENS = 64
+# Without flash attention each score is an F32 written by KQ, read by the softmax, written again and read by
+# KQV (ggml's mul_mat, soft_max_ext, mul_mat in llama-graph.cpp build_attn_mha).
+SCORE_MATRIX_BYTES_PER_SCORE = 16
+# A MoE layer's routed experts are three matrices (gate, up, down), each its own mul_mat_id.
+EXPERT_MATRICES_PER_LAYER = 3
 # llama.cpp compute buffer: logits for a micro-batch in fp32 plus the FFN and attention intermediates
 # of one layer (flash attention on: no n_ctx x n_ubatch score matrix).
 COMPUTE_BUFFER_FLOATS_PER_TOKEN_FACTOR = 1.0

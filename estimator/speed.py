@@ -252,24 +252,29 @@ def matmul_flops(model: Model, prompt_tokens: int) -> float:
     return 2 * matmul_params * prompt_tokens
 
 
-def attention_flops(model: Model, prompt_tokens: int, depth: int = 0) -> float:
-    """Token i of the prompt attends to `depth + i` earlier tokens (causal), so QK^T and AV together cost
-    4·H·d per layer per token per attended token: 4·L·H·d·P·(depth + P/2) in all. Sliding-window layers
-    attend to at most their window."""
+def attention_scores(model: Model, prompt_tokens: int, depth: int = 0) -> float:
+    """Query–key scores of a prompt: token i attends to `depth + i` earlier tokens (causal) in every head of
+    every attention layer, L·H·P·(depth + P/2) in all. Sliding-window layers attend to at most their window;
+    linear-attention layers compute none."""
     a = model.attention
     attn_layers = model.layers
     seen = depth + prompt_tokens * k.ATTENTION_FLOPS_CAUSAL_FACTOR  # mean tokens attended per prompt token
-    local_flops = 0.0
+    local = 0.0
     if a.kind == "sliding" and a.global_layers is not None and a.sliding_window is not None:
-        local = model.layers - a.global_layers
         attn_layers = a.global_layers
-        local_flops = 4 * local * model.attention_heads * model.head_dim * prompt_tokens * min(seen, a.sliding_window)
+        local = (model.layers - a.global_layers) * model.attention_heads * prompt_tokens * min(seen, a.sliding_window)
     elif a.kind == "hybrid_linear" and a.global_layers is not None:
         attn_layers = a.global_layers
+    return attn_layers * model.attention_heads * prompt_tokens * seen + local
+
+
+def attention_flops(model: Model, prompt_tokens: int, depth: int = 0) -> float:
+    """QK^T and AV together cost 4·d FLOPs per score (d the query/key head width)."""
+    a = model.attention
     qk_dim = model.head_dim
     if a.kind == "mla":
         qk_dim = (a.qk_nope_head_dim or 0) + (a.qk_rope_head_dim or 0)
-    return 4 * attn_layers * model.attention_heads * qk_dim * prompt_tokens * seen + local_flops
+    return 4 * qk_dim * attention_scores(model, prompt_tokens, depth)
 
 
 @dataclass(frozen=True)
@@ -284,6 +289,20 @@ class PrefillTerms:
     layer_passes: float = 0.0  # micro-batch passes × layers (kernel launches per layer per pass)
     kv_reread_s: float = 0.0  # the cached keys/values streamed once per tile of prompt queries / achieved bandwidth
     vector_attention_s: float = 0.0  # attention FLOPs of the vector tile kernel / FP32 lane rate
+    score_matrix_s: float = 0.0  # without flash attention: the F32 score matrix written and read back / bandwidth
+    expert_matmuls: float = 0.0  # mul_mat_id fallback: passes × MoE layers × matrices × experts with tokens
+
+
+def fallback_expert_matmuls(model: Model, passes: int, batch: int) -> float:
+    """Where ggml_cuda_mul_mat_id declines its one-kernel MMQ path for the micro-batch (it asks with the whole
+    batch's token count), it copies the router's choices to the host, sorts the tokens by expert, and runs each
+    expert that got any as its own matmul, with its own dequantisation and launches: per MoE layer and pass,
+    one per matrix per expert with tokens (Poisson: an expert gets none with probability e^-mean)."""
+    if model.moe is None or batch <= 0:
+        return 0.0
+    mean = batch * model.moe.active_experts / model.moe.experts
+    used = model.moe.experts * (1 - math.exp(-mean))
+    return passes * moe_layers(model) * k.EXPERT_MATRICES_PER_LAYER * used
 
 
 def prefill_terms(
@@ -328,6 +347,7 @@ def prefill_terms(
     unpacked = 0.0 if fmt.kernel == "f16" else (
         (0.0 if gemm == "blas" else shared_tiles) + (1 - blas_experts) * expert_tiles)
     return PrefillTerms(
+        expert_matmuls=fallback_expert_matmuls(model, passes, batch) if gemm == "blas" else 0.0,
         matmul_s=mm * (1 - expert_share) / dense_peak + expert_s,
         expert_matmul_s=expert_s,
         attention_s=0.0 if vector else attention / (attention_tflops(gpu) * 1e12),
@@ -338,14 +358,19 @@ def prefill_terms(
         tile_dequant_s=unpacked / alu_ops_per_s(gpu),
         recurrent_token_layers=float(prompt_tokens * model.scan_layers),
         layer_passes=float(passes * model.layers),
+        # Without flash attention llama.cpp materialises the scores: KQ is written, read by the softmax, its
+        # output written and read again by the KQV product.
+        score_matrix_s=0.0 if flash_attn is not False else attention_scores(model, prompt_tokens, depth)
+        * k.SCORE_MATRIX_BYTES_PER_SCORE / (achieved_bandwidth_gbs(gpu) * GB_DECIMAL),
         kv_reread_s=prompt_tokens / k.ATTENTION_QUERY_TILE_TOKENS
         * kv_cache_bytes(model, depth + prompt_tokens // 2) / (achieved_bandwidth_gbs(gpu) * GB_DECIMAL),
     )
 
 
-# The work each GPU of a tensor-parallel group does a 1/N share of; the per-request cost and the per-layer
-# launches stay whole.
-_SPLIT_PREFILL_TERMS = tuple(f.name for f in fields(PrefillTerms) if f.name not in ("request", "layer_passes"))
+# The work each GPU of a tensor-parallel group does a 1/N share of; the per-request cost and the per-layer and
+# per-expert launches stay whole.
+_WHOLE_PREFILL_TERMS = ("request", "layer_passes", "expert_matmuls")
+_SPLIT_PREFILL_TERMS = tuple(f.name for f in fields(PrefillTerms) if f.name not in _WHOLE_PREFILL_TERMS)
 
 
 def prefill_seconds_from(t: PrefillTerms, c: PrefillCoefficients) -> float:
@@ -360,6 +385,8 @@ def prefill_seconds_from(t: PrefillTerms, c: PrefillCoefficients) -> float:
         + c.prefill_layer_overhead_s * t.layer_passes
         + c.inv_kv_reread_efficiency * t.kv_reread_s
         + c.inv_vector_attention_utilisation * t.vector_attention_s
+        + c.expert_matmul_launch_s * t.expert_matmuls
+        + c.inv_score_matrix_efficiency * t.score_matrix_s
     )
 
 

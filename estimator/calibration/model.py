@@ -138,6 +138,10 @@ PREFILL_PARAMS: tuple[Param, ...] = (
           "linear-attention / SSM layers scan the prompt in order, a chunk at a time, with many small kernels"),
     Param("prefill_layer_overhead_s", 1e-4, "s per layer per micro-batch pass", ("all", "family", "backend"),
           "each layer's kernels are launched once per micro-batch, whatever its size"),
+    Param("expert_matmul_launch_s", 2e-5, "s per expert matmul", ("all", "backend"),
+          "the mul_mat_id fallback syncs with the host, then dequantises and launches each expert's matmul alone"),
+    Param("inv_score_matrix_efficiency", 1.25, "achieved-bandwidth seconds per second", ("all", "backend"),
+          "without flash attention the score matrix goes through memory between the KQ, softmax and KQV kernels"),
     Param("inv_kv_reread_efficiency", 0.25, "achieved-bandwidth seconds per second", (
         "all", "family", "backend", "fa"),
           "flash attention streams the cached keys and values once per tile of queries (less what the cache keeps)"),

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from itertools import pairwise
 
+import pytest
+
 from catalog import load_catalog
 from catalog.schema import GPU, Model, QuantFormat
 from estimator.calibration.model import arch_group, compute_capability, die_group, has_int8_dot, power_limited
@@ -401,3 +403,29 @@ def test_the_matrix_kernel_choice_changes_only_at_the_stated_batch_edges() -> No
                         first = prefill_gemm(q, g, date=date, ubatch=lo, experts=experts)
                         for n in (lo + 1, (lo + hi) // 2, hi - 1):
                             assert prefill_gemm(q, g, date=date, ubatch=n, experts=experts) == first, (g.id, q.id, n)
+
+
+def test_moe_prefill_pays_one_matmul_per_expert_only_where_mul_mat_id_falls_back() -> None:
+    moe, q, r9700 = model("qwen3-30b-a3b"), quant("q4_k_m"), gpu("amd-radeon-ai-pro-r9700")
+    # Before RDNA 4's WMMA-MMQ kernels (2025-11-24) a 512-token batch is declined by MMQ as a whole: every expert
+    # (mean 32 tokens each, so all 128 get some) runs its gate, up and down matmuls alone, in each MoE layer.
+    old = prefill_terms(moe, q, r9700, "llama.cpp", 1024, ubatch=512, date="2025-10-01")
+    layers = moe.layers - (moe.moe.dense_layers if moe.moe else 0)
+    assert old.expert_matmuls == pytest.approx(2 * layers * 3 * 128, rel=1e-6)
+    # One MMQ kernel takes all experts in current builds, and a dense model has no experts at all.
+    assert prefill_terms(moe, q, r9700, "llama.cpp", 1024, ubatch=512).expert_matmuls == 0
+    assert prefill_terms(model("qwen3-8b"), q, r9700, "llama.cpp", 1024, ubatch=512,
+                         date="2025-10-01").expert_matmuls == 0
+    # A batch small enough that few experts get a token launches fewer matmuls.
+    few = prefill_terms(moe, q, r9700, "llama.cpp", 96, ubatch=96, date="2025-10-01")
+    assert 0 < few.expert_matmuls < layers * 3 * 128
+
+
+def test_without_flash_attention_the_score_matrix_goes_through_memory() -> None:
+    m, q, g = model("qwen3-8b"), quant("q4_k_m"), gpu("nvidia-v100-pcie-16gb")
+    off = prefill_terms(m, q, g, "llama.cpp", 2048, flash_attn=False)
+    assert prefill_terms(m, q, g, "llama.cpp", 2048, flash_attn=True).score_matrix_s == 0
+    scores = m.layers * m.attention_heads * 2048 * 1024  # causal: each token sees half the prompt on average
+    assert off.score_matrix_s == pytest.approx(16 * scores / (achieved_bandwidth_gbs(g) * 1e9), rel=1e-6)
+    # Deeper caches mean more scores per prompt token, so more traffic.
+    assert prefill_terms(m, q, g, "llama.cpp", 2048, 8192, flash_attn=False).score_matrix_s > 4 * off.score_matrix_s
