@@ -3,8 +3,9 @@
     python benchmarks/accuracy.py
 
 Refits the model with each GPU left out in turn (and each source), estimates the left-out rows, and prints
-median and p90 absolute error per engine, model class (dense / MoE / ≤ 3B) and GPU family, plus how often the
-measured value falls inside the 80 % band built from the other folds' errors. Writes nothing.
+median and p90 absolute error (|estimated − measured| / measured) per engine, model class (dense / MoE / ≤ 3B)
+and GPU family, plus how often the measured value falls inside the 80 % band built from the other folds' errors.
+Writes nothing.
 Targets: leave-one-GPU-out decode median ≤ 8 %, p90 ≤ 25 %; prefill median ≤ 15 %, p90 ≤ 35 %; no GPU family's
 decode median above 20 %; band coverage 75–85 %.
 """

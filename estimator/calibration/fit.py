@@ -618,7 +618,8 @@ def ape(row: Row) -> float:
 
 
 def _abs_pct(r: Residual) -> float:
-    return abs(math.exp(r.log_error) - 1)
+    """|estimated − measured| / measured, as `ape` (log_error is log(measured / estimated))."""
+    return abs(math.exp(-r.log_error) - 1)
 
 
 def _stats(errs: list[float]) -> str:
