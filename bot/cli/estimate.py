@@ -37,7 +37,7 @@ def cmd_fit(svc: Service, args: argparse.Namespace) -> int:
             o["memory_gb"]["overhead"],
             f"{o['memory_gb']['total']} / {o['memory_gb']['usable']}",
             f"~{o['decode_tps']:g} ({o['decode_tps_low']:g}–{o['decode_tps_high']:g})",
-            f"{o['ttft_s']:g} ({o['ttft_s_low']:g}–{o['ttft_s_high']:g})",
+            f"{o['ttft_s']:.3g} ({o['ttft_s_low']:.3g}–{o['ttft_s_high']:.3g})",
             _max_ctx(loc, o["max_ctx"], o.get("max_ctx_scaled")),
         ]
         for o in data["options"]

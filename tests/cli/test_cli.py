@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -126,6 +127,12 @@ def test_fit_table_view(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0 and err == ""
     assert "Qwen3-8B" in out and "NVIDIA T4" in out
     assert "Q4_K_M" in out and "Q8_0" in out
+    # Each time to first token and its range at the same precision (three significant digits).
+    ttft_cells = re.findall(r"  (\d[\d.]*) \((\d[\d.]*)–(\d[\d.]*)\)  ", out)
+    assert ttft_cells
+    for cell in ttft_cells:
+        for value in cell:
+            assert len(value.replace(".", "").lstrip("0")) <= 3, (value, out)
 
 
 # --- errors ----------------------------------------------------------------------------------------
