@@ -268,13 +268,16 @@ def attention_scores(model: Model, prompt_tokens: int, depth: int = 0) -> float:
     return attn_layers * model.attention_heads * prompt_tokens * seen + local
 
 
-def attention_flops(model: Model, prompt_tokens: int, depth: int = 0) -> float:
+def flops_per_score(model: Model) -> float:
     """QK^T and AV together cost 4·d FLOPs per score (d the query/key head width)."""
     a = model.attention
-    qk_dim = model.head_dim
     if a.kind == "mla":
-        qk_dim = (a.qk_nope_head_dim or 0) + (a.qk_rope_head_dim or 0)
-    return 4 * qk_dim * attention_scores(model, prompt_tokens, depth)
+        return 4 * ((a.qk_nope_head_dim or 0) + (a.qk_rope_head_dim or 0))
+    return 4 * model.head_dim
+
+
+def attention_flops(model: Model, prompt_tokens: int, depth: int = 0) -> float:
+    return flops_per_score(model) * attention_scores(model, prompt_tokens, depth)
 
 
 @dataclass(frozen=True)
@@ -339,7 +342,9 @@ def prefill_terms(
         # A pass that sends a matrix to BLAS first dequantises it to an F16 buffer that the GEMM reads back.
         f16_copy = 2 * k.KV_BYTES_PER_ELEMENT["f16"]
         streamed += f16_copy * ((dense if gemm == "blas" else 0.0) + blas_experts * _all_experts(model, routed))
-    attention = attention_flops(model, prompt_tokens, depth)
+    scores = attention_scores(model, prompt_tokens, depth)
+    attention = flops_per_score(model) * scores
+    bandwidth_bps = achieved_bandwidth_gbs(gpu) * GB_DECIMAL
     # Without flash attention the scores are BLAS products, on matrix units wherever there are any.
     vector = flash_attn is not False and prefill_attention_kernel(
         engine, gpu, model, date=date, rocwmma=rocwmma) == "vector"
@@ -347,23 +352,22 @@ def prefill_terms(
     unpacked = 0.0 if fmt.kernel == "f16" else (
         (0.0 if gemm == "blas" else shared_tiles) + (1 - blas_experts) * expert_tiles)
     return PrefillTerms(
-        expert_matmuls=fallback_expert_matmuls(model, passes, batch) if gemm == "blas" else 0.0,
         matmul_s=mm * (1 - expert_share) / dense_peak + expert_s,
         expert_matmul_s=expert_s,
         attention_s=0.0 if vector else attention / (attention_tflops(gpu) * 1e12),
         vector_attention_s=attention / (attention_tflops(gpu, "vector") * 1e12) if vector else 0.0,
         # A big prompt batch routes to every expert, so each pass streams the whole model.
-        weight_passes_s=passes * streamed / (achieved_bandwidth_gbs(gpu) * GB_DECIMAL),
+        weight_passes_s=passes * streamed / bandwidth_bps,
         request=1.0 if engine in SERVER_ENGINES else 0.0,
         tile_dequant_s=unpacked / alu_ops_per_s(gpu),
         recurrent_token_layers=float(prompt_tokens * model.scan_layers),
         layer_passes=float(passes * model.layers),
+        expert_matmuls=fallback_expert_matmuls(model, passes, batch) if gemm == "blas" else 0.0,
         # Without flash attention llama.cpp materialises the scores: KQ is written, read by the softmax, its
         # output written and read again by the KQV product.
-        score_matrix_s=0.0 if flash_attn is not False else attention_scores(model, prompt_tokens, depth)
-        * k.SCORE_MATRIX_BYTES_PER_SCORE / (achieved_bandwidth_gbs(gpu) * GB_DECIMAL),
+        score_matrix_s=0.0 if flash_attn is not False else scores * k.SCORE_MATRIX_BYTES_PER_SCORE / bandwidth_bps,
         kv_reread_s=prompt_tokens / k.ATTENTION_QUERY_TILE_TOKENS
-        * kv_cache_bytes(model, depth + prompt_tokens // 2) / (achieved_bandwidth_gbs(gpu) * GB_DECIMAL),
+        * kv_cache_bytes(model, depth + prompt_tokens // 2) / bandwidth_bps,
     )
 
 
