@@ -22,6 +22,7 @@ from estimator.calibration.model import (
     Param,
     arch_group,
     compute_capability,
+    memory_family,
     memory_group,
     situation_groups,
     watts_per_tflops,
@@ -97,14 +98,6 @@ def tensor_parallel(engine: str) -> bool:
 def micro_batch_tokens(engine: str) -> int | None:
     """Prompt tokens per pass over the weights; None: the whole prompt in one pass."""
     return LLAMACPP_UBATCH if family(engine) == "llama.cpp" else None
-
-
-def memory_family(gpu: GPU) -> str:
-    t = memory_group(gpu)
-    for fam in ("hbm", "gddr", "lpddr", "ddr"):
-        if t.startswith(fam):
-            return fam
-    return "other"
 
 
 def achieved_bandwidth_gbs(gpu: GPU) -> float:

@@ -38,6 +38,24 @@ GPU_NAMES: dict[str, str] = {
     "m1 (7-core gpu, 68 gb/s)": "apple-m1-8gb",
     "m1 (8-core gpu, 68 gb/s)": "apple-m1-8gb",
     "m1 ultra 64-core gpu 128gb": "apple-m1-ultra-128gb",
+    # The Apple Silicon table of llama.cpp discussion #4167 names chip, GPU cores and bandwidth, not memory: each
+    # maps to an entry of that chip (the catalog describes the configuration with the most GPU cores).
+    "m1 pro (16-core gpu, 200 gb/s)": "apple-m1-pro-16gb",
+    "m1 max (32-core gpu, 400 gb/s)": "apple-m1-max-64gb",
+    "m1 ultra (64-core gpu, 800 gb/s)": "apple-m1-ultra-128gb",
+    "m2 (10-core gpu, 100 gb/s)": "apple-m2-16gb",
+    "m2 pro (19-core gpu, 200 gb/s)": "apple-m2-pro-32gb",
+    "m2 max (38-core gpu, 400 gb/s)": "apple-m2-max-64gb",
+    "m2 ultra (76-core gpu, 800 gb/s)": "apple-m2-ultra-192gb",
+    "m3 (10-core gpu, 100 gb/s)": "apple-m3-16gb",
+    "m3 pro (18-core gpu, 150 gb/s)": "apple-m3-pro-36gb",
+    "m3 max (30-core gpu, 300 gb/s)": "apple-m3-max-36gb",
+    "m3 max (40-core gpu, 400 gb/s)": "apple-m3-max-64gb",
+    "m3 ultra (80-core gpu, 800 gb/s)": "apple-m3-ultra-256gb",
+    "m4 (10-core gpu, 120 gb/s)": "apple-m4-16gb",
+    "m4 pro (20-core gpu, 273 gb/s)": "apple-m4-pro-48gb",
+    "m4 max (32-core gpu, 410 gb/s)": "apple-m4-max-36gb",
+    "m4 max (40-core gpu, 546 gb/s)": "apple-m4-max-128gb",
     # Speed rows that name a chip but not its memory: every memory option of these chips has the same GPU
     # and bandwidth, so any one entry stands for the chip.
     "m2 ultra": "apple-m2-ultra-192gb",

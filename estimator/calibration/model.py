@@ -101,7 +101,7 @@ DECODE_PARAMS: tuple[Param, ...] = (
         "all", "family", "backend", "kernel", "dp4a", "power", "power_per_flop", "die"),
         "unpacking and scaling each quantized weight is integer/FP work the memory stream does not hide"),
     Param("layer_overhead_s", 6e-5, "s per layer per token", (
-        "all", "family", "engine", "backend", "die", "power_per_flop", "build_age", "graphs"),
+        "all", "family", "engine", "backend", "memfam", "die", "power_per_flop", "build_age", "graphs"),
         "kernel launches and synchronisation per layer (fewer build by build; slower at a throttled clock)"),
     Param("moe_layer_overhead_s", 3e-5, "s per MoE layer per token", ("all", "family", "backend", "era"),
           "router, top-k and expert gather per MoE layer"),
@@ -158,6 +158,14 @@ PRIOR_LOG_OFFSET: dict[tuple[str, str, str], float] = {
 
 def memory_group(gpu: GPU) -> str:
     return (gpu.memory_type or "unknown").lower()
+
+
+def memory_family(gpu: GPU) -> str:
+    t = memory_group(gpu)
+    for fam in ("hbm", "gddr", "lpddr", "ddr"):
+        if t.startswith(fam):
+            return fam
+    return "other"
 
 
 # Architectures whose name spans dies with different memory systems: a data-center HBM die (GP100, GA100,
@@ -229,6 +237,10 @@ def situation_groups(
         "engine": engine,
         "backend": backend_of(gpu),
         "memory": memory_group(gpu),
+        # HBM parts are big data-center dies at modest clocks: the small kernels of each decoded layer take
+        # longer there than on a GDDR card of the same generation (H100/H200/B300 decode a 1B model barely faster
+        # than an RTX 4090).
+        "memfam": memory_family(gpu),
         "arch": arch_group(gpu),
         "die": die_group(gpu),
         "gpu": gpu.id,
