@@ -268,6 +268,7 @@ def llamacpp_rows(catalog: Catalog, pattern: str = "llamacpp*.toml") -> tuple[li
             source=str(m["source"]), date=str(m.get("date", "")), engine=engine, flash_attn=_flag(m.get("flash_attn")),
             ubatch=int(str(ubatch)) if ubatch else None, build=str(m.get("build", "")),
             hipblaslt=_flag(m.get("hipblaslt")), rocwmma=_flag(m.get("rocwmma")),
+            cuda_graphs=_flag(m.get("cuda_graphs")),
             file_gib=float(str(m["model_size_gib"])) if m.get("model_size_gib") else None,
             holdout=_held_out(m["gpu"], m["model"], m["quant"], m["test"], m.get("gpu_count", 1), m["source"]),
         ))

@@ -231,6 +231,7 @@ def situation_groups(
     """The group of each level this situation belongs to. An estimate passes no date: it is for current builds,
     and no ROCm library flags: it speaks for a default build."""
     rocm = backend_of(gpu) == "rocm"
+    llamacpp = ENGINE_FAMILY.get(engine, engine) == "llama.cpp"
     groups = {
         "all": "all",
         "family": ENGINE_FAMILY.get(engine, engine),
@@ -254,9 +255,11 @@ def situation_groups(
         # One slope per backend: its kernels improve build by build at their own pace. An estimate is for
         # current builds, so its age is zero and the slope only keeps old rows from biasing the rest.
         "build_age": backend_of(gpu),
-        # Graphs on is the reference; a build that launched every kernel from the CPU owns an offset, and a
+        # Graphs on is the reference; a build that launched every kernel from the CPU (an old or sub-Ampere one)
+        # owns an offset, as does one compiled with GGML_CUDA_GRAPHS=OFF on a GPU that would have used them, and a
         # server run eagerly (vLLM --enforce-eager, SGLang --disable-cuda-graph) launches each op from Python.
-        "graphs": "off" if cuda_graphs_off(engine, gpu, date) else "eager" if cuda_graphs is False else DEFAULT_GROUP,
+        "graphs": "off" if cuda_graphs_off(engine, gpu, date) else
+                  ("built-off" if llamacpp else "eager") if cuda_graphs is False else DEFAULT_GROUP,
         # ROCm's F16 GEMMs run through rocBLAS, or through hipBLASLt where ROCBLAS_USE_HIPBLASLT=1 (untuned
         # rocBLAS kernels for new chips like gfx1151 ran a fraction of hipBLASLt's rate). A row that does not
         # say, and every estimate, sits in "default".

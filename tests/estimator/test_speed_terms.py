@@ -375,6 +375,18 @@ def test_llama_cpp_decode_ran_without_cuda_graphs_below_ampere_until_mid_2026_an
     assert not cuda_graphs_off("vllm", p40, "") and not cuda_graphs_off("llama.cpp", gpu("amd-rx-7900-xtx"), "")
 
 
+def test_a_build_without_cuda_graphs_is_its_own_graphs_group() -> None:
+    """GGML_CUDA_GRAPHS=OFF on an Ampere card is a flag of that build, not the sub-Ampere default, and not a
+    server run eagerly; a Pascal card never uses graphs whatever the build says."""
+    from estimator.calibration.model import situation_groups
+
+    a30, p40 = gpu("nvidia-a30"), gpu("nvidia-tesla-p40")
+    assert situation_groups("llama.cpp", a30, "q", "mmq", date="2025-12-03", cuda_graphs=False)["graphs"] == "built-off"
+    assert situation_groups("vllm", a30, "q", "fp16", cuda_graphs=False)["graphs"] == "eager"
+    assert situation_groups("llama.cpp", p40, "q", "mmq", date="2025-12-03", cuda_graphs=False)["graphs"] == "off"
+    assert situation_groups("llama.cpp", a30, "q", "mmq", date="2025-12-03")["graphs"] == "default"
+
+
 def test_decode_streams_a_per_class_format_at_the_bits_of_what_it_reads() -> None:
     """UD-Q3_K_XL keeps attention and shared tensors heavier than the routed experts: a MoE step reads its
     experts at their own bits, not at the dense FFN's."""
