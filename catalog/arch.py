@@ -29,6 +29,28 @@ def attention_params_per_layer(model: Model) -> int:
     return h * q_out + 2 * h * kv_out + q_out * h
 
 
+def global_attention_params_per_layer(model: Model) -> int:
+    """A global layer's Q/K/V/O where its heads differ from the local layers' (Gemma 4); else as any layer."""
+    a, h = model.attention, model.hidden_size
+    head = a.global_head_dim or model.head_dim
+    q_out = model.attention_heads * head
+    kv_out = (a.global_kv_heads or model.kv_heads) * head
+    return h * q_out + (1 if a.global_values_are_keys else 2) * h * kv_out + q_out * h
+
+
+def attention_params(model: Model) -> int:
+    """Q/K/V/O of every layer that has them: in hybrid models only the full-attention layers (their
+    linear-attention or SSM mixers go in `extra_params_b`); sliding models count their global layers'
+    own shapes."""
+    a = model.attention
+    if a.kind == "hybrid_linear":
+        return (a.global_layers or 0) * attention_params_per_layer(model)
+    if a.kind == "sliding" and a.global_layers is not None:
+        local = model.layers - a.global_layers
+        return local * attention_params_per_layer(model) + a.global_layers * global_attention_params_per_layer(model)
+    return model.layers * attention_params_per_layer(model)
+
+
 def mlp_params(hidden: int, width: int, gated: bool) -> int:
     return (3 if gated else 2) * hidden * width
 
@@ -54,16 +76,13 @@ def decoder_params(model: Model) -> int:
     In hybrid models only the full-attention layers are counted for attention; their linear-attention
     or SSM mixers go in `extra_params_b`.
     """
-    attn_layers = model.layers
-    if model.attention.kind == "hybrid_linear":
-        attn_layers = model.attention.global_layers or 0
     dense_ffn, moe_ffn = ffn_params_per_layer(model)
     if model.moe is None:
         ffn = model.layers * dense_ffn
     else:
         dense_layers = model.moe.dense_layers
         ffn = dense_layers * dense_ffn + (model.layers - dense_layers) * moe_ffn
-    return embedding_params(model) + attn_layers * attention_params_per_layer(model) + ffn
+    return embedding_params(model) + attention_params(model) + ffn
 
 
 def active_decoder_params(model: Model) -> int:

@@ -106,6 +106,17 @@ class Attention(_Frozen):
         description="layers that keep that recurrent state, when not every non-global layer does (Nemotron-H: "
         "the Mamba-2 blocks, its MoE blocks keep none); default layers - global_layers",
     )
+    # Gemma 4: its global (full-attention) layers have wider heads, fewer KV heads, and reuse the keys as the
+    # values (attention_k_eq_v: no value projection, one cached tensor) - unlike its sliding layers.
+    global_head_dim: int | None = Field(
+        default=None, description="head width of the global layers where it differs from the model's head_dim"
+    )
+    global_kv_heads: int | None = Field(
+        default=None, description="KV heads of the global layers where they differ from the model's kv_heads"
+    )
+    global_values_are_keys: bool = Field(
+        default=False, description="the global layers have no value projection: the keys serve as values"
+    )
     recurrent_mixer: Literal["scan", "short_conv"] = Field(
         default="scan",
         description="what the recurrent layers run: 'scan' (an SSM or linear-attention state update, token "
@@ -120,6 +131,10 @@ class Attention(_Frozen):
             raise ValueError("MLA needs kv_lora_rank and qk_rope_head_dim")
         if self.kind == "hybrid_linear" and self.global_layers is None:
             raise ValueError("hybrid_linear needs global_layers (the full-attention layer count)")
+        global_shape = (self.global_head_dim is not None or self.global_kv_heads is not None
+                        or self.global_values_are_keys)
+        if global_shape and self.kind != "sliding":
+            raise ValueError("global-layer head shapes are for sliding attention (local and global layers differ)")
         return self
 
 

@@ -11,7 +11,7 @@ from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
-from catalog.arch import attention_params_per_layer
+from catalog.arch import attention_params
 from catalog.schema import GPU, Model, QuantFormat
 from estimator import constants as k
 from estimator.engines import family
@@ -94,15 +94,19 @@ def tensor_class_params(model: Model) -> list[TensorGroup]:
     a = model.attention
     attention_layers = (a.global_layers or 0) if a.kind == "hybrid_linear" else model.layers
     heads_width = model.attention_heads * (a.v_head_dim or model.head_dim)
-    attention = attention_layers * attention_params_per_layer(model)
-    attention_output = attention_layers * heads_width * h
+    attention = attention_params(model)
+    # Gemma 4's global layers project wider heads back to the hidden state.
+    global_layers = (a.global_layers or 0) if a.global_head_dim else 0
+    global_heads_width = model.attention_heads * (a.global_head_dim or model.head_dim)
+    attention_output = (attention_layers - global_layers) * heads_width * h + global_layers * global_heads_width * h
     width = model.intermediate_size or 0
     dense_layers = model.layers if model.moe is None else model.moe.dense_layers
     table = embedding_table_params(model)
     groups = [
         TensorGroup("output", table, h, True),
         TensorGroup("attention", attention - attention_output, h, True),
-        TensorGroup("attention", attention_output, heads_width, False),
+        TensorGroup("attention", attention_output - global_layers * global_heads_width * h, heads_width, False),
+        TensorGroup("attention", global_layers * global_heads_width * h, global_heads_width, False),
         TensorGroup("ffn", dense_layers * up_gate * h * width, h, True),
         TensorGroup("ffn", dense_layers * h * width, width, False),
     ]
@@ -226,6 +230,17 @@ def kv_bytes_per_token_per_layer(model: Model, kv: KVDtype) -> float:
     return 2 * model.kv_heads * model.head_dim * k.KV_BYTES_PER_ELEMENT[kv]
 
 
+def global_kv_bytes_per_token_per_layer(model: Model, kv: KVDtype) -> float:
+    """A global layer's entry where its heads differ (Gemma 4: 512-wide heads, fewer of them, keys reused as
+    values so one tensor is cached); otherwise the same as any layer's."""
+    a = model.attention
+    if a.global_head_dim is None and a.global_kv_heads is None and not a.global_values_are_keys:
+        return kv_bytes_per_token_per_layer(model, kv)
+    tensors = 1 if a.global_values_are_keys else 2
+    heads = a.global_kv_heads or model.kv_heads
+    return tensors * heads * (a.global_head_dim or model.head_dim) * k.KV_BYTES_PER_ELEMENT[kv]
+
+
 def kv_cache_bytes(model: Model, ctx: int, kv: KVDtype = "f16", sequences: int = 1) -> float:
     """KV cache for `sequences` sequences of `ctx` tokens each.
 
@@ -239,7 +254,8 @@ def kv_cache_bytes(model: Model, ctx: int, kv: KVDtype = "f16", sequences: int =
     elif a.kind == "sliding":
         assert a.global_layers is not None and a.sliding_window is not None
         local = model.layers - a.global_layers
-        per_seq = per_token * (a.global_layers * ctx + local * min(ctx, a.sliding_window))
+        per_seq = (global_kv_bytes_per_token_per_layer(model, kv) * a.global_layers * ctx
+                   + per_token * local * min(ctx, a.sliding_window))
     else:
         assert a.global_layers is not None
         state = model.recurrent_layers * (a.state_elements_per_layer or 0) * k.RECURRENT_STATE_BYTES_PER_ELEMENT

@@ -252,10 +252,10 @@ def matmul_flops(model: Model, prompt_tokens: int) -> float:
     return 2 * matmul_params * prompt_tokens
 
 
-def attention_scores(model: Model, prompt_tokens: int, depth: int = 0) -> float:
-    """Query–key scores of a prompt: token i attends to `depth + i` earlier tokens (causal) in every head of
-    every attention layer, L·H·P·(depth + P/2) in all. Sliding-window layers attend to at most their window;
-    linear-attention layers compute none."""
+def attention_score_split(model: Model, prompt_tokens: int, depth: int = 0) -> tuple[float, float]:
+    """Query–key scores of a prompt in the layers that see the whole context and in the sliding-window ones:
+    token i attends to `depth + i` earlier tokens (causal) in every head, L·H·P·(depth + P/2) in all; a
+    sliding layer to at most its window; linear-attention layers compute none."""
     a = model.attention
     attn_layers = model.layers
     seen = depth + prompt_tokens * k.ATTENTION_FLOPS_CAUSAL_FACTOR  # mean tokens attended per prompt token
@@ -265,19 +265,25 @@ def attention_scores(model: Model, prompt_tokens: int, depth: int = 0) -> float:
         local = (model.layers - a.global_layers) * model.attention_heads * prompt_tokens * min(seen, a.sliding_window)
     elif a.kind == "hybrid_linear" and a.global_layers is not None:
         attn_layers = a.global_layers
-    return attn_layers * model.attention_heads * prompt_tokens * seen + local
+    return attn_layers * model.attention_heads * prompt_tokens * seen, local
 
 
-def flops_per_score(model: Model) -> float:
-    """QK^T and AV together cost 4·d FLOPs per score (d the query/key head width)."""
+def attention_scores(model: Model, prompt_tokens: int, depth: int = 0) -> float:
+    return sum(attention_score_split(model, prompt_tokens, depth))
+
+
+def flops_per_score(model: Model, *, global_layer: bool = False) -> float:
+    """QK^T and AV together cost 4·d FLOPs per score (d the query/key head width; Gemma 4's global layers
+    have heads of their own width)."""
     a = model.attention
     if a.kind == "mla":
         return 4 * ((a.qk_nope_head_dim or 0) + (a.qk_rope_head_dim or 0))
-    return 4 * model.head_dim
+    return 4 * ((a.global_head_dim or model.head_dim) if global_layer else model.head_dim)
 
 
 def attention_flops(model: Model, prompt_tokens: int, depth: int = 0) -> float:
-    return flops_per_score(model) * attention_scores(model, prompt_tokens, depth)
+    whole, local = attention_score_split(model, prompt_tokens, depth)
+    return flops_per_score(model, global_layer=True) * whole + flops_per_score(model) * local
 
 
 @dataclass(frozen=True)
@@ -343,7 +349,7 @@ def prefill_terms(
         f16_copy = 2 * k.KV_BYTES_PER_ELEMENT["f16"]
         streamed += f16_copy * ((dense if gemm == "blas" else 0.0) + blas_experts * _all_experts(model, routed))
     scores = attention_scores(model, prompt_tokens, depth)
-    attention = flops_per_score(model) * scores
+    attention = attention_flops(model, prompt_tokens, depth)
     bandwidth_bps = achieved_bandwidth_gbs(gpu) * GB_DECIMAL
     # Without flash attention the scores are BLAS products, on matrix units wherever there are any.
     vector = flash_attn is not False and prefill_attention_kernel(

@@ -90,6 +90,34 @@ def test_gemma2_9b_at_8k_by_hand() -> None:
     assert kv_cache_bytes(_m("gemma-2-9b"), 8192) == per_token * (21 * 8192 + 21 * 4096)
 
 
+def test_gemma4_31b_global_layers_cache_one_wide_tensor_by_hand() -> None:
+    # 50 sliding layers (window 1024) keep K and V of 16 heads x 256; the 10 global layers keep one tensor
+    # (keys reused as values) of 4 heads x 512, f16.
+    local, whole = 2 * 16 * 256 * 2, 1 * 4 * 512 * 2
+    assert kv_cache_bytes(_m("gemma-4-31b"), 32768) == whole * 10 * 32768 + local * 50 * 1024
+
+
+def test_gemma4_global_attention_counts_its_own_heads() -> None:
+    from catalog.arch import attention_params, attention_params_per_layer
+
+    model = _m("gemma-4-31b")
+    h = 5376
+    local = attention_params_per_layer(model)
+    assert local == h * 32 * 256 * 2 + 2 * h * 16 * 256
+    # Q and O of 32 x 512, K of 4 x 512, no V projection.
+    assert attention_params(model) == 50 * local + 10 * (h * 32 * 512 * 2 + h * 4 * 512)
+
+
+def test_global_layer_shapes_need_sliding_attention() -> None:
+    from pydantic import ValidationError
+
+    from catalog.schema import Attention
+
+    with pytest.raises(ValidationError):
+        Attention(kind="full", global_head_dim=512)
+    assert Attention(kind="sliding", sliding_window=1024, global_layers=2, global_values_are_keys=True)
+
+
 def test_deepseek_v3_mla_latent() -> None:
     model = _m("deepseek-v3")
     # MLA caches one latent of kv_lora_rank + qk_rope_head_dim per token per layer.

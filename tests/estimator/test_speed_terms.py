@@ -375,6 +375,15 @@ def test_llama_cpp_decode_ran_without_cuda_graphs_below_ampere_until_mid_2026_an
     assert not cuda_graphs_off("vllm", p40, "") and not cuda_graphs_off("llama.cpp", gpu("amd-rx-7900-xtx"), "")
 
 
+def test_gemma4_global_layers_score_at_their_own_head_width() -> None:
+    from estimator.speed import attention_flops, attention_score_split
+
+    m = model("gemma-4-31b")
+    whole, local = attention_score_split(m, 2048, 30000)
+    assert whole == 10 * 32 * 2048 * (30000 + 1024) and local == 50 * 32 * 2048 * 1024
+    assert attention_flops(m, 2048, 30000) == 4 * 512 * whole + 4 * 256 * local
+
+
 def test_a_build_without_cuda_graphs_is_its_own_graphs_group() -> None:
     """GGML_CUDA_GRAPHS=OFF on an Ampere card is a flag of that build, not the sub-Ampere default, and not a
     server run eagerly; a Pascal card never uses graphs whatever the build says."""
