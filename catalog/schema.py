@@ -117,6 +117,9 @@ class Attention(_Frozen):
     global_values_are_keys: bool = Field(
         default=False, description="the global layers have no value projection: the keys serve as values"
     )
+    # Gemma 4 E2B/E4B: the last layers reuse the keys and values of an earlier layer of their kind and cache none.
+    kv_shared_layers: int = Field(default=0, ge=0, description="trailing layers that cache no KV of their own")
+    kv_shared_global_layers: int = Field(default=0, ge=0, description="how many of those are global layers")
     recurrent_mixer: Literal["scan", "short_conv"] = Field(
         default="scan",
         description="what the recurrent layers run: 'scan' (an SSM or linear-attention state update, token "
@@ -133,6 +136,11 @@ class Attention(_Frozen):
             raise ValueError("hybrid_linear needs global_layers (the full-attention layer count)")
         global_shape = (self.global_head_dim is not None or self.global_kv_heads is not None
                         or self.global_values_are_keys)
+        if self.kv_shared_global_layers > self.kv_shared_layers or self.kv_shared_global_layers > (
+                self.global_layers or 0):
+            raise ValueError("kv_shared_global_layers counts global layers among the kv_shared_layers")
+        if self.kv_shared_layers and self.kind != "sliding":
+            raise ValueError("shared KV layers are described for sliding attention")
         if global_shape and self.kind != "sliding":
             raise ValueError("global-layer head shapes are for sliding attention (local and global layers differ)")
         return self

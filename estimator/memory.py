@@ -253,9 +253,11 @@ def kv_cache_bytes(model: Model, ctx: int, kv: KVDtype = "f16", sequences: int =
         per_seq = model.layers * per_token * ctx
     elif a.kind == "sliding":
         assert a.global_layers is not None and a.sliding_window is not None
-        local = model.layers - a.global_layers
-        per_seq = (global_kv_bytes_per_token_per_layer(model, kv) * a.global_layers * ctx
-                   + per_token * local * min(ctx, a.sliding_window))
+        # Layers that reuse an earlier layer's keys and values (Gemma 4 E2B/E4B) cache nothing of their own.
+        cached_global = a.global_layers - a.kv_shared_global_layers
+        cached_local = model.layers - a.global_layers - (a.kv_shared_layers - a.kv_shared_global_layers)
+        per_seq = (global_kv_bytes_per_token_per_layer(model, kv) * cached_global * ctx
+                   + per_token * cached_local * min(ctx, a.sliding_window))
     else:
         assert a.global_layers is not None
         state = model.recurrent_layers * (a.state_elements_per_layer or 0) * k.RECURRENT_STATE_BYTES_PER_ELEMENT

@@ -108,6 +108,13 @@ def test_gemma4_global_attention_counts_its_own_heads() -> None:
     assert attention_params(model) == 50 * local + 10 * (h * 32 * 512 * 2 + h * 4 * 512)
 
 
+def test_gemma4_e4b_shared_kv_layers_cache_nothing() -> None:
+    # 42 layers, 7 global; the last 18 (3 of them global) reuse earlier layers' KV: 4 global and 20 local
+    # layers cache, each 2 KV heads, 512 wide (global) or 256 wide within a 512-token window (local).
+    whole, local = 2 * 2 * 512 * 2, 2 * 2 * 256 * 2
+    assert kv_cache_bytes(_m("gemma-4-e4b"), 32768) == whole * 4 * 32768 + local * 20 * 512
+
+
 def test_global_layer_shapes_need_sliding_attention() -> None:
     from pydantic import ValidationError
 
@@ -116,6 +123,10 @@ def test_global_layer_shapes_need_sliding_attention() -> None:
     with pytest.raises(ValidationError):
         Attention(kind="full", global_head_dim=512)
     assert Attention(kind="sliding", sliding_window=1024, global_layers=2, global_values_are_keys=True)
+    with pytest.raises(ValidationError):
+        Attention(kind="sliding", sliding_window=512, global_layers=2, kv_shared_layers=1, kv_shared_global_layers=2)
+    with pytest.raises(ValidationError):
+        Attention(kind="full", kv_shared_layers=4)
 
 
 def test_deepseek_v3_mla_latent() -> None:
