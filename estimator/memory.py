@@ -98,15 +98,16 @@ def tensor_class_params(model: Model) -> list[TensorGroup]:
     # Gemma 4's global layers project wider heads back to the hidden state.
     global_layers = (a.global_layers or 0) if a.global_head_dim else 0
     global_heads_width = model.attention_heads * (a.global_head_dim or model.head_dim)
-    attention_output = (attention_layers - global_layers) * heads_width * h + global_layers * global_heads_width * h
+    local_output = (attention_layers - global_layers) * heads_width * h
+    global_output = global_layers * global_heads_width * h
     width = model.intermediate_size or 0
     dense_layers = model.layers if model.moe is None else model.moe.dense_layers
     table = embedding_table_params(model)
     groups = [
         TensorGroup("output", table, h, True),
-        TensorGroup("attention", attention - attention_output, h, True),
-        TensorGroup("attention", attention_output - global_layers * global_heads_width * h, heads_width, False),
-        TensorGroup("attention", global_layers * global_heads_width * h, global_heads_width, False),
+        TensorGroup("attention", attention - local_output - global_output, h, True),
+        TensorGroup("attention", local_output, heads_width, False),
+        TensorGroup("attention", global_output, global_heads_width, False),
         TensorGroup("ffn", dense_layers * up_gate * h * width, h, True),
         TensorGroup("ffn", dense_layers * h * width, width, False),
     ]
@@ -234,8 +235,6 @@ def global_kv_bytes_per_token_per_layer(model: Model, kv: KVDtype) -> float:
     """A global layer's entry where its heads differ (Gemma 4: 512-wide heads, fewer of them, keys reused as
     values so one tensor is cached); otherwise the same as any layer's."""
     a = model.attention
-    if a.global_head_dim is None and a.global_kv_heads is None and not a.global_values_are_keys:
-        return kv_bytes_per_token_per_layer(model, kv)
     tensors = 1 if a.global_values_are_keys else 2
     heads = a.global_kv_heads or model.kv_heads
     return tensors * heads * (a.global_head_dim or model.head_dim) * k.KV_BYTES_PER_ELEMENT[kv]
