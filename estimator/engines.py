@@ -117,13 +117,27 @@ def achieved_bandwidth_ratio(memory_type: str, memory_fam: str) -> float:
     return UNMEASURED_BANDWIDTH_RATIO
 
 
+DUAL_ISSUE = 2  # FP32 operations per lane per clock counted in an RDNA 3+ datasheet FP32 figure
+
+
+def dual_issue_fp32(gpu: GPU) -> bool:
+    """RDNA 3 and later count two FP32 operations per lane per clock (VOPD dual issue) in their FP32 figure
+    (RX 7900 XTX: 96 CUs × 64 lanes × 2 × 2 × 2.5 GHz = 61.4 TFLOPS). Only wave32 code whose instruction pairs
+    meet the VOPD register-bank rules dual-issues, which compilers seldom manage (Chips and Cheese's compiled FMA
+    and clpeak tests did not, quoted at techpowerup.com/forums/posts/5023246), and packed FP16 FMAs are not
+    among the VOPD opcodes (RDNA 3 ISA reference): scalar code runs at half that figure, half2 code at it."""
+    arch = gpu.architecture
+    return gpu.vendor == "amd" and (arch.startswith("RDNA 3") or arch.startswith("RDNA 4"))
+
+
 def alu_ops_per_s(gpu: GPU) -> float:
-    """Scalar ALU lane-operations per second (an FMA is 2 FLOPs, one op), the rate dequantisation runs at."""
+    """Scalar ALU lane-operations per second (an FMA is 2 FLOPs, one op), the rate dequantisation runs at: one
+    per lane per clock, where an RDNA 3+ FP32 figure counts two."""
     fp32 = gpu.fp32_tflops or (apple_tflops(gpu) if gpu.vendor == "apple" else None)
     if fp32 is None:
         # No published FP32 figure: the vector FP16 rate is twice FP32 on every part that lists both.
         fp32 = (gpu.fp16_tflops or gpu.bf16_tflops or 1.0) / 2
-    return fp32 * 1e12 / 2
+    return fp32 * 1e12 / 2 / (DUAL_ISSUE if dual_issue_fp32(gpu) else 1)
 
 
 # When llama.cpp's CUDA/HIP backend stopped dequantising weights to F16 for a BLAS GEMM during prefill and
