@@ -328,7 +328,7 @@ def fit_design(d: Design, train: np.ndarray) -> Fit:
     m = membership(d, idx, cols)
     ind = _param_index(d, cols)
     pc = np.array([c[0] for c in cols])
-    lam = np.array([RIDGE[c[1]] * d.params[c[0]].ridge for c in cols])
+    lam = np.array([RIDGE[c[1]] * d.params[c[0]].ridge_at(c[1]) for c in cols])
     w = d.weight[idx]
     y = d.log_t[idx]
     delta = np.zeros(len(cols))

@@ -85,13 +85,26 @@ class Param:
     # seconds and nothing streams faster than the datasheet peak, so the floor is achieved / datasheet.
     floor: float = 0.0
     datasheet_floor: bool = False
-    # How much harder than its levels' usual ridge the data must push to move this coefficient's offsets.
+    # How much harder than its levels' usual ridge the data must push to move this coefficient's offsets, overall
+    # and (level, factor) for single levels.
     ridge: float = 1.0
+    level_ridge: tuple[tuple[str, float], ...] = ()
+
+    def ridge_at(self, level: str) -> float:
+        return self.ridge * dict(self.level_ridge).get(level, 1.0)
 
 
 # Chosen among 1, 10, 20, 50 and 200 by leave-one-GPU-out decode median (8.2, 7.9, 7.8, 7.9 and 7.9 %); anything
 # from 10 up does most of the good, and leave-one-source-out moves the other way by less (8.2 → 8.3–8.5 %).
 DEQUANT_RIDGE = 20.0
+
+# Prefill's GEMM share of the peak. Its build-age slope (log-change per year of build age) is what separates three
+# years of llama.cpp's matrix kernels (cuBLAS, dp4a MMQ, tensor-core MMQ, hipBLASLt), so the data may set it freely;
+# cards of one die differ more in clocks and board power (the power covariate) than in kernels, so a die's siblings
+# speak for a left-out card only where many rows agree. Chosen by leave-one-GPU-out prefill error among 0.03–1 for
+# the slope and 1–30 for the die (p90 37.8 % with neither; 35.4 % with the slope alone; 36.8 % with the die alone;
+# 35.0 % with both).
+MATMUL_LEVEL_RIDGE: tuple[tuple[str, float], ...] = (("build_age", 0.1), ("die", 10.0))
 
 # Decode: seconds per token = Σ coefficient × term (see estimator.speed.decode_terms).
 DECODE_PARAMS: tuple[Param, ...] = (
@@ -125,7 +138,8 @@ PREFILL_PARAMS: tuple[Param, ...] = (
     Param("inv_matmul_utilisation", 2.5, "peak-FLOPS seconds per second", (
         "all", "family", "engine", "backend", "compute", "arch", "die", "gpu", "power", "power_per_flop",
         "build_age", "blas_library"),
-        "the engine's GEMM kernels reach a per-architecture share of the datasheet peak"),
+        "the engine's GEMM kernels reach a per-architecture share of the datasheet peak",
+        level_ridge=MATMUL_LEVEL_RIDGE),
     Param("inv_attention_utilisation", 4.0, "peak-FLOPS seconds per second", (
         "all", "family", "backend", "fa"),
           "attention over the prompt and the cached depth runs below the GEMM rate"),
