@@ -100,9 +100,9 @@ DEQUANT_RIDGE = 20.0
 
 # Prefill's GEMM share of the peak: cards of one die differ more in clocks and board power (the power covariate) than
 # in kernels, so a die's siblings speak for a left-out card only where many rows agree. Chosen among 1, 3, 10 and 30
-# by leave-one-GPU-out prefill p90 (37.8, 37.0, 36.8 and 36.8 %; medians 12.7, 12.4, 11.9 and 12.1 %). Freeing the build-age slope as well reached 35.0 %
-# only with a ROCm slope of 2.4 per year (11× per year of build age), a runaway that stands in for kernel changes the
-# model does not date, so the slope keeps its ridge.
+# by leave-one-GPU-out prefill p90 (37.8, 37.0, 36.8 and 36.8 %; medians 12.7, 12.4, 11.9 and 12.1 %). Freeing the
+# build-age slope as well reached 35.0 %, but only with a ROCm slope of 2.4 per year (11× per year of build age), a
+# runaway that stands in for kernel changes the model does not date, so the slope keeps its ridge.
 MATMUL_LEVEL_RIDGE: tuple[tuple[str, float], ...] = (("die", 10.0),)
 
 # Decode: seconds per token = Σ coefficient × term (see estimator.speed.decode_terms).
