@@ -24,18 +24,20 @@ def attention_params_per_layer(model: Model) -> int:
             q = h * model.attention_heads * q_head
         kv = h * (a.kv_lora_rank + a.qk_rope_head_dim) + a.kv_lora_rank * model.attention_heads * (nope + v_dim)
         return q + kv + model.attention_heads * v_dim * h
-    q_out = model.attention_heads * model.head_dim
-    kv_out = model.kv_heads * model.head_dim
-    return h * q_out + 2 * h * kv_out + q_out * h
+    return _qkvo_params(h, model.attention_heads, model.kv_heads, model.head_dim, kv_projections=2)
 
 
 def global_attention_params_per_layer(model: Model) -> int:
     """A global layer's Q/K/V/O where its heads differ from the local layers' (Gemma 4); else as any layer."""
-    a, h = model.attention, model.hidden_size
-    head = a.global_head_dim or model.head_dim
-    q_out = model.attention_heads * head
-    kv_out = (a.global_kv_heads or model.kv_heads) * head
-    return h * q_out + (1 if a.global_values_are_keys else 2) * h * kv_out + q_out * h
+    a = model.attention
+    return _qkvo_params(model.hidden_size, model.attention_heads, a.global_kv_heads or model.kv_heads,
+                        a.global_head_dim or model.head_dim, kv_projections=1 if a.global_values_are_keys else 2)
+
+
+def _qkvo_params(hidden: int, heads: int, kv_heads: int, head_dim: int, *, kv_projections: int) -> int:
+    """Q and O of `heads` × `head_dim`, and K (and V, unless the keys serve as values) of `kv_heads`."""
+    q_out, kv_out = heads * head_dim, kv_heads * head_dim
+    return hidden * q_out + kv_projections * hidden * kv_out + q_out * hidden
 
 
 def attention_params(model: Model) -> int:

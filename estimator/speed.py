@@ -282,7 +282,10 @@ def flops_per_score(model: Model, *, global_layer: bool = False) -> float:
 
 
 def attention_flops(model: Model, prompt_tokens: int, depth: int = 0) -> float:
-    whole, local = attention_score_split(model, prompt_tokens, depth)
+    return _attention_flops_of(model, *attention_score_split(model, prompt_tokens, depth))
+
+
+def _attention_flops_of(model: Model, whole: float, local: float) -> float:
     return flops_per_score(model, global_layer=True) * whole + flops_per_score(model) * local
 
 
@@ -348,8 +351,9 @@ def prefill_terms(
         # A pass that sends a matrix to BLAS first dequantises it to an F16 buffer that the GEMM reads back.
         f16_copy = 2 * k.KV_BYTES_PER_ELEMENT["f16"]
         streamed += f16_copy * ((dense if gemm == "blas" else 0.0) + blas_experts * _all_experts(model, routed))
-    scores = attention_scores(model, prompt_tokens, depth)
-    attention = attention_flops(model, prompt_tokens, depth)
+    whole, local = attention_score_split(model, prompt_tokens, depth)
+    scores = whole + local
+    attention = _attention_flops_of(model, whole, local)
     bandwidth_bps = achieved_bandwidth_gbs(gpu) * GB_DECIMAL
     # Without flash attention the scores are BLAS products, on matrix units wherever there are any.
     vector = flash_attn is not False and prefill_attention_kernel(
