@@ -61,9 +61,9 @@ class Node:
     def base(self) -> str:
         return f"http://127.0.0.1:{(self.data_dir / 'http.port').read_text().strip()}"
 
-    async def trigger(self, *, age_s: int = 0, **payload: Any) -> dict[str, Any]:
+    async def trigger(self, *, signed_at: float | None = None, **payload: Any) -> dict[str, Any]:
         body = json.dumps(payload).encode()
-        headers = signed_headers(SECRET, body, time.time() - age_s)
+        headers = signed_headers(SECRET, body, time.time() if signed_at is None else signed_at)
         async with aiohttp.ClientSession() as http, http.post(self.base + "/hooks/daily", data=body,
                                                               headers=headers) as resp:
             answer = await resp.json()
@@ -133,7 +133,10 @@ async def test_three_processes_one_database(tmp_path: Path, pg_server: PostgresS
         # One trigger to each process at the same moment: six summaries, each posted once. (Each signed
         # afresh: the processes share the replay record, so one signed request is good for one process.)
         day = "2031-01-01"
-        started = await asyncio.gather(*(node.trigger(date=day, age_s=i) for i, node in enumerate(nodes)))
+        # Whole seconds apart from one reading of the clock: offsets from three readings could land two requests
+        # in the same second, with the same signature.
+        now = int(time.time())
+        started = await asyncio.gather(*(node.trigger(date=day, signed_at=now - i) for i, node in enumerate(nodes)))
         runs = await asyncio.gather(*(node.run(s) for node, s in zip(nodes, started, strict=True)))
         assert all(r["status"] == "done" for r in runs), runs
         sent = sum(r["counts"].get("sent", 0) for r in runs)
