@@ -37,6 +37,10 @@ class GPU(_Frozen):
         default=None, gt=0, description="measured streaming bandwidth (data/achieved_bandwidth.toml), 10^9 bytes/s"
     )
     achieved_bandwidth_source: str = ""
+    silicon: str = Field(
+        default="", description="the first catalog id (by id) of the cards that differ from this one only in memory "
+        "capacity, this card's own where none does (derived by catalog.store, not written in the data)"
+    )
     fp16_tflops: float | None = Field(
         default=None, description="dense FP16 tensor TFLOPS (FP16 accumulate where the vendor splits it)"
     )

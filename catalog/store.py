@@ -109,7 +109,7 @@ def load_from(data_dir: Path) -> Catalog:
             not_releases += [NotARelease.model_validate(e) for e in doc.get("not_a_release", [])]
         except (tomllib.TOMLDecodeError, ValidationError) as exc:
             raise CatalogError(f"{path.relative_to(data_dir)}: {exc}") from exc
-    gpus = with_achieved_bandwidth(gpus, sorted(data_dir.glob(ACHIEVED_BANDWIDTH_FILES)))
+    gpus = with_silicon(with_achieved_bandwidth(gpus, sorted(data_dir.glob(ACHIEVED_BANDWIDTH_FILES))))
     return Catalog(gpus, models, quants, digest.hexdigest()[:16], not_releases)
 
 
@@ -149,6 +149,25 @@ def with_achieved_bandwidth(gpus: list[GPU], paths: list[Path]) -> list[GPU]:
 
 
 unmatched_bandwidth_rows = 0
+
+# What may differ between two cards of one silicon: the memory fitted (capacity, and with it price, the GPU's share
+# of unified memory, the year that size came out) and what is written about them. Clocks, memory type and bus,
+# FLOPS, board power and form factor may not: an M3 Ultra with 96, 256 or 512 GB, a V100 PCIe with 16 or 32 GB.
+CAPACITY_ONLY_FIELDS = frozenset({
+    "id", "name", "aliases", "vram_gb", "launch_price_usd", "gpu_memory_fraction", "release_year", "source", "notes",
+    "unknown", "achieved_bandwidth_gbs", "achieved_bandwidth_source", "silicon"})
+
+
+def with_silicon(gpus: list[GPU]) -> list[GPU]:
+    """Give every GPU the id its capacity-only variants share: the first of them by id."""
+    first: dict[tuple[tuple[str, str], ...], str] = {}
+    for g in sorted(gpus, key=lambda g: g.id):
+        first.setdefault(_spec(g), g.id)
+    return [g.model_copy(update={"silicon": first[_spec(g)]}) for g in gpus]
+
+
+def _spec(g: GPU) -> tuple[tuple[str, str], ...]:
+    return tuple((k, repr(v)) for k, v in sorted(g.model_dump().items()) if k not in CAPACITY_ONLY_FIELDS)
 
 
 @cache

@@ -24,6 +24,7 @@ from estimator.calibration.model import (
     compute_capability,
     memory_family,
     memory_group,
+    silicon_of,
     situation_groups,
     watts_per_tflops,
 )
@@ -435,7 +436,7 @@ def decode_fit(engine: Engine, fmt: QuantFormat, gpu: GPU) -> DecodeFit:
 
 def gpu_known(gpu: GPU, kind: str) -> bool:
     """Whether this GPU owns fitted offsets of its own (it had enough calibration rows), which decides the band."""
-    return gpu.id in fitted.KNOWN_GPUS.get(kind, ())
+    return silicon_of(gpu) in fitted.KNOWN_GPUS.get(kind, ())
 
 
 def model_class(moe: bool) -> str:

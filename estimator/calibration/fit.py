@@ -25,7 +25,6 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 
 # Thousands of small solves: BLAS worker threads only contend (set before numpy is first imported).
@@ -51,6 +50,7 @@ from estimator.calibration.model import (
     Param,
     arch_group,
     memory_group,
+    silicon_of,
     situation_groups,
     watts_per_tflops,
 )
@@ -122,27 +122,10 @@ def model_class(row: Row) -> str:
     return "≤3B" if row.model.params_b <= SMALL_MODEL_MAX_PARAMS_B else "dense"
 
 
-# Cross-validation leaves a GPU out together with the cards that differ from it only in memory capacity (an M3 Ultra
-# with 96, 256 or 512 GB, a V100 PCIe with 16 or 32 GB, a Quadro RTX 6000 and 8000): the same silicon, clocks and
-# memory system, so rows on one would speak for the other and the left-out card would not be unseen.
-CAPACITY_ONLY_FIELDS = frozenset({
-    "id", "name", "aliases", "vram_gb", "launch_price_usd", "gpu_memory_fraction", "release_year", "source", "notes",
-    "unknown", "achieved_bandwidth_gbs", "achieved_bandwidth_source"})
-
-
-@cache
-def _gpu_folds() -> dict[str, str]:
-    first: dict[tuple[tuple[str, str], ...], str] = {}
-    out = {}
-    for g in sorted(load_catalog().gpus, key=lambda g: g.id):
-        spec = tuple((k, repr(v)) for k, v in sorted(g.model_dump().items()) if k not in CAPACITY_ONLY_FIELDS)
-        out[g.id] = first.setdefault(spec, g.id)
-    return out
-
-
 def gpu_fold(row: Row) -> str:
-    """The leave-one-GPU-out fold of a row: its GPU, with the GPU's capacity-only variants."""
-    return _gpu_folds().get(row.gpu.id, row.gpu.id)
+    """The leave-one-GPU-out fold of a row: its GPU together with the cards that differ from it only in memory
+    capacity (`GPU.silicon`). Rows on one would speak for the other, and the left-out card would not be unseen."""
+    return silicon_of(row.gpu)
 
 
 def gpu_family(row: Row) -> str:
@@ -502,7 +485,7 @@ def cross_validate(d: Design, fold_of: Callable[[Row], str]) -> list[Residual]:
         idx = np.flatnonzero(test)
         pred = predict_log(d, fit, idx)
         for a, i in enumerate(idx):
-            out.append(Residual(d.rows[i], float(pred[a] - d.log_t[i]), d.rows[i].gpu.id in gpus_owned))
+            out.append(Residual(d.rows[i], float(pred[a] - d.log_t[i]), silicon_of(d.rows[i].gpu) in gpus_owned))
     return out
 
 

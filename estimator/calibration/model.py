@@ -214,6 +214,10 @@ def die_group(gpu: GPU) -> str:
     return arch
 
 
+def silicon_of(gpu: GPU) -> str:
+    return gpu.silicon or gpu.id
+
+
 def compute_capability(gpu: GPU) -> float | None:
     """NVIDIA compute capability from the architecture name (the P100 is the one sm_60 Pascal part)."""
     if gpu.vendor != "nvidia":
@@ -267,7 +271,8 @@ def situation_groups(
         "memfam": memory_family(gpu),
         "arch": arch_group(gpu),
         "die": die_group(gpu),
-        "gpu": gpu.id,
+        # Cards that differ only in memory capacity are one silicon and share its offsets.
+        "gpu": silicon_of(gpu),
         "kernel": f"{ENGINE_FAMILY.get(engine, engine)}/{kernel or 'other'}",
         "compute": f"{ENGINE_FAMILY.get(engine, engine)}/{compute}",
         "dp4a": "yes" if has_int8_dot(gpu) else "none",

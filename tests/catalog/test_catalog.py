@@ -355,3 +355,17 @@ def test_extension_must_exceed_the_native_window() -> None:
     base["context_extension"] = {**base["context_extension"], "extended_context": 32768}
     with pytest.raises(ValueError, match="extended context"):
         Model.model_validate(base)
+
+
+def test_capacity_only_variants_share_one_silicon() -> None:
+    """An M3 Ultra's 96, 256 and 512 GB configurations are one silicon (they share fitted offsets, and
+    leave-one-GPU-out leaves them out together); an M3 Max with 30 GPU cores (36 GB) and one with 40 (48 GB) are
+    not, nor are an H100 PCIe and SXM, nor an A100 40 GB (HBM2, 1555 GB/s) and 80 GB (HBM2e, 2039 GB/s)."""
+    silicon = {g.id: g.silicon for g in load_catalog().gpus}
+    assert silicon["apple-m3-ultra-96gb"] == silicon["apple-m3-ultra-256gb"] == silicon["apple-m3-ultra-512gb"]
+    assert silicon["nvidia-v100-pcie-16gb"] == silicon["nvidia-v100-pcie-32gb"]
+    assert silicon["apple-m3-max-36gb"] != silicon["apple-m3-max-48gb"]
+    assert silicon["nvidia-h100-pcie"] != silicon["nvidia-h100-sxm"]
+    assert silicon["nvidia-a100-40gb-sxm"] != silicon["nvidia-a100-80gb-sxm"]
+    assert silicon["nvidia-rtx-4090"] == "nvidia-rtx-4090"
+    assert all(s in silicon and silicon[s] == s for s in silicon.values())

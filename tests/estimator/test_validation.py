@@ -21,7 +21,6 @@ from estimator.calibration.fit import (
     cross_validate,
     design,
     fit_all,
-    gpu_fold,
     predicted_tps,
     render_constants,
 )
@@ -139,19 +138,3 @@ def test_bands_are_ordered_and_rest_on_enough_residuals() -> None:
         assert band.low < band.high, key
         assert band.n >= 20, key
 
-
-def test_capacity_variants_are_left_out_together(every: list[Row]) -> None:
-    """An M3 Ultra's 256 GB and 512 GB configurations are one GPU to cross-validation; an M3 Max with 30 GPU cores
-    (36 GB) and one with 40 (48 GB) are not, nor are an H100 PCIe and an H100 SXM."""
-    by_id = {r.gpu.id: r for r in every}
-    gpus = {g.id: g for g in load_catalog().gpus}
-
-    def fold(gpu_id: str) -> str:
-        row = by_id.get(gpu_id) or next(iter(by_id.values()))
-        return gpu_fold(dataclasses.replace(row, gpu=gpus[gpu_id]))
-
-    assert fold("apple-m3-ultra-256gb") == fold("apple-m3-ultra-512gb") == fold("apple-m3-ultra-96gb")
-    assert fold("nvidia-v100-pcie-16gb") == fold("nvidia-v100-pcie-32gb")
-    assert fold("apple-m3-max-36gb") != fold("apple-m3-max-48gb")
-    assert fold("nvidia-h100-pcie") != fold("nvidia-h100-sxm")
-    assert fold("nvidia-a100-40gb-sxm") != fold("nvidia-a100-80gb-sxm")  # HBM2 at 1555 GB/s, HBM2e at 2039
