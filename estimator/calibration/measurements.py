@@ -53,6 +53,8 @@ GPU_NAMES: dict[str, str] = {
     "m3 max (40-core gpu, 400 gb/s)": "apple-m3-max-64gb",
     "m3 ultra (80-core gpu, 800 gb/s)": "apple-m3-ultra-256gb",
     "m3 ultra (32-core cpu, 80-core gpu; mac studio cluster node)": "apple-m3-ultra-512gb",
+    "m3 ultra (512 gb, mac studio; 24 threads -> 32-core cpu / 80-core gpu)": "apple-m3-ultra-512gb",
+    "mac studio (m3 ultra 512gb)": "apple-m3-ultra-512gb",
     "m4 (10-core gpu, 120 gb/s)": "apple-m4-16gb",
     "m4 pro (20-core gpu, 273 gb/s)": "apple-m4-pro-48gb",
     "m4 max (32-core gpu, 410 gb/s)": "apple-m4-max-36gb",
