@@ -109,7 +109,7 @@ def load_from(data_dir: Path) -> Catalog:
             not_releases += [NotARelease.model_validate(e) for e in doc.get("not_a_release", [])]
         except (tomllib.TOMLDecodeError, ValidationError) as exc:
             raise CatalogError(f"{path.relative_to(data_dir)}: {exc}") from exc
-    gpus = with_silicon(with_achieved_bandwidth(gpus, sorted(data_dir.glob(ACHIEVED_BANDWIDTH_FILES))))
+    gpus = with_achieved_bandwidth(with_silicon(gpus), sorted(data_dir.glob(ACHIEVED_BANDWIDTH_FILES)))
     return Catalog(gpus, models, quants, digest.hexdigest()[:16], not_releases)
 
 
@@ -118,8 +118,9 @@ ACHIEVED_BANDWIDTH_FILES = "achieved_bandwidth*.toml"
 
 def with_achieved_bandwidth(gpus: list[GPU], paths: list[Path]) -> list[GPU]:
     """Attach published memory-benchmark figures ([[measurement]] gpu = id or printed name, achieved_gbs,
-    method, source) to their GPUs: the median where a card has several. Rows naming no catalog GPU are
-    skipped; `unmatched_bandwidth_rows` counts them."""
+    method, source) to their GPUs: the median where a card has several. A figure is the silicon's: it holds for every
+    card that differs from the one it names only in memory capacity (`GPU.silicon`, set first). Rows naming no
+    catalog GPU are skipped; `unmatched_bandwidth_rows` counts them."""
     global unmatched_bandwidth_rows
     unmatched_bandwidth_rows = 0
     if not paths:
@@ -136,11 +137,12 @@ def with_achieved_bandwidth(gpus: list[GPU], paths: list[Path]) -> list[GPU]:
         if gpu is None or not isinstance(gbs, int | float) or gbs <= 0:
             unmatched_bandwidth_rows += 1
             continue
-        found.setdefault(gpu.id, []).append((float(gbs), f"{m.get('method', '')}: {m.get('source', '')}".strip(": ")))
+        where = f"{m.get('method', '')}: {m.get('source', '')}".strip(": ")
+        found.setdefault(gpu.silicon or gpu.id, []).append((float(gbs), where))
     out = []
     for g in gpus:
-        if g.id in found:
-            figures = found[g.id]
+        figures = found.get(g.silicon or g.id, [])
+        if figures:
             median = statistics.median(v for v, _ in figures)
             nearest = min(figures, key=lambda f: abs(f[0] - median))[1]
             g = g.model_copy(update={"achieved_bandwidth_gbs": median, "achieved_bandwidth_source": nearest})

@@ -410,7 +410,8 @@ def offsets_of(d: Design, fit: Fit) -> dict[tuple[str, str, str], Offset]:
 
 def bandwidth_ratios() -> dict[str, float]:
     """Achieved/datasheet bandwidth by memory type, shrunk toward the memory family and all measured cards."""
-    measured = [g for g in load_catalog().gpus if g.achieved_bandwidth_gbs]
+    # One card per silicon: its capacity variants share the figure and would otherwise count it several times.
+    measured = list({silicon_of(g): g for g in load_catalog().gpus if g.achieved_bandwidth_gbs}.values())
     if not measured:
         return {}
     logs = [(memory_group(g), memory_family(g), math.log(g.achieved_bandwidth_gbs / g.bandwidth_gbs))

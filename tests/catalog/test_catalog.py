@@ -369,3 +369,12 @@ def test_capacity_only_variants_share_one_silicon() -> None:
     assert silicon["nvidia-a100-40gb-sxm"] != silicon["nvidia-a100-80gb-sxm"]
     assert silicon["nvidia-rtx-4090"] == "nvidia-rtx-4090"
     assert all(s in silicon and silicon[s] == s for s in silicon.values())
+
+
+def test_a_bandwidth_figure_holds_for_every_capacity_of_its_silicon() -> None:
+    """One published copy benchmark of a 40-core M3 Max (memory size not stated) speaks for the 48, 64 and 128 GB
+    machines, not for the 30-core chip with its narrower bus."""
+    gpus = {g.id: g for g in load_catalog().gpus}
+    figures = {gpus[i].achieved_bandwidth_gbs for i in ("apple-m3-max-48gb", "apple-m3-max-64gb", "apple-m3-max-128gb")}
+    assert figures == {318.0}
+    assert gpus["apple-m3-max-36gb"].achieved_bandwidth_gbs != 318.0
