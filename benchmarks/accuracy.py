@@ -2,7 +2,8 @@
 
     python benchmarks/accuracy.py
 
-Refits the model with each GPU left out in turn (and each source), estimates the left-out rows, and prints
+Refits the model with each GPU left out in turn (together with the cards that differ from it only in memory
+capacity, `GPU.silicon`), then each source, estimates the left-out rows, and prints
 median and p90 absolute error (|estimated − measured| / measured) per engine, model class (dense / MoE / ≤ 3B)
 and GPU family, plus how often the measured value falls inside the 80 % band built from the other folds' errors.
 Writes nothing.
