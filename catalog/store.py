@@ -162,10 +162,11 @@ CAPACITY_ONLY_FIELDS = frozenset({
 
 def with_silicon(gpus: list[GPU]) -> list[GPU]:
     """Give every GPU the id its capacity-only variants share: the first of them by id."""
+    specs = {g.id: _spec(g) for g in gpus}
     first: dict[tuple[tuple[str, str], ...], str] = {}
-    for g in sorted(gpus, key=lambda g: g.id):
-        first.setdefault(_spec(g), g.id)
-    return [g.model_copy(update={"silicon": first[_spec(g)]}) for g in gpus]
+    for gpu_id in sorted(specs):
+        first.setdefault(specs[gpu_id], gpu_id)
+    return [g.model_copy(update={"silicon": first[specs[g.id]]}) for g in gpus]
 
 
 def _spec(g: GPU) -> tuple[tuple[str, str], ...]:
