@@ -49,6 +49,9 @@ DEFAULT_METHOD: Method = "qlora"
 # The sequence a fine-tuning estimate assumes when none is asked (its own default, not the context's).
 DEFAULT_FINETUNE_SEQ = 2048
 DEFAULT_WHATGPU_LIMIT = 25
+# /whatgpu's thresholds: the slash options advertise these bounds, and every request (CLI and batch too) holds them.
+MIN_TPS_RANGE = (0.1, 10000.0)
+BUDGET_USD_RANGE = (1.0, 10_000_000.0)
 # The options a stored default can fill, in the order the "defaults used" note lists them.
 STORED_KEYS = ("gpu", "engine", "ctx", "kv")
 # A daily summary covers at most this many GPUs: one chart row each keeps the post readable.
@@ -361,8 +364,14 @@ class WhatGpuRequest(_Options):
     @field_validator("min_tps", "budget")
     @classmethod
     def _finite(cls, value: float | None, info: ValidationInfo) -> float | None:
-        if value is not None and not math.isfinite(value):
+        if value is None:
+            return value
+        if not math.isfinite(value):
             raise BadValue.of("bad.number", name=info.field_name)
+        low, high = MIN_TPS_RANGE if info.field_name == "min_tps" else BUDGET_USD_RANGE
+        if not low <= value <= high:
+            raise BadValue.of("bad.range", name=info.field_name, low=f"{low:.10g}", high=f"{high:.10g}",
+                              got=f"{value:.10g}")
         return value
 
     def cache_key(self, svc: Service) -> dict[str, Any]:

@@ -196,7 +196,8 @@ class NumberRange(app_commands.Transformer["RigBot"]):
                 or (self.integer and not float(value).is_integer()):
             raise BadValue.of("bad.whole_number" if self.integer else "bad.number", name=self.name)
         if not self.low <= value <= self.high:
-            raise BadValue.of("bad.range", name=self.name, low=f"{self.low:g}", high=f"{self.high:g}", got=f"{value:g}")
+            raise BadValue.of("bad.range", name=self.name, low=f"{self.low:.10g}", high=f"{self.high:.10g}",
+                              got=f"{value:.10g}")
         return int(value) if self.integer else float(value)
 
 

@@ -11,7 +11,7 @@ from discord.ext import commands
 from bot.cogs.common import HEAVY_COMMAND_PER_S, HEAVY_COMMAND_RATE
 from bot.cogs.settings import defaults_note
 from bot.render.reply import Reply
-from bot.requests import WhatGpuRequest
+from bot.requests import BUDGET_USD_RANGE, MIN_TPS_RANGE, WhatGpuRequest
 from bot.transformers import EngineOption, ModelOption, NumberRange, QuantOption, Tokens, given
 from bot.ui.pages import pages_view
 
@@ -39,8 +39,8 @@ class WhatGpu(commands.Cog):
         model: ModelOption,
         ctx: Tokens | None = None,
         quant: QuantOption | None = None,
-        min_tps: app_commands.Transform[float, NumberRange("min_tps", 0.1, 10000.0, integer=False)] | None = None,
-        budget: app_commands.Transform[float, NumberRange("budget", 1.0, 10000000.0, integer=False)] | None = None,
+        min_tps: app_commands.Transform[float, NumberRange("min_tps", *MIN_TPS_RANGE, integer=False)] | None = None,
+        budget: app_commands.Transform[float, NumberRange("budget", *BUDGET_USD_RANGE, integer=False)] | None = None,
         engine: EngineOption | None = None,
     ) -> None:
         built = await self.bot.build(interaction, WhatGpuRequest, model=given(model), ctx=ctx, quant=quant,

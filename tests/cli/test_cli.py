@@ -158,6 +158,8 @@ BAD = [
     ["rank", "--gpu", "no such gpu"],
     ["rank", "--gpu", "t4", "--ctx", "-1"],
     ["gpu", "--gpu", "no such gpu"],
+    ["whatgpu", "--model", "qwen3-8b", "--budget", "-3"],
+    ["whatgpu", "--model", "qwen3-8b", "--min-tps", "0"],
 ]
 
 

@@ -61,6 +61,8 @@ def test_options_left_out_take_the_defaults_stated_once() -> None:
     (CompareRequest, {"gpu": "T4", "model": "qwen3-8b"}, "give gpu2 (to compare GPUs) or model2"),
     (WhatGpuRequest, {"model": "qwen3-8b", "max_gpus": 9}, "gpus must be between 1 and 8"),
     (WhatGpuRequest, {"model": "qwen3-8b", "min_tps": float("nan")}, "min_tps must be a number"),
+    (WhatGpuRequest, {"model": "qwen3-8b", "min_tps": 0.0}, "min_tps must be between 0.1 and 10000 (got 0)"),
+    (WhatGpuRequest, {"model": "qwen3-8b", "budget": -3.0}, "budget must be between 1 and 10000000 (got -3)"),
     (FinetuneRequest, {"gpu": "T4", "model": "qwen3-8b", "method": "dpo"}, "method must be one of qlora, lora, full"),
     (FinetuneRequest, {"gpu": "T4", "model": "qwen3-8b", "knobs": {"colour": 1}}, "colour is not an option here"),
     (SettingsRequest, {"ctx": "0"}, "ctx must be a positive number of tokens"),
