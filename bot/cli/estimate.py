@@ -151,6 +151,9 @@ def cmd_gpu(svc: Service, args: argparse.Namespace) -> int:
 
 
 BATCH_LINE_EXAMPLE = '{"gpu": "t4", "model": "qwen3-8b", "ctx": "16k"}'
+# What a `fit` line may hold (`fit_request` reads these); a misspelt key ("contex") would otherwise be dropped
+# silently and the answer be for the default.
+BATCH_FIT_KEYS = ("gpu", "model", "quant", "engine", "ctx", "prompt", "kv", "gpus", "batch")
 
 
 def batch_query(number: int, line: str) -> dict[str, Any]:
@@ -162,6 +165,10 @@ def batch_query(number: int, line: str) -> dict[str, Any]:
         query = None
     if not isinstance(query, dict):
         raise CliError.of("cli.batch.not_object", number=number, example=BATCH_LINE_EXAMPLE)
+    allowed = ("finetune",) if "finetune" in query else BATCH_FIT_KEYS
+    unknown = sorted(str(key) for key in query if key not in allowed)
+    if unknown:
+        raise CliError.of("cli.batch.unknown_key", number=number, name=unknown[0], keys=", ".join(allowed))
     return query
 
 

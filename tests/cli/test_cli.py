@@ -352,6 +352,20 @@ def test_batch_answers_every_line(monkeypatch: pytest.MonkeyPatch, capsys: pytes
     assert [o["quant"] for o in answers[-2]["options"]] == ["q4_k_m"]
 
 
+@pytest.mark.parametrize(("line", "key", "keys"), [
+    ({"gpu": "t4", "model": "qwen3-8b", "contex": "16k"}, "contex", "gpu, model, quant, engine, ctx"),
+    ({"finetune": {"gpu": "t4", "model": "qwen3-8b"}, "gpu": "a30"}, "gpu", "a line takes finetune"),
+])
+def test_batch_refuses_a_key_it_would_otherwise_drop(line: dict[str, Any], key: str, keys: str,
+                                                     monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO(json.dumps(line) + "\n"))
+    code, out, _ = run(["batch"], capsys)
+    answer = json.loads(out)
+    assert code == 0 and set(answer) == {"error"}
+    assert answer["error"].startswith(f"line 1: {key} is not a query key") and keys in answer["error"]
+
+
 def test_a_reader_that_leaves_early_gets_no_traceback() -> None:
     # `rigcheck catalog list --json | head -c 0`: the reader is gone before the first write (the process
     # is still importing when its pipe is closed), whatever the pipe's capacity.
