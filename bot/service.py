@@ -72,8 +72,11 @@ class Service:
 
     @property
     def version(self) -> str:
-        """Catalog data + estimator code + fitted constants: a change to any of them retires cached answers."""
-        return f"{self.catalog.version}+{ESTIMATOR_VERSION}+{constants_digest()}"
+        """Catalog data + estimator code + fitted constants + the replies' templates and render code: a change to
+        any of them retires cached answers."""
+        from bot.render.version import render_digest
+
+        return f"{self.catalog.version}+{ESTIMATOR_VERSION}+{constants_digest()}+{render_digest()}"
 
     # --- parsing ----------------------------------------------------------------------------------
 

@@ -36,6 +36,8 @@ class ReferenceSpeed(BaseModel):
     model: Model
     quant: QuantFormat
     decode_tps: float
+    decode_tps_low: float  # its 80 % band
+    decode_tps_high: float
     fits: bool  # False: the speed the bandwidth would allow if the weights fitted (more GPUs, say)
 
 
@@ -50,9 +52,9 @@ class Recommendation(BaseModel):
 
 def reference_speed(gpu: GPU, model: Model, fmt: QuantFormat, engine: Engine = "llama.cpp") -> ReferenceSpeed:
     q = Query(gpu=gpu, model=model, quant=fmt, engine=engine, ctx=4096, prompt_tokens=512)
-    return ReferenceSpeed(
-        model=model, quant=fmt, decode_tps=speed(q).decode_tps, fits=memory(q).verdict != "does_not_fit"
-    )
+    s = speed(q)
+    return ReferenceSpeed(model=model, quant=fmt, decode_tps=s.decode_tps, decode_tps_low=s.decode_tps_low,
+                          decode_tps_high=s.decode_tps_high, fits=memory(q).verdict != "does_not_fit")
 
 
 def recommend(

@@ -17,7 +17,7 @@ from catalog.schema import GPU, Model, QuantFormat
 from estimator.engines import runs_format, supports, tensor_parallel
 from estimator.memory import MemoryBreakdown, memory
 from estimator.query import MAX_GPUS, Engine, KVDtype, Query
-from estimator.speed import speed
+from estimator.speed import Speed, speed
 
 DEFAULT_PROMPT_TOKENS = 2048
 
@@ -29,10 +29,17 @@ class Setup(BaseModel):
     count: int
     quant: QuantFormat
     memory: MemoryBreakdown
-    decode_tps: float
-    ttft_s: float
+    speed: Speed  # the point estimates and their 80 % bands
     headroom_bytes: float
     headroom_fraction: float
+
+    @property
+    def decode_tps(self) -> float:
+        return self.speed.decode_tps
+
+    @property
+    def ttft_s(self) -> float:
+        return self.speed.ttft_s
 
     @property
     def price_usd(self) -> float | None:
@@ -107,8 +114,8 @@ def _first_that_fits(model: Model, fmt: QuantFormat, gpu: GPU, *, ctx: int, engi
         if mem.verdict == "does_not_fit":
             continue
         s = speed(q)
-        setup = Setup(gpu=gpu, count=n, quant=fmt, memory=mem, decode_tps=s.decode_tps, ttft_s=s.ttft_s,
-                      headroom_bytes=mem.headroom_bytes, headroom_fraction=mem.headroom_bytes / mem.usable_bytes)
+        setup = Setup(gpu=gpu, count=n, quant=fmt, memory=mem, speed=s, headroom_bytes=mem.headroom_bytes,
+                      headroom_fraction=mem.headroom_bytes / mem.usable_bytes)
         if first is None:
             first = setup
         # More llama.cpp cards add memory, not speed: the first fit is the answer. vLLM may need more.

@@ -15,7 +15,6 @@ from bot.requests import DEFAULT_SORT, DEFAULT_WHATGPU_LIMIT, GpuRequest, RankRe
 from bot.service import Service
 from catalog.resolve import NotFound
 from estimator.query import DEFAULT_CTX, DEFAULT_ENGINE, DEFAULT_KV, DEFAULT_PROMPT_TOKENS
-from estimator.units import to_gib
 
 
 def cmd_fit(svc: Service, args: argparse.Namespace) -> int:
@@ -36,8 +35,8 @@ def cmd_fit(svc: Service, args: argparse.Namespace) -> int:
             o["memory_gb"]["kv_cache"],
             o["memory_gb"]["overhead"],
             f"{o['memory_gb']['total']} / {o['memory_gb']['usable']}",
-            f"~{o['decode_tps']:g} ({o['decode_tps_low']:g}–{o['decode_tps_high']:g})",
-            f"{o['ttft_s']:.3g} ({o['ttft_s_low']:.3g}–{o['ttft_s_high']:.3g})",
+            tps_cell(o),
+            ttft_cell(o),
             _max_ctx(loc, o["max_ctx"], o.get("max_ctx_scaled")),
         ]
         for o in data["options"]
@@ -88,8 +87,8 @@ def cmd_rank(svc: Service, args: argparse.Namespace) -> int:
                     if r["model"]["active_params_b"] < r["model"]["params_b"]
                     else f"{r['model']['params_b']}B",
                     r["quant"],
-                    r["decode_tps"],
-                    r["ttft_s"],
+                    tps_cell(r),
+                    ttft_cell(r),
                     r["memory_gb"]["total"],
                 ]
                 for r in data["rows"]
@@ -116,7 +115,9 @@ def gpu_card(svc: Service, gpu_text: str, ctx: int, gpus: int = 1) -> dict[str, 
             "comfortable_8bit": json_shapes.capability_json([rec.comfortable_high_precision])["int8"],
             "long_context_4bit": json_shapes.capability_json([rec.long_context_q4])["int4"],
             "reference_speeds": [
-                {"model": r.model.id, "quant": r.quant.id, "decode_tps": round(r.decode_tps, 1), "fits": r.fits}
+                {"model": r.model.id, "quant": r.quant.id, "decode_tps": round(r.decode_tps, 1),
+                 "decode_tps_low": round(r.decode_tps_low, 1), "decode_tps_high": round(r.decode_tps_high, 1),
+                 "fits": r.fits}
                 for r in rec.reference_speeds
             ],
             "bandwidth_bound": rec.bandwidth_bound,
@@ -142,12 +143,22 @@ def cmd_gpu(svc: Service, args: argparse.Namespace) -> int:
     for method, item in card["finetune"].items():
         print("  " + t(loc, "cli.gpu.finetune", method=method, model=item["name"] if item else nothing))
     for r in card["recommendation"]["reference_speeds"]:
-        speed = t(loc, "cli.gpu.speed", model=r["model"], quant=r["quant"], tps=r["decode_tps"])
+        speed = t(loc, "cli.gpu.speed", model=r["model"], quant=r["quant"], tps=r["decode_tps"],
+                  low=r["decode_tps_low"], high=r["decode_tps_high"])
         print("  " + speed + ("" if r["fits"] else t(loc, "rec.if_fitted")))
     return 0
 
 
 # --- batch -----------------------------------------------------------------------------------------
+
+
+def tps_cell(d: dict[str, Any]) -> str:
+    """A table cell with the estimate and its 80 % range, from one JSON shape's keys."""
+    return f"~{d['decode_tps']:g} ({d['decode_tps_low']:g}–{d['decode_tps_high']:g})"
+
+
+def ttft_cell(d: dict[str, Any]) -> str:
+    return f"{d['ttft_s']:.3g} ({d['ttft_s_low']:.3g}–{d['ttft_s_high']:.3g})"
 
 
 BATCH_LINE_EXAMPLE = '{"gpu": "t4", "model": "qwen3-8b", "ctx": "16k"}'
@@ -208,12 +219,7 @@ def cmd_whatgpu(svc: Service, args: argparse.Namespace) -> int:
     if args.json:
         print_json({
             "model": json_shapes.model_brief(model), "ctx": req.ctx, "engine": engine,
-            "setups": [{"gpu": s.gpu.id, "name": s.gpu.name, "count": s.count, "quant": s.quant.id,
-                        "decode_tps": round(s.decode_tps, 1), "ttft_s": round(s.ttft_s, 3), "price_usd": s.price_usd,
-                        "power_w": s.power_w, "verdict": s.memory.verdict,
-                        "memory_gb": {"total": to_gib(s.memory.total_bytes),
-                                      "usable": to_gib(s.memory.usable_bytes)},
-                        "headroom_gb": to_gib(s.headroom_bytes)} for s in rows[: req.limit]],
+            "setups": [json_shapes.setup_json(s) for s in rows[: req.limit]],
         })
         return 0
     loc = lang(args)
@@ -223,8 +229,8 @@ def cmd_whatgpu(svc: Service, args: argparse.Namespace) -> int:
         return 0
     print(table(column_names(loc, "col.setup", "col.format", "col.tps", "cli.col.ttft_s", "cli.col.price_usd",
                              "cli.col.watts", "cli.col.headroom_gib"), [
-        [f"{s.count}× {s.gpu.name}", s.quant.name, round(s.decode_tps, 1), round(s.ttft_s, 2), s.price_usd or "?",
-         s.power_w or "?", to_gib(s.headroom_bytes)] for s in rows[: req.limit]]))
+        [f"{s.count}× {s.gpu.name}", s.quant.name, tps_cell(d), ttft_cell(d), s.price_usd or "?", s.power_w or "?",
+         d["headroom_gb"]] for s, d in ((s, json_shapes.setup_json(s)) for s in rows[: req.limit])]))
     return 0
 
 

@@ -7,8 +7,10 @@ from typing import Any
 from catalog.schema import GPU, Model
 from estimator.capability import LargestModel
 from estimator.rank import RankRow
+from estimator.speed import Speed
 from estimator.units import to_gib
 from estimator.verdict import FitResult
+from estimator.whatgpu import Setup
 
 
 def gpu_brief(gpu: GPU, count: int = 1) -> dict[str, Any]:
@@ -43,22 +45,36 @@ def fit_json(result: FitResult) -> dict[str, Any]:
                     "usable": to_gib(o.memory.usable_bytes),
                     "headroom": to_gib(o.memory.headroom_bytes),
                 },
-                "decode_tps": round(o.speed.decode_tps, 1),
-                "decode_tps_low": round(o.speed.decode_tps_low, 1),
-                "decode_tps_high": round(o.speed.decode_tps_high, 1),
+                **speed_json(o.speed),
                 "aggregate_tps": round(o.speed.aggregate_tps, 1),
-                "prefill_tps": round(o.speed.prefill_tps, 1),
-                "prefill_tps_low": round(o.speed.prefill_tps_low, 1),
-                "prefill_tps_high": round(o.speed.prefill_tps_high, 1),
-                "ttft_s": round(o.speed.ttft_s, 3),
-                "ttft_s_low": round(o.speed.ttft_s_low, 3),
-                "ttft_s_high": round(o.speed.ttft_s_high, 3),
                 "max_ctx": o.max_ctx,
                 "max_ctx_scaled": o.max_ctx_scaled,
             }
             for o in result.options
         ],
     }
+
+
+def speed_json(speed: Speed) -> dict[str, float]:
+    """Every estimate with its 80 % range, under the same keys wherever a speed is answered."""
+    return {
+        "decode_tps": round(speed.decode_tps, 1),
+        "decode_tps_low": round(speed.decode_tps_low, 1),
+        "decode_tps_high": round(speed.decode_tps_high, 1),
+        "prefill_tps": round(speed.prefill_tps, 1),
+        "prefill_tps_low": round(speed.prefill_tps_low, 1),
+        "prefill_tps_high": round(speed.prefill_tps_high, 1),
+        "ttft_s": round(speed.ttft_s, 3),
+        "ttft_s_low": round(speed.ttft_s_low, 3),
+        "ttft_s_high": round(speed.ttft_s_high, 3),
+    }
+
+
+def setup_json(s: Setup) -> dict[str, Any]:
+    return {"gpu": s.gpu.id, "name": s.gpu.name, "count": s.count, "quant": s.quant.id, **speed_json(s.speed),
+            "price_usd": s.price_usd, "power_w": s.power_w, "verdict": s.memory.verdict,
+            "memory_gb": {"total": to_gib(s.memory.total_bytes), "usable": to_gib(s.memory.usable_bytes)},
+            "headroom_gb": to_gib(s.headroom_bytes)}
 
 
 def rank_json(gpu: GPU, gpus: int, ctx: int, rows: list[RankRow]) -> dict[str, Any]:
@@ -70,15 +86,7 @@ def rank_json(gpu: GPU, gpus: int, ctx: int, rows: list[RankRow]) -> dict[str, A
                 "rank": i + 1,
                 "model": {**model_brief(r.model), "seed_rank": r.model.seed_rank},
                 "quant": r.best.quant.id,
-                "decode_tps": round(r.best.speed.decode_tps, 1),
-                "decode_tps_low": round(r.best.speed.decode_tps_low, 1),
-                "decode_tps_high": round(r.best.speed.decode_tps_high, 1),
-                "prefill_tps": round(r.best.speed.prefill_tps, 1),
-                "prefill_tps_low": round(r.best.speed.prefill_tps_low, 1),
-                "prefill_tps_high": round(r.best.speed.prefill_tps_high, 1),
-                "ttft_s": round(r.best.speed.ttft_s, 3),
-                "ttft_s_low": round(r.best.speed.ttft_s_low, 3),
-                "ttft_s_high": round(r.best.speed.ttft_s_high, 3),
+                **speed_json(r.best.speed),
                 "memory_gb": {"total": to_gib(r.best.memory.total_bytes), "usable": to_gib(r.best.memory.usable_bytes)},
                 "verdict": r.best.memory.verdict,
                 "fitting_quants": [f.quant.id for f in r.fitting],

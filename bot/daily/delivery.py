@@ -36,12 +36,13 @@ import discord
 from bot.params import BadValue, format_tokens
 from bot.render import charts
 from bot.render.embeds import COLORS, FOOTER_MAX, render_embed
-from bot.render.replies import rank_rows_view
+from bot.render.replies import range_note, rank_rows_view
 from bot.render.reply import Reply, ReplyFile
 from bot.requests import DAILY_MAX_GPUS, RankRequest
 from bot.service import Service
 from catalog.resolve import NotFound
 from estimator.query import DEFAULT_CTX
+from estimator.speed import Speed
 
 if TYPE_CHECKING:
     from bot.client import RigBot
@@ -159,6 +160,7 @@ def compose(
     gpus: list[dict[str, Any]] = []
     missing: list[str] = []
     pngs: list[bytes] = []
+    speeds: list[Speed] = []
     for gpu_id in list(gpu_ids)[:MAX_GPUS]:
         try:
             gpu, rows = svc.rank(RankRequest(gpu=gpu_id, ctx=ctx))
@@ -166,6 +168,7 @@ def compose(
             missing.append(gpu_id)
             continue
         top = rows[:TOP_MODELS]
+        speeds += [r.best.speed for r in top]
         gpus.append({"name": gpu.name, "rows": rank_rows_view(top, 0)})
         pngs.append(charts.rank_chart(top, title=f"{gpu.name} · {format_tokens(ctx)}", limit=TOP_MODELS,
                                       locale=locale, theme=theme))
@@ -173,6 +176,7 @@ def compose(
     embed = render_embed(
         "daily", locale, day=day, guild_name=guild_name, ctx=ctx, gpus=gpus, missing=missing, changes=changes,
         usage=usage, stats_day=since.date().isoformat(), color=COLORS["info"], image=CHART_NAME if pngs else None,
+        ranges=range_note(speeds, locale),
     )
     files = [ReplyFile(filename=CHART_NAME, data=_stitch(pngs))] if pngs else []
     return Reply(embeds=[embed], files=files)

@@ -29,6 +29,7 @@ from estimator.curve import VramCurves
 from estimator.offload import OffloadPlan
 from estimator.query import Query
 from estimator.rank import RankRow
+from estimator.speed import Speed
 from estimator.units import GIB, gib_text
 
 PAGE_SIZE = 10
@@ -157,6 +158,17 @@ RANK_CELL_WIDTH = 9
 RANK_CHART_MODELS = 5
 
 
+def range_note(speeds: list[Speed], locale: str) -> str:
+    """A table has no room for each cell's band: it states the widest on the page instead, decode tok/s below
+    and above the figure, so no cell claims more than its own band holds."""
+    bands = [(s.decode_tps_low / s.decode_tps, s.decode_tps_high / s.decode_tps) for s in speeds if s.decode_tps > 0]
+    if not bands:
+        return ""
+    below = max(100 * (1 - lo) for lo, _ in bands)
+    above = max(100 * (hi - 1) for _, hi in bands)
+    return t(locale, "table.range", below=f"{below:.0f}", above=f"{above:.0f}")
+
+
 def _tps_cell(tps: float) -> str:
     return f"{tps:.0f}" if tps >= 10 else f"{tps:.1f}"
 
@@ -251,6 +263,7 @@ def rank_reply(
         table=rank_table(chunk, formats, start, locale, ctx) if chunk else [],
         legend=t(locale, "rank.legend") + (t(locale, "rank.scaled") if any(ctx > r.model.max_context for r in chunk)
                                            else ""),
+        ranges=range_note([f.speed for r in chunk for f in r.fitting if f.quant.id in {q.id for q in formats}], locale),
         formats=" · ".join(f"{f.level.upper()} = {f.name}" for f in formats) if len(formats) > 1 else "",
         order=t(locale, f"rank.order.{sort}", signal=t(locale, "quality.signal")),
         color=COLORS["info"],
@@ -289,7 +302,8 @@ def recommendation_text(rec: Recommendation, locale: str) -> str:
     if lc:
         lines.append(t(locale, "rec.long", model=lc.name))
     speeds = t(locale, "list_sep").join(
-        t(locale, "rec.speed", model=r.model.name, tps=f"{r.decode_tps:.0f}")
+        t(locale, "rec.speed", model=r.model.name, tps=f"{r.decode_tps:.0f}", low=f"{r.decode_tps_low:.0f}",
+          high=f"{r.decode_tps_high:.0f}")
         + ("" if r.fits else t(locale, "rec.if_fitted"))
         for r in rec.reference_speeds
     )
@@ -502,6 +516,7 @@ def whatgpu_reply(svc: Service, req: WhatGpuRequest, page: int = 1, *, locale: s
     embed = render_embed("whatgpu", locale, model=model, ctx=ctx, engine=engine,
                          formats=", ".join(f.name for f in formats), min_tps=min_tps, budget=budget,
                          total=len(setups), table=whatgpu_table(shown, locale) if shown else [],
+                         ranges=range_note([s.speed for s in shown], locale),
                          page=t(locale, "page", page=page, pages=pages), image="whatgpu.png")
     bars = [(f"{setup_label(s.gpu, s.count, short=True)} · {s.quant.name}", s.decode_tps, s.headroom_bytes / GIB)
             for s in shown]

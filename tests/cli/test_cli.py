@@ -210,6 +210,29 @@ def test_rank_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
     assert len({r["model"]["id"] for r in data["rows"]}) == len(data["rows"])
 
 
+def test_whatgpu_json_carries_the_ranges(capsys: pytest.CaptureFixture[str]) -> None:
+    data = run_json(["whatgpu", "--model", "qwen3-8b", "--limit", "10"], capsys)
+    assert len(data["setups"]) == 10
+    for setup in data["setups"]:
+        for key in ("decode_tps", "prefill_tps", "ttft_s"):
+            assert setup[f"{key}_low"] < setup[key] < setup[f"{key}_high"], (key, setup)
+
+
+@pytest.mark.parametrize("argv", [["rank", "--gpu", "a30", "--ctx", "32k", "--limit", "5"],
+                                  ["whatgpu", "--model", "qwen3-8b", "--limit", "5"]])
+def test_rank_and_whatgpu_tables_show_each_range(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(argv, capsys)
+    assert code == 0
+    rows = out.splitlines()[3:]
+    assert len(rows) == 5
+    for line in rows:
+        tps = re.search(r"~([\d.]+) \(([\d.]+)–([\d.]+)\)", line)
+        ttft = re.search(r"  ([\d.]+) \(([\d.]+)–([\d.]+)\)  ", line)
+        assert tps and ttft, line
+        for point, low, high in (tps.groups(), ttft.groups()):
+            assert float(low) < float(point) < float(high), line
+
+
 def test_rank_limit_and_sort(capsys: pytest.CaptureFixture[str]) -> None:
     data = run_json(["rank", "--gpu", "rtx 4090", "--limit", "5", "--sort", "speed"], capsys)
     assert len(data["rows"]) == 5

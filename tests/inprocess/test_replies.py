@@ -150,6 +150,34 @@ async def test_compare_is_like_for_like_on_one_chart(sb: Sandbox) -> None:
     assert {f["value"].split("**")[1] for f in asked.embeds[0]["fields"]} == {"Q4_K_M"}
 
 
+async def test_compare_shows_the_range_of_each_side(sb: Sandbox) -> None:
+    import re
+
+    reply = await sb.invoke("/compare gpu:T4 gpu2:A30 model:qwen3-8b")
+    for field in reply.embeds[0]["fields"]:
+        tps = re.search(r"~(\d+) tok/s \((\d+)–(\d+)\)", field["value"])
+        ttft = re.search(r"TTFT ([\d.]+) (s|ms) \(([\d.]+)–([\d.]+) (s|ms)\)", field["value"])
+        assert tps and ttft, field["value"]
+        point, low, high = (float(x) for x in tps.groups())
+        assert low < point < high
+        assert float(ttft[3]) < float(ttft[4])
+
+
+@pytest.mark.parametrize(("command", "locale", "words"), [
+    ("/rank gpu:A30 ctx:32k", "en-US", "80 % range (from cross-validation) is at most"),
+    ("/whatgpu model:qwen3-8b", "en-US", "80 % range (from cross-validation) is at most"),
+    ("/rank gpu:A30 ctx:32k", "zh-CN", "80% 区间（来自交叉验证）至多为其"),
+])
+async def test_tables_state_the_widest_range_on_the_page(sb: Sandbox, command: str, locale: str, words: str) -> None:
+    import re
+
+    reply = await sb.invoke(command, locale=locale)
+    description = reply.embeds[0]["description"]
+    assert words in description
+    below, above = (int(x) for x in re.search(r"−(\d+) ?% .*?\+(\d+) ?%", description.split("```")[-1]).groups())
+    assert 0 < below < 100 and 0 < above
+
+
 async def test_finetune_chart_and_fp16_without_bf16(sb: Sandbox) -> None:
     t4 = await sb.invoke("/finetune gpu:T4 model:qwen3-8b method:qlora")
     assert "fp16" in t4.embeds[0]["description"] and "bf16" not in t4.embeds[0]["description"]

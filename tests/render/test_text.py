@@ -67,3 +67,27 @@ def test_the_daily_summary_table_header_lines_up_with_its_rows(locale: str) -> N
     assert rows and header.split()[0] == "#"
     # Each column ends where the rows' do: the text before "tok/s" is as wide as before each speed.
     assert {display_width(line) for line in [header, *rows]} == {display_width(rows[0])}
+
+
+@pytest.mark.parametrize(("locale", "words"), [("en-US", "80 % range (from cross-validation)"),
+                                               ("zh-CN", "80% 区间（来自交叉验证）")])
+def test_the_daily_summary_states_its_widest_range(locale: str, words: str) -> None:
+    changes = CatalogChanges(first=True, gpu_count=1, model_count=1)
+    reply = compose(Service(), day="2025-06-15", gpu_ids=["nvidia-a30", "nvidia-t4"], ctx=32768, locale=locale,
+                    usage=None, changes=changes)
+    assert words in reply.embeds[0]["description"]
+
+
+@pytest.mark.parametrize("locale", ["en-US", "zh-CN"])
+def test_the_gpu_cards_reference_speeds_carry_their_range(locale: str) -> None:
+    import re
+
+    from bot.render.replies import gpu_reply
+    from bot.requests import GpuRequest
+
+    reply = gpu_reply(Service(), GpuRequest.of(gpu="t4"), locale=locale)
+    text = "\n".join(f["value"] for f in reply.embeds[0]["fields"])
+    found = re.findall(r"≈ (\d+) tok/s[ (（]+(\d+)–(\d+)", text)
+    assert len(found) == 2, text
+    for point, low, high in found:
+        assert int(low) < int(point) < int(high)
