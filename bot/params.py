@@ -83,9 +83,15 @@ def parse_tokens(text: str | int, *, name: str = "ctx", allow_zero: bool = False
     return value
 
 
+ENGINE_ALIASES = {"tensorrt-llm": "trt-llm", "tensorrt": "trt-llm", "trtllm": "trt-llm", "trt": "trt-llm",
+                  "exl2": "exllamav2", "exl3": "exllamav3"}
+
+
 def parse_engine(text: str) -> Engine:
-    """An engine as people name it: `llamacpp`, `LM Studio` (which runs llama.cpp), `exllama2`."""
+    """An engine as people name it: `llamacpp`, `LM Studio` (which runs llama.cpp), `exllama2`, `TensorRT-LLM`."""
     value = text.strip().lower().replace("llamacpp", "llama.cpp").replace("exllama2", "exllamav2")
+    value = value.replace("exllama3", "exllamav3")
+    value = ENGINE_ALIASES.get(value, value)
     value = value.replace("lm studio", "llama.cpp").replace("lmstudio", "llama.cpp")
     if value not in ENGINES:
         raise BadValue.of("bad.engine", engines=", ".join(ENGINES))

@@ -210,8 +210,8 @@ class Service:
 
 
 # How people name the engines a format runs on (SGLang and TensorRT-LLM load vLLM's formats).
-ENGINE_NAMES = {"llama.cpp": "llama.cpp (Ollama, LM Studio)", "vllm": "vLLM/SGLang", "mlx": "MLX",
-                "exllamav2": "ExLlamaV2"}
+ENGINE_NAMES = {"llama.cpp": "llama.cpp (Ollama, LM Studio)", "vllm": "vLLM/SGLang/TensorRT-LLM", "mlx": "MLX",
+                "exllamav2": "ExLlamaV2", "exllamav3": "ExLlamaV3"}
 
 
 def engine_names(engines: tuple[str, ...]) -> str:

@@ -35,7 +35,8 @@ HF_DEFER_AFTER_S = 2.0
 ENGINE_CHOICES = [
     app_commands.Choice(name=n, value=v)
     for n, v in (("llama.cpp (LM Studio)", "llama.cpp"), ("Ollama", "ollama"), ("vLLM", "vllm"),
-                 ("SGLang", "sglang"), ("ExLlamaV2 (EXL2, GPTQ)", "exllamav2"), ("MLX (Apple)", "mlx"))
+                 ("SGLang", "sglang"), ("TensorRT-LLM", "trt-llm"), ("ExLlamaV2 (EXL2, GPTQ)", "exllamav2"),
+                 ("ExLlamaV3 (EXL3)", "exllamav3"), ("MLX (Apple)", "mlx"))
 ]
 KV_CHOICES = [app_commands.Choice(name=n, value=n) for n in ("f16", "q8_0", "q4_0", "fp8")]
 

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 Vendor = Literal["nvidia", "amd", "apple", "intel"]
 # The engines a format file runs on (what a catalog entry states); a question may name more, see
 # `estimator.query.Engine`.
-FormatEngine = Literal["llama.cpp", "vllm", "mlx", "exllamav2"]
+FormatEngine = Literal["llama.cpp", "vllm", "mlx", "exllamav2", "exllamav3"]
 
 
 class _Frozen(BaseModel):

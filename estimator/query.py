@@ -14,9 +14,10 @@ KVDtype = Literal["f16", "bf16", "q8_0", "q4_0", "fp8"]
 Level = Literal["int2", "int3", "int4", "int5", "int6", "int8", "fp8", "fp4", "fp16"]
 Backend = Literal["cuda", "rocm", "metal", "sycl"]
 
-# The engines a question may name: each has fitted constants of its own (Ollama: llama.cpp with Ollama's
-# defaults; SGLang: a server like vLLM; ExLlamaV2: EXL2/GPTQ on CUDA and ROCm).
-ENGINES: tuple[Engine, ...] = ("llama.cpp", "ollama", "vllm", "sglang", "exllamav2", "mlx")
+# The engines a question may name (Ollama: llama.cpp with Ollama's defaults; SGLang and TensorRT-LLM: servers
+# like vLLM; ExLlamaV2: EXL2/GPTQ on CUDA and ROCm; ExLlamaV3: EXL3 on CUDA). Those with too few published runs
+# of their own borrow their family's constants and answer with a wider range (`engines.UNFITTED_BAND_WIDEN`).
+ENGINES: tuple[Engine, ...] = ("llama.cpp", "ollama", "vllm", "sglang", "trt-llm", "exllamav2", "exllamav3", "mlx")
 KV_DTYPES: tuple[KVDtype, ...] = ("f16", "bf16", "q8_0", "q4_0", "fp8")
 MAX_GPUS = 8
 MAX_BATCH = 256

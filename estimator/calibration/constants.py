@@ -328,6 +328,11 @@ KNOWN_GPUS: dict[str, tuple[str, ...]] = {
         'nvidia-v100-pcie-16gb',
     ),
 }
+# Engines with enough runs of their own for their family's band, per kind (others get it widened).
+MEASURED_ENGINES: dict[str, tuple[str, ...]] = {
+    'decode': ('llama.cpp', 'mlx', 'ollama', 'vllm'),
+    'prefill': ('llama.cpp', 'mlx'),
+}
 # Tail share of each band (see BAND_TAILS in fit.py), per kind.
 BAND_TAIL: dict[str, float] = {
     'decode': 0.06,

@@ -572,6 +572,7 @@ class Result:
     bands: dict[Situation, Band]
     tails: dict[str, float]
     known: dict[str, tuple[str, ...]]
+    engines: dict[str, tuple[str, ...]]
     logo: list[Residual]
     loso: list[Residual]
 
@@ -580,6 +581,7 @@ def fit_all(rows: list[Row]) -> Result:
     decode_offsets: dict[tuple[str, str, str], Offset] = {}
     prefill_offsets: dict[tuple[str, str, str], Offset] = {}
     known: dict[str, tuple[str, ...]] = {}
+    engines: dict[str, tuple[str, ...]] = {}
     logo: list[Residual] = []
     loso: list[Residual] = []
     ratios = bandwidth_ratios()
@@ -593,13 +595,24 @@ def fit_all(rows: list[Row]) -> Result:
         full = fit_design(d, np.ones(len(d.rows), dtype=bool))
         (decode_offsets if kind == "decode" else prefill_offsets).update(offsets_of(d, full))
         known[kind] = tuple(sorted({c[2] for c in full.cols if c[1] == "gpu"}))
+        engines[kind] = measured_engines(d.rows)
         logo += cross_validate(d, gpu_fold)
         loso += cross_validate(d, lambda r: r.source)
     unseen = [dataclass_replace_known(r, False) for r in logo]
     tails = choose_tails(unseen)
     # "known" bands: rows whose GPU still owned offsets of its own when their source was left out.
     bands = band_table(unseen + [r for r in loso if r.known], tails)
-    return Result(decode_offsets, prefill_offsets, ratios, watts, bands, tails, known, logo, loso)
+    return Result(decode_offsets, prefill_offsets, ratios, watts, bands, tails, known, engines, logo, loso)
+
+
+def measured_engines(rows: list[Row]) -> tuple[str, ...]:
+    """Engines with enough runs of their own (MIN_GROUP_ROWS from MIN_GROUP_SOURCES sources) that their family's
+    cross-validated band speaks for them; any other engine answers with a widened band."""
+    runs: dict[str, list[str]] = defaultdict(list)
+    for r in rows:
+        runs[r.engine].append(r.source)
+    return tuple(sorted(e for e, srcs in runs.items()
+                        if len(srcs) >= MIN_GROUP_ROWS and len(set(srcs)) >= MIN_GROUP_SOURCES))
 
 
 def dataclass_replace_known(r: Residual, known: bool) -> Residual:
@@ -716,6 +729,9 @@ def render_constants(result: Result) -> str:
         known += [f"{kind!r}: (", *[f"    {i!r}," for i in ids], "),"]
     lines += table(["GPUs that own offsets of their own, per kind (their estimates use the 'known' bands)."],
                    "KNOWN_GPUS: dict[str, tuple[str, ...]]", known)
+    measured: list[str] = [f"{kind!r}: {ids!r}," for kind, ids in sorted(result.engines.items())]
+    lines += table(["Engines with enough runs of their own for their family's band, per kind (others get it widened)."],
+                   "MEASURED_ENGINES: dict[str, tuple[str, ...]]", measured)
     lines += table(["Tail share of each band (see BAND_TAILS in fit.py), per kind."], "BAND_TAIL: dict[str, float]",
                    [f"{k!r}: {v:.2f}," for k, v in sorted(result.tails.items())])
     lines += table(["(kind, engine family, GPU family, known/unseen, dense/moe): (tail, 1 − tail) percentiles of",

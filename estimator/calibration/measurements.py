@@ -288,7 +288,7 @@ SERVER_ENGINES: dict[str, Engine] = {
     "exllamav3": "exllamav3", "exl3": "exllamav3", "trt-llm": "trt-llm", "tensorrt-llm": "trt-llm",
 }
 # EXL2/EXL3 rows name their average bits per weight; the format is the catalog's EXL2 entry at that rate.
-BPW_FORMATS = {"exl2": "exl2-4.0bpw", "exl3": "exl2-4.0bpw"}
+BPW_FORMATS = {"exl2": "exl2-4.0bpw", "exl3": "exl3-4.0bpw"}
 
 
 def _server_quant(catalog: Catalog, m: dict[str, Any]) -> QuantFormat | None:

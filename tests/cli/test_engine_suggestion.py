@@ -50,3 +50,22 @@ def test_ollama_is_estimated_with_its_own_fitted_constants() -> None:
     q, g = cat.quant("q4_k_m"), cat.gpu("nvidia-rtx-4090")
     assert decode_coefficients("ollama", q, g) != decode_coefficients("llama.cpp", q, g)
     assert parse_engine("Ollama") == "ollama" and parse_engine("LM Studio") == "llama.cpp"
+
+
+@pytest.mark.parametrize(("typed", "engine"), [
+    ("TensorRT-LLM", "trt-llm"), ("trtllm", "trt-llm"), ("TRT-LLM", "trt-llm"), ("exl3", "exllamav3"),
+    ("ExLlama3", "exllamav3"), ("EXL2", "exllamav2"),
+])
+def test_engines_as_people_name_them(typed: str, engine: str) -> None:
+    assert parse_engine(typed) == engine
+
+
+def test_exl2_on_exllamav3_suggests_exllamav2_and_exl3_the_reverse() -> None:
+    with pytest.raises(BadValue) as err:
+        SVC.quant("exl2-4.0bpw", "exllamav3")
+    assert "try engine:exllamav2" in str(err.value) and "EXL3 4.0 bpw" in str(err.value)
+    with pytest.raises(BadValue) as err:
+        SVC.quant("exl3-4.0bpw", "exllamav2")
+    assert "try engine:exllamav3" in str(err.value)
+    assert SVC.quant("int4", "exllamav3").id == "exl3-4.0bpw"
+    assert SVC.quant("fp8", "trt-llm").id == "fp8"

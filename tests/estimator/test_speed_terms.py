@@ -458,3 +458,36 @@ def test_without_flash_attention_the_score_matrix_goes_through_memory() -> None:
     assert off.score_matrix_s == pytest.approx(16 * scores / (achieved_bandwidth_gbs(g) * 1e9), rel=1e-6)
     # Deeper caches mean more scores per prompt token, so more traffic.
     assert prefill_terms(m, q, g, "llama.cpp", 2048, 8192, flash_attn=False).score_matrix_s > 4 * off.score_matrix_s
+
+
+def test_an_engine_without_runs_of_its_own_answers_with_its_familys_band_widened() -> None:
+    from estimator.calibration import constants as fitted
+    from estimator.engines import UNFITTED_BAND_WIDEN, band_for
+
+    assert "vllm" in fitted.MEASURED_ENGINES["decode"] and "trt-llm" not in fitted.MEASURED_ENGINES["decode"]
+    h100 = gpu("nvidia-h100-sxm")
+    vllm, trt = band_for("decode", "vllm", h100, False), band_for("decode", "trt-llm", h100, False)
+    assert trt == pytest.approx((vllm[0] * UNFITTED_BAND_WIDEN, vllm[1] * UNFITTED_BAND_WIDEN))
+
+
+def test_measured_engines_need_rows_from_more_than_one_source() -> None:
+    from dataclasses import replace
+
+    from estimator.calibration.fit import all_rows, measured_engines
+    from estimator.calibration.model import MIN_GROUP_ROWS
+
+    rows, _ = all_rows()
+    one = [r for r in rows if r.engine == "llama.cpp"][:MIN_GROUP_ROWS]
+    assert measured_engines([replace(r, source="one table") for r in one]) == ()
+    assert measured_engines([replace(r, source=f"table {i % 2}") for i, r in enumerate(one)]) == ("llama.cpp",)
+
+
+def test_exllamav3_runs_exl3_on_cuda_only() -> None:
+    from estimator.engines import DEFAULT_FORMAT, runs_format, supports
+
+    assert supports("exllamav3", gpu("nvidia-rtx-4090")) and not supports("exllamav3", gpu("amd-rx-7900-xtx"))
+    assert supports("exllamav2", gpu("amd-rx-7900-xtx"))
+    assert runs_format("exllamav3", quant("exl3-4.0bpw")) and not runs_format("exllamav3", quant("exl2-4.0bpw"))
+    assert not runs_format("exllamav2", quant("exl3-4.0bpw"))
+    assert all(quant(q).engines == ("exllamav3",) for q in DEFAULT_FORMAT["exllamav3"].values())
+    assert not supports("trt-llm", gpu("amd-mi300x")) and supports("trt-llm", gpu("nvidia-l40s"))
