@@ -79,6 +79,9 @@ UNMEASURED_BANDWIDTH_RATIO = 1.0
 UNFITTED_BAND_WIDEN = 1.5
 
 
+EXLLAMAV3_MIN_CC = 8.0
+
+
 def family(engine: str) -> str:
     return ENGINE_FAMILY.get(engine, engine)
 
@@ -89,7 +92,9 @@ def supports(engine: Engine, gpu: GPU) -> bool:
     if family(engine) == "server":
         return gpu.vendor == "nvidia" if engine == "trt-llm" else gpu.vendor in ("nvidia", "amd", "intel")
     if engine == "exllamav3":
-        return gpu.vendor == "nvidia"  # its README's to-do list: "ROCm support"
+        # TabbyAPI's hardware check (common/hardware.py at e632af41): "ExLlamaV3 requires compute capability 8.0
+        # (Ampere) or higher and doesn't support ROCm"; an architecture newer than the table counts as Ampere+.
+        return gpu.vendor == "nvidia" and (compute_capability(gpu) or EXLLAMAV3_MIN_CC) >= EXLLAMAV3_MIN_CC
     if family(engine) == "exllama":
         return gpu.vendor in ("nvidia", "amd")
     return True

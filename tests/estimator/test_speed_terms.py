@@ -486,6 +486,8 @@ def test_exllamav3_runs_exl3_on_cuda_only() -> None:
     from estimator.engines import DEFAULT_FORMAT, runs_format, supports
 
     assert supports("exllamav3", gpu("nvidia-rtx-4090")) and not supports("exllamav3", gpu("amd-rx-7900-xtx"))
+    assert supports("exllamav3", gpu("nvidia-a100-80gb-sxm")) and supports("exllamav3", gpu("nvidia-b300"))
+    assert not supports("exllamav3", gpu("nvidia-t4")) and supports("exllamav2", gpu("nvidia-t4"))
     assert supports("exllamav2", gpu("amd-rx-7900-xtx"))
     assert runs_format("exllamav3", quant("exl3-4.0bpw")) and not runs_format("exllamav3", quant("exl2-4.0bpw"))
     assert not runs_format("exllamav2", quant("exl3-4.0bpw"))
