@@ -371,7 +371,14 @@ class Resolver:
         return None
 
     def quant_or_none(self, text: str) -> QuantFormat | None:
-        return self._quants.get(normalise(text))
+        found = self._quants.get(normalise(text))
+        if found is not None:
+            return found
+        asked = BPW_FORMAT.match(normalise(text))
+        if asked is None:
+            return None
+        template = self._quants.get(normalise(f"{asked[1]}-4.0bpw"))
+        return None if template is None else bpw_variant(template, asked[1], float(asked[2]))
 
     def complete_gpu(self, prefix: str, limit: int = 25) -> list[Suggestion]:
         prefix = split_gpu_count(prefix[:MAX_QUERY_CHARS])[0]
@@ -379,6 +386,23 @@ class Resolver:
 
     def complete_model(self, prefix: str, limit: int = 25) -> list[Suggestion]:
         return self._models.suggest(self._models.ranked(prefix[:MAX_QUERY_CHARS], limit))
+
+
+# ExLlama formats are named by their average bits per weight, any value in the converter's range: EXL2 mixes 2-8 bit
+# groups (exllamav2 README), EXL3's convert.py refuses "--bits" outside 1-8.
+BPW_RANGE = {"exl2": (2.0, 8.0), "exl3": (1.0, 8.0)}
+BPW_FORMAT = re.compile(r"^(exl[23])(\d+(?:\.\d+)?)(?:bpw|b)?$")
+
+
+def bpw_variant(template: QuantFormat, family: str, bpw: float) -> QuantFormat | None:
+    """The catalog's EXL2/EXL3 entry at another bitrate (`exl2-4.65bpw`), or None outside the format's range."""
+    low, high = BPW_RANGE.get(family, (0.0, 0.0))
+    if not low <= bpw <= high:
+        return None
+    level = {1: "int2", 2: "int2", 3: "int3", 4: "int4", 5: "int5", 6: "int6", 7: "int6"}.get(int(bpw), "int8")
+    return template.model_copy(update={
+        "id": f"{family}-{bpw:g}bpw", "name": f"{family.upper()} {bpw:.2f}".rstrip("0").rstrip(".") + " bpw",
+        "aliases": (), "bits_per_weight": bpw, "level": level})
 
 
 def _family_label(gpus: list[GPU]) -> str:

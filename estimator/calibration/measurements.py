@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from catalog.resolve import NotFound, Resolver
+from catalog.resolve import NotFound, Resolver, bpw_variant
 from catalog.schema import GPU, Model, QuantFormat
 from catalog.store import Catalog
 from estimator.query import Engine, backend_of
@@ -295,11 +295,8 @@ def _server_quant(catalog: Catalog, m: dict[str, Any]) -> QuantFormat | None:
     name = str(m.get("quant", "")).strip().lower()
     bpw = m.get("bpw")
     base = name.split("-")[0].split(" ")[0]
-    if base in BPW_FORMATS and isinstance(bpw, int | float) and 1 < bpw <= 16:
-        template = catalog.quant(BPW_FORMATS[base])
-        level = {2: "int2", 3: "int3", 4: "int4", 5: "int5", 6: "int6"}.get(round(bpw), "int8")
-        return template.model_copy(update={"id": f"{base}-{bpw:g}bpw", "name": f"{base.upper()} {bpw:g} bpw",
-                                           "bits_per_weight": float(bpw), "level": level})
+    if base in BPW_FORMATS and isinstance(bpw, int | float):
+        return bpw_variant(catalog.quant(BPW_FORMATS[base]), base, float(bpw))
     quant_id = SERVER_QUANTS.get(name)
     if quant_id is None:
         return None

@@ -421,3 +421,22 @@ def test_a_listed_name_answers_not_a_known_release(tmp_path: Path) -> None:
     with pytest.raises(NotFound) as other:
         resolver.model("imaginary 10b")
     assert not isinstance(other.value, NotARelease)
+
+
+@pytest.mark.parametrize(("typed", "fid", "bpw", "level"), [
+    ("exl2-4.65bpw", "exl2-4.65bpw", 4.65, "int4"), ("EXL2 4.65 bpw", "exl2-4.65bpw", 4.65, "int4"),
+    ("exl3 3.5bpw", "exl3-3.5bpw", 3.5, "int3"), ("exl3-1.6", "exl3-1.6bpw", 1.6, "int2"),
+    ("exl2_6.5bpw", "exl2-6.5bpw", 6.5, "int6"),
+])
+def test_exllama_formats_at_any_bitrate_in_range(typed: str, fid: str, bpw: float, level: str) -> None:
+    resolver = Resolver(load_catalog())
+    fmt = resolver.quant_or_none(typed)
+    assert fmt is not None and (fmt.id, fmt.bits_per_weight, fmt.level) == (fid, bpw, level)
+    family = fid[:4]
+    assert fmt.engines == ("exllamav2",) if family == "exl2" else fmt.engines == ("exllamav3",)
+    assert fmt.output_bits == 6 and fmt.kernel == load_catalog().quant(f"{family}-4.0bpw").kernel
+
+
+@pytest.mark.parametrize("typed", ["exl2-9bpw", "exl2-1.5bpw", "exl3-0.5bpw", "exl3-12bpw", "exl4-4bpw"])
+def test_exllama_bitrates_outside_the_converters_range_are_unknown(typed: str) -> None:
+    assert Resolver(load_catalog()).quant_or_none(typed) is None
