@@ -162,9 +162,7 @@ class Service:
         gpu = choice.gpu
         model, tagged = self.model(req.model)
         engine = req.engine
-        if not supports(engine, gpu):
-            raise BadValue.of("bad.engine_gpu_apple" if gpu.vendor == "apple" else "bad.engine_gpu", engine=engine,
-                              gpu=gpu.name)
+        check_engine(engine, gpu)
         formats = self.formats(engine, req.quant) if req.quant or tagged is None else [tagged]
         self.check_context(model, req.ctx)
         q = Query(
@@ -195,6 +193,7 @@ class Service:
     def rank(self, req: RankRequest) -> tuple[GPU, list[RankRow]]:
         choice = self.gpu_choice(req.gpu, req.gpus)
         gpu = choice.gpu
+        check_engine(req.engine, gpu)
         rows = rank(
             self.catalog.models,
             self.formats(req.engine, req.quant),
@@ -212,6 +211,15 @@ class Service:
 # How people name the engines a format runs on (SGLang and TensorRT-LLM load vLLM's formats).
 ENGINE_NAMES = {"llama.cpp": "llama.cpp (Ollama, LM Studio)", "vllm": "vLLM/SGLang/TensorRT-LLM", "mlx": "MLX",
                 "exllamav2": "ExLlamaV2", "exllamav3": "ExLlamaV3"}
+
+
+def check_engine(engine: Engine, gpu: GPU) -> None:
+    """Refuse, with the reason, an engine that does not run on this GPU (MLX off Apple, ExLlamaV3 before Ampere)."""
+    if supports(engine, gpu):
+        return
+    key = ("bad.engine_gpu_apple" if gpu.vendor == "apple" else
+           "bad.engine_gpu_ampere" if engine == "exllamav3" and gpu.vendor == "nvidia" else "bad.engine_gpu")
+    raise BadValue.of(key, engine=engine, gpu=gpu.name)
 
 
 def engine_names(engines: tuple[str, ...]) -> str:

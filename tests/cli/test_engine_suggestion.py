@@ -69,3 +69,17 @@ def test_exl2_on_exllamav3_suggests_exllamav2_and_exl3_the_reverse() -> None:
     assert "try engine:exllamav3" in str(err.value)
     assert SVC.quant("int4", "exllamav3").id == "exl3-4.0bpw"
     assert SVC.quant("fp8", "trt-llm").id == "fp8"
+
+
+@pytest.mark.parametrize(("gpu", "engine", "words"), [
+    ("rtx 4090", "mlx", "mlx does not run on NVIDIA GeForce RTX 4090"),
+    ("t4", "exllamav3", "needs an Ampere or newer GPU (compute capability 8.0); NVIDIA T4 is older"),
+    ("rx 7900 xtx", "trt-llm", "trt-llm does not run on AMD Radeon RX 7900 XTX"),
+])
+def test_rank_refuses_an_engine_the_gpu_does_not_run(gpu: str, engine: str, words: str) -> None:
+    from bot.requests import RankRequest
+
+    with pytest.raises(BadValue) as err:
+        SVC.rank(RankRequest.of(gpu=gpu, engine=engine))
+    assert words in str(err.value)
+    assert SVC.rank(RankRequest.of(gpu="rtx 4090", engine="exllamav3"))[1]
