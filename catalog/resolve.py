@@ -377,7 +377,7 @@ class Resolver:
         asked = BPW_FORMAT.match(normalise(text))
         if asked is None:
             return None
-        template = self._quants.get(normalise(f"{asked[1]}-4.0bpw"))
+        template = self._quants.get(normalise(BPW_TEMPLATE[asked[1]]))
         return None if template is None else bpw_variant(template, asked[1], float(asked[2]))
 
     def complete_gpu(self, prefix: str, limit: int = 25) -> list[Suggestion]:
@@ -391,6 +391,8 @@ class Resolver:
 # ExLlama formats are named by their average bits per weight, any value in the converter's range: EXL2 mixes 2-8 bit
 # groups (exllamav2 README), EXL3's convert.py refuses "--bits" outside 1-8.
 BPW_RANGE = {"exl2": (2.0, 8.0), "exl3": (1.0, 8.0)}
+# The catalog entry each family's other bitrates are made from.
+BPW_TEMPLATE = {"exl2": "exl2-4.0bpw", "exl3": "exl3-4.0bpw"}
 BPW_FORMAT = re.compile(r"^(exl[23])(\d+(?:\.\d+)?)(?:bpw|b)?$")
 
 

@@ -17,6 +17,15 @@ from catalog.resolve import NotFound
 from estimator.query import DEFAULT_CTX, DEFAULT_ENGINE, DEFAULT_KV, DEFAULT_PROMPT_TOKENS
 
 
+def tps_cell(d: dict[str, Any]) -> str:
+    """A table cell with the estimate and its 80 % range, from one JSON shape's keys."""
+    return f"~{d['decode_tps']:g} ({d['decode_tps_low']:g}–{d['decode_tps_high']:g})"
+
+
+def ttft_cell(d: dict[str, Any]) -> str:
+    return f"{d['ttft_s']:.3g} ({d['ttft_s_low']:.3g}–{d['ttft_s_high']:.3g})"
+
+
 def cmd_fit(svc: Service, args: argparse.Namespace) -> int:
     fetch_hf(svc, args.model)
     result = svc.fit(fit_request(vars(args)))
@@ -152,15 +161,6 @@ def cmd_gpu(svc: Service, args: argparse.Namespace) -> int:
 # --- batch -----------------------------------------------------------------------------------------
 
 
-def tps_cell(d: dict[str, Any]) -> str:
-    """A table cell with the estimate and its 80 % range, from one JSON shape's keys."""
-    return f"~{d['decode_tps']:g} ({d['decode_tps_low']:g}–{d['decode_tps_high']:g})"
-
-
-def ttft_cell(d: dict[str, Any]) -> str:
-    return f"{d['ttft_s']:.3g} ({d['ttft_s_low']:.3g}–{d['ttft_s_high']:.3g})"
-
-
 BATCH_LINE_EXAMPLE = '{"gpu": "t4", "model": "qwen3-8b", "ctx": "16k"}'
 # What a `fit` line may hold (`fit_request` reads these); a misspelt key ("contex") would otherwise be dropped
 # silently and the answer be for the default.
@@ -230,7 +230,7 @@ def cmd_whatgpu(svc: Service, args: argparse.Namespace) -> int:
     print(table(column_names(loc, "col.setup", "col.format", "col.tps", "cli.col.ttft_s", "cli.col.price_usd",
                              "cli.col.watts", "cli.col.headroom_gib"), [
         [f"{s.count}× {s.gpu.name}", s.quant.name, tps_cell(d), ttft_cell(d), s.price_usd or "?", s.power_w or "?",
-         d["headroom_gb"]] for s, d in ((s, json_shapes.setup_json(s)) for s in rows[: req.limit])]))
+         d["headroom_gb"]] for s in rows[: req.limit] for d in [json_shapes.setup_json(s)]]))
     return 0
 
 

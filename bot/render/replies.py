@@ -249,6 +249,7 @@ def rank_reply(
     formats = svc.formats(engine, req.quant)
     sort = req.sort
     setup = gpu_label(gpu, count)
+    shown_formats = {f.id for f in formats}
     embed = render_embed(
         "rank",
         locale,
@@ -263,7 +264,7 @@ def rank_reply(
         table=rank_table(chunk, formats, start, locale, ctx) if chunk else [],
         legend=t(locale, "rank.legend") + (t(locale, "rank.scaled") if any(ctx > r.model.max_context for r in chunk)
                                            else ""),
-        ranges=range_note([f.speed for r in chunk for f in r.fitting if f.quant.id in {q.id for q in formats}], locale),
+        ranges=range_note([f.speed for r in chunk for f in r.fitting if f.quant.id in shown_formats], locale),
         formats=" · ".join(f"{f.level.upper()} = {f.name}" for f in formats) if len(formats) > 1 else "",
         order=t(locale, f"rank.order.{sort}", signal=t(locale, "quality.signal")),
         color=COLORS["info"],

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from catalog.resolve import NotFound, Resolver, bpw_variant
+from catalog.resolve import BPW_TEMPLATE, NotFound, Resolver, bpw_variant
 from catalog.schema import GPU, Model, QuantFormat
 from catalog.store import Catalog
 from estimator.query import Engine, backend_of
@@ -287,16 +287,15 @@ SERVER_ENGINES: dict[str, Engine] = {
     "vllm": "vllm", "sglang": "sglang", "mlx": "mlx", "mlx-lm": "mlx", "exllamav2": "exllamav2", "exl2": "exllamav2",
     "exllamav3": "exllamav3", "exl3": "exllamav3", "trt-llm": "trt-llm", "tensorrt-llm": "trt-llm",
 }
-# EXL2/EXL3 rows name their average bits per weight; the format is the catalog's EXL2 entry at that rate.
-BPW_FORMATS = {"exl2": "exl2-4.0bpw", "exl3": "exl3-4.0bpw"}
 
 
 def _server_quant(catalog: Catalog, m: dict[str, Any]) -> QuantFormat | None:
     name = str(m.get("quant", "")).strip().lower()
     bpw = m.get("bpw")
     base = name.split("-")[0].split(" ")[0]
-    if base in BPW_FORMATS and isinstance(bpw, int | float):
-        return bpw_variant(catalog.quant(BPW_FORMATS[base]), base, float(bpw))
+    # EXL2/EXL3 rows name their average bits per weight: the catalog's entry of that family at that rate.
+    if base in BPW_TEMPLATE and isinstance(bpw, int | float):
+        return bpw_variant(catalog.quant(BPW_TEMPLATE[base]), base, float(bpw))
     quant_id = SERVER_QUANTS.get(name)
     if quant_id is None:
         return None
