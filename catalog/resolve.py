@@ -100,10 +100,12 @@ class GPUSetup:
         return len(self.options) > 1
 
 
-# '2x 3090', '2×4090', '4 x a100 80gb', '8*h100'; '3090 x2', 'rtx 3090 x 2'. The count is at most two
-# digits and the 'x' stands alone or touches the number, so '6800 xt' and '7900 xtx' are not counts.
+# '2x 3090', '2×4090', '4 x a100 80gb', '8*h100'; '3090 x2', 'rtx 3090 x 2', and 't4x2', 'a100x8' where the 'x'
+# touches both a name ending in a digit and the count. The count is at most two digits and the 'x' stands alone or
+# touches the number, so '6800 xt' and '7900 xtx' are not counts.
 _COUNT_FIRST = re.compile(r"^\s*(\d{1,2})\s*(?:[x×*]|\s+x)\s*(?=\S)(.+)$", re.IGNORECASE)
 _COUNT_LAST = re.compile(r"^(.+?\S)\s*(?:\s[x×*]\s*|[×*]\s*)(\d{1,2})\s*$", re.IGNORECASE)
+_COUNT_TIGHT = re.compile(r"^(.*\d)\s*x(\d{1,2})\s*$", re.IGNORECASE)
 _COUNT_WORDS = {"dual": 2, "twin": 2, "two": 2, "triple": 3, "three": 3, "quad": 4, "four": 4, "eight": 8}
 _COUNT_WORD = re.compile(r"^\s*(" + "|".join(_COUNT_WORDS) + r")\s+(.+?)s?\s*$", re.IGNORECASE)
 MAX_GPU_COUNT = 64
@@ -111,7 +113,7 @@ MAX_GPU_COUNT = 64
 
 def split_gpu_count(text: str) -> tuple[str, int]:
     """('3090', 2) for '2x 3090'; (text, 1) when no count is written. Counts outside 1..64 are not counts."""
-    for pattern, count_group, name_group in ((_COUNT_FIRST, 1, 2), (_COUNT_LAST, 2, 1)):
+    for pattern, count_group, name_group in ((_COUNT_FIRST, 1, 2), (_COUNT_LAST, 2, 1), (_COUNT_TIGHT, 2, 1)):
         m = pattern.match(text)
         if m:
             count = int(m.group(count_group))

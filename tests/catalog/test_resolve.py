@@ -269,6 +269,10 @@ def test_new_gpu_forms(text: str, gpu_id: str) -> None:
         ("8*h100 sxm", "nvidia-h100-sxm", 8),
         ("3090 x2", "nvidia-rtx-3090", 2),
         ("rtx 3090 x 2", "nvidia-rtx-3090", 2),
+        ("t4x2", "nvidia-t4", 2),
+        ("T4X4", "nvidia-t4", 4),
+        ("4090x2", "nvidia-rtx-4090", 2),
+        ("a100 80gb x8", "nvidia-a100-80gb-sxm", 8),
         ("dual 3090", "nvidia-rtx-3090", 2),
         ("2x p40", "nvidia-tesla-p40", 2),
         ("4x dgx spark", "nvidia-gb10", 4),
@@ -284,7 +288,9 @@ def test_gpu_count_forms(text: str, gpu_id: str, count: int) -> None:
 
 
 @pytest.mark.parametrize(("text", "name", "count"), [("2x 3090", "3090", 2), ("rtx 4090", "rtx 4090", 1),
-                                                     ("0x 3090", "0x 3090", 1), ("99x 3090", "99x 3090", 1)])
+                                                     ("0x 3090", "0x 3090", 1), ("99x 3090", "99x 3090", 1),
+                                                     ("t4x2", "t4", 2), ("rx 7900 xtx", "rx 7900 xtx", 1),
+                                                     ("mi250x", "mi250x", 1)])
 def test_split_gpu_count(text: str, name: str, count: int) -> None:
     assert split_gpu_count(text) == (name, count)
 
