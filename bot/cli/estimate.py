@@ -22,8 +22,13 @@ def tps_cell(d: dict[str, Any]) -> str:
     return f"~{d['decode_tps']:g} ({d['decode_tps_low']:g}–{d['decode_tps_high']:g})"
 
 
+def seconds_text(s: float) -> str:
+    """Seconds to the hundredth below 10 s, so 2.00 is not printed as '2' beside '1.36'."""
+    return f"{s:.2f}" if s < 10 else f"{s:.1f}" if s < 100 else f"{s:.0f}"
+
+
 def ttft_cell(d: dict[str, Any]) -> str:
-    return f"{d['ttft_s']:.3g} ({d['ttft_s_low']:.3g}–{d['ttft_s_high']:.3g})"
+    return f"{seconds_text(d['ttft_s'])} ({seconds_text(d['ttft_s_low'])}–{seconds_text(d['ttft_s_high'])})"
 
 
 def cmd_fit(svc: Service, args: argparse.Namespace) -> int:
