@@ -19,6 +19,13 @@ CATALOG_DATA = Path(str(resources.files("catalog") / "data"))
 LLAMACPP_OTHER = DATA_DIR / "llamacpp_other.toml"
 ENGINES_OTHER = DATA_DIR / "engines_other.toml"
 BANDWIDTH_OTHER = CATALOG_DATA / "achieved_bandwidth_other.toml"
+# Later collections, one file per hardware group or engine kind, held to the same rules.
+LLAMACPP_MORE = [DATA_DIR / f"llamacpp_{name}.toml" for name in ("amd_rocm", "geforce", "datacenter", "apple_intel")]
+ENGINES_MORE = [DATA_DIR / "engines_single_stream.toml"]
+BANDWIDTH_MORE = CATALOG_DATA / "achieved_bandwidth_more.toml"
+LLAMACPP_FILES = [LLAMACPP_OTHER, *LLAMACPP_MORE]
+ENGINE_FILES = [ENGINES_OTHER, *ENGINES_MORE]
+BANDWIDTH_FILES = [BANDWIDTH_OTHER, BANDWIDTH_MORE]
 
 LLAMACPP_ENGINES = {"llama.cpp", "ollama", "lm studio"}
 BACKENDS = {"CUDA", "ROCm", "Metal", "SYCL", "Vulkan"}
@@ -54,18 +61,19 @@ def _check_common(row: dict[str, object], earliest: dt.date) -> None:
     assert str(row.get("gpu", "")).strip(), f"{_label(row)}: no GPU"
 
 
-@pytest.mark.parametrize("path", [LLAMACPP_OTHER, ENGINES_OTHER, BANDWIDTH_OTHER], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [*LLAMACPP_FILES, *ENGINE_FILES, *BANDWIDTH_FILES], ids=lambda p: p.name)
 def test_every_row_has_source_date_and_positive_figures(path: Path) -> None:
     rows = _rows(path)
     assert rows
     # LLM speed rows come from engines first released in 2023; memory benchmarks are older.
-    earliest = dt.date(2015, 1, 1) if path == BANDWIDTH_OTHER else dt.date(2023, 1, 1)
+    earliest = dt.date(2015, 1, 1) if path in BANDWIDTH_FILES else dt.date(2023, 1, 1)
     for row in rows:
         _check_common(row, earliest)
 
 
-def test_llamacpp_rows_name_a_test_engine_and_backend_the_loader_reads() -> None:
-    for row in _rows(LLAMACPP_OTHER):
+@pytest.mark.parametrize("path", LLAMACPP_FILES, ids=lambda p: p.name)
+def test_llamacpp_rows_name_a_test_engine_and_backend_the_loader_reads(path: Path) -> None:
+    for row in _rows(path):
         test = str(row["test"])
         # The same normalisation llamacpp_rows applies before matching.
         assert _TEST.match(test.replace(" ", "").replace("@d", " @ d")), f"{_label(row)}: unreadable test {test!r}"
@@ -78,8 +86,9 @@ def test_llamacpp_rows_name_a_test_engine_and_backend_the_loader_reads() -> None
             assert str(row.get("build", "")).strip(), f"{_label(row)}: Ollama rows carry the Ollama version"
 
 
-def test_engine_rows_are_single_stream_with_a_speed() -> None:
-    for row in _rows(ENGINES_OTHER):
+@pytest.mark.parametrize("path", ENGINE_FILES, ids=lambda p: p.name)
+def test_engine_rows_are_single_stream_with_a_speed(path: Path) -> None:
+    for row in _rows(path):
         assert row.get("engine") in SERVER_ENGINES, f"{_label(row)}: engine {row.get('engine')!r}"
         assert any(f in row for f in SPEED_FIELDS), f"{_label(row)}: no speed figure"
         assert str(row.get("batch", "1")).split()[0] == "1", f"{_label(row)}: not single-stream: {row.get('batch')!r}"
@@ -87,10 +96,11 @@ def test_engine_rows_are_single_stream_with_a_speed() -> None:
             assert row["quant"] in ("exl2", "exl3") and "bpw" in row, f"{_label(row)}: EXL rows carry bpw"
 
 
-def test_bandwidth_rows_under_the_datasheet_where_the_catalog_has_the_gpu() -> None:
+@pytest.mark.parametrize("path", BANDWIDTH_FILES, ids=lambda p: p.name)
+def test_bandwidth_rows_under_the_datasheet_where_the_catalog_has_the_gpu(path: Path) -> None:
     catalog = load_catalog()
     known = {g.id: g for g in catalog.gpus}
-    for row in _rows(BANDWIDTH_OTHER):
+    for row in _rows(path):
         assert str(row.get("method", "")).strip(), f"{_label(row)}: no method"
         gpu = known.get(str(row["gpu"]))
         if gpu is not None:
@@ -109,6 +119,30 @@ def test_no_row_repeats_and_no_source_is_already_in_the_fitted_sets() -> None:
             assert identity not in seen, f"{path.name}: duplicate row {identity}"
             seen.add(identity)
             assert str(row["source"]).split(" ")[0] not in existing, f"{_label(row)}: source already in the fitted sets"
+
+
+FIGURE = ("gpu", "model", "quant", "test", "tps", "decode_tps", "tpot_ms", "achieved_gbs")
+
+
+def _figures(path: Path) -> list[tuple[object, ...]]:
+    rows = tomllib.loads(path.read_text()).get("measurement", [])
+    return [(*(row.get(k) for k in FIGURE), row.get("gpu_count", 1), row.get("input_tokens")) for row in rows
+            if any(row.get(k) for k in ("tps", "decode_tps", "tpot_ms", "achieved_gbs"))]
+
+
+def test_a_figure_is_recorded_once_across_the_data() -> None:
+    # A fork or mirror of a published table cites another URL for the same run: the same card, model, format, test
+    # and figure in two files would count one measurement (and one source) twice.
+    later = [*LLAMACPP_MORE, *ENGINES_MORE, BANDWIDTH_MORE]
+    earlier = [p for p in (*sorted(DATA_DIR.glob("*.toml")), *sorted(CATALOG_DATA.glob("achieved_bandwidth*.toml")))
+               if p not in later]
+    known = {f: p.name for p in earlier for f in _figures(p)}
+    for path in later:
+        mine = _figures(path)
+        assert len(set(mine)) == len(mine), f"{path.name}: a figure appears twice"
+        for f in mine:
+            assert f not in known, f"{path.name}: {f} is already recorded in {known.get(f)}"
+            known[f] = path.name
 
 
 def test_rocm_library_flags_are_flags_on_rocm_rows_only() -> None:
