@@ -135,3 +135,7 @@ KQUANT_MIX_FALLBACK_BITS: dict[str, float] = {
     "q4_k_m": 0.86 * 5.5 + 0.14 * 8.5,
     "q5_k_m": 0.86 * 6.0 + 0.14 * 8.5,
 }
+
+# Memory bytes per SM (compute unit, GPU core) per clock that an RTX 3090-class card streams (936 GB/s over 82 SMs at
+# 1.7 GHz): the zero of the `bytes_per_unit_clock` covariate.
+REFERENCE_BYTES_PER_UNIT_CLOCK = 6.0

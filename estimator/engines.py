@@ -150,6 +150,36 @@ def alu_ops_per_s(gpu: GPU) -> float:
     return fp32 * 1e12 / 2 / (DUAL_ISSUE if dual_issue_fp32(gpu) else 1)
 
 
+# FP32 lanes per streaming multiprocessor / compute unit / core: NVIDIA's architecture whitepapers give 64 FP32 cores
+# per SM for GP100 (P100), GV100 (V100), TU10x (Turing) and GA100 (A100) and 128 for GP10x, GA10x, Ada, Hopper and
+# Blackwell; an AMD CU has 64 lanes (RDNA: two SIMD32; GCN and CDNA: four SIMD16); an Intel Xe-core 128 (Alchemist:
+# 16 vector engines × 8, Xe2: 8 × 16); an Apple GPU core 128 (APPLE_ALUS_PER_CORE).
+NARROW_SM_LANES = 64
+WIDE_UNIT_LANES = 128
+AMD_CU_LANES = 64
+# CDNA 3 and 4 count packed FP32 (two operations per lane per clock) in their "FP32 vector" figure (MI300X: 304 CUs ×
+# 64 lanes × 2 FLOPs × 2 × 2.1 GHz = 163.4 TFLOPS, AMD CDNA 3 white paper).
+PACKED_FP32_ARCHITECTURES = ("CDNA 3", "CDNA 4")
+
+
+def lanes_per_unit(gpu: GPU) -> int:
+    if gpu.vendor == "amd":
+        return AMD_CU_LANES
+    if gpu.vendor == "nvidia":
+        arch = gpu.architecture.split(" (")[0]
+        narrow = arch in ("Volta", "Turing") or compute_capability(gpu) == 6.0 or (
+            arch == "Ampere" and memory_family(gpu) == "hbm")
+        return NARROW_SM_LANES if narrow else WIDE_UNIT_LANES
+    return WIDE_UNIT_LANES
+
+
+def unit_clocks_per_s(gpu: GPU) -> float:
+    """SMs (compute units, GPU cores) × clock, from the FP32 rate and the lanes of one unit: how many load instructions
+    the chip issues per second, whatever its memory could deliver."""
+    packed = 2 if gpu.vendor == "amd" and gpu.architecture.startswith(PACKED_FP32_ARCHITECTURES) else 1
+    return alu_ops_per_s(gpu) / packed / lanes_per_unit(gpu)
+
+
 # When llama.cpp's CUDA/HIP backend stopped dequantising weights to F16 for a BLAS GEMM during prefill and
 # multiplied them with its int8 MMQ kernels instead (dates of the merged commits, ggml-org/ggml history):
 MMQ_DEFAULT_SINCE = "2023-08-22"  # llama.cpp#2683 "CUDA: use mul_mat_q kernels by default" (no tensor cores)
@@ -380,7 +410,9 @@ def covariates(gpu: GPU) -> dict[str, float]:
     """
     w = watts_per_tflops(gpu)
     ref = fitted.ARCH_WATTS_PER_TFLOPS.get(arch_group(gpu))
-    return {"power_per_flop": math.log(w / ref) if w and ref else 0.0}
+    per_unit = achieved_bandwidth_gbs(gpu) * 1e9 / unit_clocks_per_s(gpu)
+    return {"power_per_flop": math.log(w / ref) if w and ref else 0.0,
+            "bytes_per_unit_clock": math.log(per_unit / k.REFERENCE_BYTES_PER_UNIT_CLOCK)}
 
 
 def floor_of(p: Param, gpu: GPU) -> float:

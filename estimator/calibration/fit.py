@@ -75,7 +75,7 @@ RIDGE_SCALE = 0.05
 RIDGE: dict[str, float] = {level: RIDGE_SCALE * strength for level, strength in {
     "all": 1.0, "family": 2.0, "engine": 3.0, "backend": 2.0, "memory": 3.0, "memfam": 3.0, "arch": 3.0, "gpu": 4.0,
     "kernel": 2.0, "compute": 2.0, "die": 3.0, "dp4a": 2.0, "power": 3.0, "fa": 2.0, "era": 2.0, "power_per_flop": 4.0,
-    "build_age": 4.0, "blas_library": 3.0, "graphs": 2.0}.items()}
+    "build_age": 4.0, "blas_library": 3.0, "graphs": 2.0, "bytes_per_unit_clock": 4.0}.items()}
 # A row counts toward a group's size only where the group's term is at least this share of its time.
 MATERIAL_SHARE = 0.03
 # Row weight halves every this many years of build age (relative to the newest row), down to the floor.

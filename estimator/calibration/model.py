@@ -65,7 +65,7 @@ def cuda_graphs_off(engine: str, gpu: GPU, date: str) -> bool:
 
 # Levels whose "group" is a continuous property of the GPU: the fitted value is a slope, multiplied by
 # the property (see `covariates`), not an offset shared by a set of rows.
-COVARIATE_LEVELS = frozenset({"power_per_flop", "build_age"})
+COVARIATE_LEVELS = frozenset({"power_per_flop", "build_age", "bytes_per_unit_clock"})
 
 # The group of a flag's level where the flag is not stated: it owns no offset, its parents speak for it.
 DEFAULT_GROUP = "default"
@@ -112,7 +112,7 @@ MATMUL_LEVEL_RIDGE: tuple[tuple[str, float], ...] = (("die", 10.0), ("build_age"
 # Decode: seconds per token = Σ coefficient × term (see estimator.speed.decode_terms).
 DECODE_PARAMS: tuple[Param, ...] = (
     Param("inv_weight_efficiency", 1.25, "achieved-bandwidth seconds per second", (
-        "all", "family", "engine", "backend", "memory", "die", "gpu", "kernel"),
+        "all", "family", "engine", "backend", "memory", "die", "gpu", "kernel", "bytes_per_unit_clock"),
         "weights stream at a kernel-specific share of the card's achieved bandwidth", datasheet_floor=True),
     Param("expert_extra", 0.3, "extra seconds per achieved-bandwidth second of routed experts", (
         "all", "family", "backend", "era"),
@@ -284,6 +284,10 @@ def situation_groups(
         "fa": "off" if flash_attn is False else "on",
         "era": "old" if date and date < OLD_BUILD_BEFORE else "current",
         "power_per_flop": "slope",
+        # Bytes the memory delivers per SM per clock: a single sequence's matrix-vector kernels keep only so many
+        # loads in flight per SM (Little's law), so a bandwidth-rich, SM-poor die (A100, H200, B300) streams at a lower
+        # share of its bandwidth than a GeForce card. One slope: the law is the same on every backend.
+        "bytes_per_unit_clock": "slope",
         # One slope per backend: its kernels improve build by build at their own pace. An estimate is for
         # current builds, so its age is zero and the slope only keeps old rows from biasing the rest.
         "build_age": backend_of(gpu),
