@@ -301,6 +301,9 @@ def compute_tflops(engine: Engine, fmt: QuantFormat, gpu: GPU, gemm: str | None 
         # (Pascal sm_61: P40, GTX 10x0) or AMD's dot4/WMMA, at whatever int8 rate the vendor lists.
         if gemm is None:
             gemm = prefill_gemm(fmt, gpu)
+        if gemm == "blas" and fmt.id == BF16_FORMAT and not has_bf16_math(gpu):
+            # No BF16 matrix or dot instructions: the BLAS GEMM of BF16 weights runs on the FP32 lanes.
+            return 2 * alu_ops_per_s(gpu) / 1e12
         return fp16 if gemm == "blas" else (gpu.int8_tops or fp16)
     if fmt.compute == "fp8" and gpu.fp8 and gpu.fp8_tflops:
         return gpu.fp8_tflops
@@ -309,6 +312,21 @@ def compute_tflops(engine: Engine, fmt: QuantFormat, gpu: GPU, gemm: str | None 
     if fmt.compute == "fp4" and gpu.fp4_tflops:
         return gpu.fp4_tflops
     return gpu.bf16_tflops or fp16
+
+
+BF16_FORMAT = "bf16"
+
+
+def has_bf16_math(gpu: GPU) -> bool:
+    """BF16 tensor or dot-product instructions: NVIDIA from Ampere (compute capability 8.0; Volta and Turing tensor
+    cores take FP16 only, Pascal has none), AMD from CDNA (MI100's MFMA) and RDNA 3 (WMMA); GCN 5 (Vega 20, MI50)
+    and RDNA 1/2 have none. Apple and Intel Arc GPUs are taken to have them."""
+    cc = compute_capability(gpu)
+    if cc is not None:
+        return cc >= 8.0
+    if gpu.vendor == "amd":
+        return gpu.architecture.startswith(("CDNA", "RDNA 3", "RDNA 4"))
+    return True
 
 
 def attention_tflops(gpu: GPU, kernel: str = "matrix") -> float:

@@ -524,3 +524,18 @@ def test_a_bandwidth_rich_sm_poor_die_streams_below_its_bandwidth_ratio() -> Non
         "nvidia-b300"]
     # The fitted slope says more bytes per SM-clock stream at a lower share of the bandwidth, not the reverse.
     assert fitted.DECODE_OFFSETS[("inv_weight_efficiency", "bytes_per_unit_clock", "slope")].value > 0
+
+
+def test_bf16_weights_without_bf16_instructions_multiply_at_the_fp32_rate() -> None:
+    from estimator.engines import has_bf16_math
+
+    bf16, f16 = quant("bf16"), quant("f16")
+    for gid in ("amd-mi50-32gb", "nvidia-t4", "nvidia-v100-pcie-16gb"):
+        g = gpu(gid)
+        assert not has_bf16_math(g)
+        assert compute_tflops("llama.cpp", bf16, g) == pytest.approx(g.fp32_tflops, rel=0.01), gid
+        assert compute_tflops("llama.cpp", f16, g) == g.fp16_tflops, gid
+    for gid in ("nvidia-a100-80gb-sxm", "amd-mi300x", "amd-rx-7900-xtx"):
+        g = gpu(gid)
+        assert has_bf16_math(g)
+        assert compute_tflops("llama.cpp", bf16, g) == compute_tflops("llama.cpp", f16, g), gid
