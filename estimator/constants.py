@@ -113,6 +113,17 @@ FFN_DOWN_FALLBACK_EXTRA_BITS: dict[str, float] = {
     "q3_k_l": 6.0 - 5.5,
     "q2_k": 4.5 - 3.4375,
     "iq4_xs": 4.5 - 4.25,
+    # The i-quant mixes (quants.toml): their 256-block types (IQ1_S/M, IQ2_XS/S, IQ3_XXS/S) fall back to IQ4_NL,
+    # Q4_K to Q5_0, Q2_K to Q4_0 (4.5 bits); the usual ffn_down mix keeps the first eighth of layers higher.
+    "iq3_m": (5.5 + 7 * 4.5) / 8 - (4.5 + 7 * 3.4375) / 8,
+    "iq3_s": 4.5 - 3.4375,
+    "iq3_xs": 4.5 - 3.4375,
+    "iq3_xxs": 4.5 - 3.0625,
+    "iq2_m": 4.5 - (3.4375 + 7 * 2.5625) / 8,
+    "iq2_s": 4.5 - (3.4375 + 7 * 2.3125) / 8,
+    "iq2_xs": 4.5 - (2.625 + 7 * 2.3125) / 8,
+    "iq1_m": 4.5 - (2.625 + 7 * 1.75) / 8,
+    "iq1_s": 4.5 - (2.625 + 7 * 1.5625) / 8,
 }
 
 # A format stated per tensor class (QuantFormat.tensor_bits) gives each class an average; a class whose rows
