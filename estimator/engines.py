@@ -22,6 +22,7 @@ from estimator.calibration.model import (
     Param,
     arch_group,
     compute_capability,
+    die_group,
     memory_family,
     memory_group,
     silicon_of,
@@ -150,11 +151,18 @@ def alu_ops_per_s(gpu: GPU) -> float:
     return fp32 * 1e12 / 2 / (DUAL_ISSUE if dual_issue_fp32(gpu) else 1)
 
 
+def fp32_lane_tflops(gpu: GPU) -> float:
+    """The FP32 rate scalar code reaches (an FMA as 2 FLOPs), in TFLOPS."""
+    return 2 * alu_ops_per_s(gpu) / 1e12
+
+
 # FP32 lanes per streaming multiprocessor / compute unit / core: NVIDIA's architecture whitepapers give 64 FP32 cores
 # per SM for GP100 (P100), GV100 (V100), TU10x (Turing) and GA100 (A100) and 128 for GP10x, GA10x, Ada, Hopper and
 # Blackwell; an AMD CU has 64 lanes (RDNA: two SIMD32; GCN and CDNA: four SIMD16); an Intel Xe-core 128 (Alchemist:
 # 16 vector engines × 8, Xe2: 8 × 16); an Apple GPU core 128 (APPLE_ALUS_PER_CORE).
 NARROW_SM_LANES = 64
+NARROW_SM_CC = frozenset({6.0, 7.0, 7.5})  # GP100, Volta, Turing
+NARROW_SM_DIE = "nvidia/Ampere HBM"  # GA100
 WIDE_UNIT_LANES = 128
 AMD_CU_LANES = 64
 # CDNA 3 and 4 count packed FP32 (two operations per lane per clock) in their "FP32 vector" figure (MI300X: 304 CUs ×
@@ -166,9 +174,7 @@ def lanes_per_unit(gpu: GPU) -> int:
     if gpu.vendor == "amd":
         return AMD_CU_LANES
     if gpu.vendor == "nvidia":
-        arch = gpu.architecture.split(" (")[0]
-        narrow = arch in ("Volta", "Turing") or compute_capability(gpu) == 6.0 or (
-            arch == "Ampere" and memory_family(gpu) == "hbm")
+        narrow = compute_capability(gpu) in NARROW_SM_CC or die_group(gpu) == NARROW_SM_DIE
         return NARROW_SM_LANES if narrow else WIDE_UNIT_LANES
     return WIDE_UNIT_LANES
 
@@ -284,6 +290,9 @@ def prefill_attention_kernel(
     return "vector"
 
 
+BF16_FORMAT = "bf16"
+
+
 def compute_tflops(engine: Engine, fmt: QuantFormat, gpu: GPU, gemm: str | None = None) -> float:
     """Peak dense throughput of the precision prefill's matrix multiplies are referred to.
 
@@ -303,7 +312,7 @@ def compute_tflops(engine: Engine, fmt: QuantFormat, gpu: GPU, gemm: str | None 
             gemm = prefill_gemm(fmt, gpu)
         if gemm == "blas" and fmt.id == BF16_FORMAT and not has_bf16_math(gpu):
             # No BF16 matrix or dot instructions: the BLAS GEMM of BF16 weights runs on the FP32 lanes.
-            return 2 * alu_ops_per_s(gpu) / 1e12
+            return fp32_lane_tflops(gpu)
         return fp16 if gemm == "blas" else (gpu.int8_tops or fp16)
     if fmt.compute == "fp8" and gpu.fp8 and gpu.fp8_tflops:
         return gpu.fp8_tflops
@@ -312,9 +321,6 @@ def compute_tflops(engine: Engine, fmt: QuantFormat, gpu: GPU, gemm: str | None 
     if fmt.compute == "fp4" and gpu.fp4_tflops:
         return gpu.fp4_tflops
     return gpu.bf16_tflops or fp16
-
-
-BF16_FORMAT = "bf16"
 
 
 def has_bf16_math(gpu: GPU) -> bool:
@@ -337,8 +343,7 @@ def attention_tflops(gpu: GPU, kernel: str = "matrix") -> float:
     if kernel == "vector":
         # The tile kernel computes in half2 where FP16 runs at twice FP32 (FAST_FP16_AVAILABLE in
         # ggml-cuda/common.cuh: every AMD part and NVIDIA except sm_61, whose FP16 runs at 1/64), else in FP32.
-        fp32 = 2 * alu_ops_per_s(gpu) / 1e12
-        return fp32 * (FP16_PACKED_SPEEDUP if fast_fp16(gpu) else 1.0)
+        return fp32_lane_tflops(gpu) * (FP16_PACKED_SPEEDUP if fast_fp16(gpu) else 1.0)
     return gpu.fp16_tflops or gpu.bf16_tflops or gpu.fp32_tflops or 1.0
 
 
@@ -425,6 +430,7 @@ def covariates(gpu: GPU) -> dict[str, float]:
     `power_per_flop`: log of the board's watts per peak TFLOPS over its architecture's median (over the
     catalog). Within one architecture, a board with few watts for its datasheet FLOPS (T4, A30, RTX 6000 Ada,
     H100 PCIe) cannot hold its boost clock under a long matrix load, and one with many (GeForce flagships) can.
+    `bytes_per_unit_clock`: log of the achieved bandwidth per SM per clock over REFERENCE_BYTES_PER_UNIT_CLOCK.
     """
     w = watts_per_tflops(gpu)
     ref = fitted.ARCH_WATTS_PER_TFLOPS.get(arch_group(gpu))
