@@ -298,6 +298,17 @@ class Model(_Frozen):
         return self.layers - (a.global_layers or 0)
 
     @property
+    def layer_equivalents(self) -> float:
+        """Decoder layers' worth of fixed per-layer work (norms, residual adds, kernel launches). A layer of most
+        models is a mixer followed by an MLP; Nemotron-H's blocks are one or the other (a Mamba-2, attention or MoE
+        block: some layers are neither global nor state layers, `state_layers`), so two of its blocks make one."""
+        a = self.attention
+        if a.kind == "hybrid_linear" and a.state_layers is not None \
+                and a.state_layers + (a.global_layers or 0) < self.layers:
+            return self.layers / 2
+        return float(self.layers)
+
+    @property
     def scan_layers(self) -> int:
         """Recurrent layers that update a state token after token (a short convolution does not)."""
         return self.recurrent_layers if self.attention.recurrent_mixer == "scan" else 0

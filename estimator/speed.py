@@ -181,7 +181,7 @@ class DecodeTerms:
     expert_weights_s: float  # routed-expert weight bytes / achieved bandwidth
     kv_read_s: float  # KV-cache bytes / achieved bandwidth
     dequant_op_s: float  # quantized weights / sustained ALU ops per second (one op per weight)
-    layers: int
+    layers: float  # decoder layers' worth of fixed per-layer work (Model.layer_equivalents)
     moe_layers: int
     recurrent_layers: int
     matmul_compute_s: float  # 2 FLOPs per active weight per sequence / peak (binds only at large batch)
@@ -199,7 +199,7 @@ def decode_terms(
         expert_weights_s=routed_b / bandwidth_bps,
         kv_read_s=kv_b / bandwidth_bps,
         dequant_op_s=quantized / alu_ops_per_s(gpu),
-        layers=model.layers,
+        layers=model.layer_equivalents,
         moe_layers=moe_layers(model),
         recurrent_layers=model.scan_layers,
         matmul_compute_s=2 * model.active_params * sequences / (compute_tflops(engine, fmt, gpu) * 1e12),
@@ -371,7 +371,7 @@ def prefill_terms(
         request=1.0 if engine in SERVER_ENGINES else 0.0,
         tile_dequant_s=unpacked / alu_ops_per_s(gpu),
         recurrent_token_layers=float(prompt_tokens * model.scan_layers),
-        layer_passes=float(passes * model.layers),
+        layer_passes=passes * model.layer_equivalents,
         expert_matmuls=fallback_expert_matmuls(model, passes, batch) if gemm == "blas" else 0.0,
         # Without flash attention llama.cpp materialises the scores: KQ is written, read by the softmax, its
         # output written and read again by the KQV product.

@@ -158,6 +158,19 @@ def test_short_convolution_layers_run_no_recurrent_scan() -> None:
     assert prefill_terms(lfm, q, g, "llama.cpp", 512).recurrent_token_layers == 0
 
 
+def test_single_op_blocks_pay_half_a_layer_of_fixed_work() -> None:
+    """Nemotron-H's 52 blocks are each a Mamba-2, attention or MoE block, where a Llama or Qwen3.5 layer is a mixer
+    and an MLP: its per-layer launches and norms come to 26 layers' worth, in decode and in every prefill pass."""
+    nemotron, qwen = model("nemotron-3-nano-30b-a3b"), model("qwen3.5-35b-a3b")
+    g, q = gpu("nvidia-rtx-4090"), quant("q4_k_m")
+    assert nemotron.layer_equivalents == 26
+    assert qwen.layer_equivalents == qwen.layers == 40
+    assert decode_terms(nemotron, q, g, "llama.cpp", 512, "f16").layers == 26
+    one_pass = prefill_terms(nemotron, q, g, "llama.cpp", 512, ubatch=512)
+    assert one_pass.layer_passes == 26
+    assert decode_terms(model("qwen3-8b"), q, g, "llama.cpp", 512, "f16").layers == 36
+
+
 def test_quantized_prefill_unpacks_weight_tiles_and_f16_does_not() -> None:
     m, g = model("qwen3-8b"), gpu("nvidia-rtx-4090")
     assert prefill_terms(m, quant("q4_k_m"), g, "llama.cpp", 512).tile_dequant_s > 0
