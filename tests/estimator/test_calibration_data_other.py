@@ -21,8 +21,9 @@ ENGINES_OTHER = DATA_DIR / "engines_other.toml"
 BANDWIDTH_OTHER = CATALOG_DATA / "achieved_bandwidth_other.toml"
 # Later collections, one file per hardware group or engine kind, held to the same rules.
 LLAMACPP_MORE = [DATA_DIR / f"llamacpp_{name}.toml" for name in (
-    "amd_rocm", "geforce", "datacenter", "apple_intel", "geforce_files", "datacenter_files", "other_files")]
-ENGINES_MORE = [DATA_DIR / "engines_single_stream.toml", DATA_DIR / "engines_datacenter_files.toml"]
+    "amd_rocm", "geforce", "datacenter", "apple_intel", "geforce_files", "datacenter_files", "other_files",
+    "older_nvidia", "radeon_arc")]
+ENGINES_MORE = [DATA_DIR / f"engines_{name}.toml" for name in ("single_stream", "datacenter_files", "hopper_blackwell")]
 BANDWIDTH_MORE = CATALOG_DATA / "achieved_bandwidth_more.toml"
 LLAMACPP_FILES = [LLAMACPP_OTHER, *LLAMACPP_MORE]
 ENGINE_FILES = [ENGINES_OTHER, *ENGINES_MORE]
