@@ -109,6 +109,16 @@ DEQUANT_RIDGE = 20.0
 # (35.7, 34.8, 35.8, 37.2 and 38.0 %).
 MATMUL_LEVEL_RIDGE: tuple[tuple[str, float], ...] = (("die", 10.0), ("build_age", 3.0))
 
+# Prefill's tile unpacking grows with the prompt just as the GEMM does; only the ratio of a GPU's ALU rate to its
+# int8 rate tells the two apart, so the fit can trade one for the other, and with a loose prior the fitted value swung
+# 5× between leave-one-GPU-out folds (five Arc B580 rows in or out). An MMQ tile load does more than the two ops of
+# the unpack itself (scales, conversion to int8, the store to shared memory and the MMA fragments' loads back). Prior
+# and ridge chosen among priors 2, 8, 12, 16 and ridges 1, 3, 5, 10 by leave-one-GPU-out prefill p90 (2 × 1: 44.1 %,
+# median 16.3 %; 8 × 3: 41.5 %, 15.8 %; 8 × 5: 42.3 %, 15.6 %; 16 × 5: 41.8 %, 15.7 %; ridge 10: 42.8-43.2 %), with
+# leave-one-source-out in view (14.2 % / 38.0 % at 2 × 1, 14.5 % / 37.9 % at 8 × 3, 15.1 % / 39 % at ridge 10).
+TILE_DEQUANT_PRIOR = 8.0
+TILE_DEQUANT_RIDGE = 3.0
+
 # Decode: seconds per token = Σ coefficient × term (see estimator.speed.decode_terms).
 DECODE_PARAMS: tuple[Param, ...] = (
     Param("inv_weight_efficiency", 1.25, "achieved-bandwidth seconds per second", (
@@ -158,9 +168,10 @@ PREFILL_PARAMS: tuple[Param, ...] = (
           "a server's tokenisation, scheduling and first-step setup before the first token"),
     # "compute": the kernel family that unpacks (CUDA/HIP int8 MMQ tiles, or Metal's and the BLAS-era kernels'
     # dequantise-to-half tiles) does different ALU work per weight.
-    Param("tile_dequant_ops_per_weight", 2.0, "ALU ops per quantized weight per tile of prompt tokens", (
+    Param("tile_dequant_ops_per_weight", TILE_DEQUANT_PRIOR, "ALU ops per quantized weight per tile of prompt tokens", (
         "all", "family", "backend", "kernel", "dp4a", "power_per_flop", "compute"),
-        "the int8 matrix kernels unpack each quantized weight tile once per tile of prompt tokens"),
+        "the int8 matrix kernels unpack each quantized weight tile once per tile of prompt tokens",
+        ridge=TILE_DEQUANT_RIDGE),
     Param("recurrent_step_s", 5e-6, "s per prompt token per recurrent layer", ("all", "family", "backend"),
           "linear-attention / SSM layers scan the prompt in order, a chunk at a time, with many small kernels"),
     Param("prefill_layer_overhead_s", 1e-4, "s per layer per micro-batch pass", ("all", "family", "backend"),
