@@ -189,8 +189,16 @@ PREFILL_PARAMS: tuple[Param, ...] = (
 # to four byte multiply-adds plus unpacking for what is one instruction on sm_61+: four byte extracts and four
 # multiply-adds, the latter XMAD on Maxwell/Pascal, whose instruction set has no 32-bit IMAD (CUDA Binary
 # Utilities, "Maxwell and Pascal Instruction Set" vs "Volta Instruction Set"): eight instructions for one.
+# The i-quants unpack through codebooks: ggml-cuda/vecdotq.cuh's vec_dot_iq2_xxs_q8_1 spends about 20 instructions on
+# 8 weights (a grid-table lookup, the sign unpacking, an and/vcmpne4/xor/vsub4 and a load per 4 weights, two dp4a)
+# where vec_dot_q4_K_q8_1 spends about 8 to 9 (loads, a shift, two masks, dp4a for the values and for the block
+# minimums): about 2.3× a K-quant's ALU work per weight (the IQ1-IQ3 grids alike). IQ4_XS and IQ4_NL ("iq4") only map
+# each nibble through a 16-entry table (two masks and a few byte permutes per 8 weights, get_int_from_table_16):
+# about 1.5×.
 PRIOR_LOG_OFFSET: dict[tuple[str, str, str], float] = {
     ("dequant_ops_per_weight", "dp4a", "none"): 2.079,  # ln 8
+    ("dequant_ops_per_weight", "kernel", "llama.cpp/iq"): 0.833,  # ln 2.3
+    ("dequant_ops_per_weight", "kernel", "llama.cpp/iq4"): 0.405,  # ln 1.5
 }
 
 

@@ -552,3 +552,15 @@ def test_bf16_weights_without_bf16_instructions_multiply_at_the_fp32_rate() -> N
         g = gpu(gid)
         assert has_bf16_math(g)
         assert compute_tflops("llama.cpp", bf16, g) == compute_tflops("llama.cpp", f16, g), gid
+
+
+def test_i_quants_unpack_through_codebooks_at_about_twice_a_k_quants_alu_work() -> None:
+    """vec_dot_iq2_xxs_q8_1 looks each 8 weights up in a grid table and unpacks their signs: about 2.3× the
+    instructions of vec_dot_q4_K_q8_1 per weight; IQ4_XS maps nibbles through a 16-entry table, in between."""
+    for gid in ("amd-mi50-32gb", "nvidia-rtx-4090"):
+        g = gpu(gid)
+        k_quant = decode_coefficients("llama.cpp", quant("q4_k_m"), g).dequant_ops_per_weight
+        grid = decode_coefficients("llama.cpp", quant("iq2_xxs"), g).dequant_ops_per_weight
+        table = decode_coefficients("llama.cpp", quant("iq4_xs"), g).dequant_ops_per_weight
+        assert 1.5 * k_quant < grid < 4 * k_quant, (gid, k_quant, grid)
+        assert k_quant < table < grid, (gid, k_quant, table, grid)
