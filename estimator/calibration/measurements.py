@@ -34,8 +34,8 @@ GPU_NAMES: dict[str, str] = {
     "m1 max 32-core gpu 64gb": "apple-m1-max-64gb",
     "m2 ultra 76-core gpu 192gb": "apple-m2-ultra-192gb",
     "m3 max 40-core gpu 64gb": "apple-m3-max-64gb",
-    "m1 7-core gpu 8gb": "apple-m1-8gb",
-    "m1 (7-core gpu, 68 gb/s)": "apple-m1-8gb",
+    "m1 7-core gpu 8gb": "apple-m1-7c-8gb",
+    "m1 (7-core gpu, 68 gb/s)": "apple-m1-7c-8gb",
     "m1 (8-core gpu, 68 gb/s)": "apple-m1-8gb",
     "m1 ultra 64-core gpu 128gb": "apple-m1-ultra-128gb",
     # The Apple Silicon table of llama.cpp discussion #4167 names chip, GPU cores and bandwidth, not memory: each
