@@ -150,6 +150,19 @@ class Attention(_Frozen):
         return self
 
 
+class LayerGraph(_Frozen):
+    """What a decoder layer computes beyond a Llama layer (a norm, the attention, a norm, the MLP), as the
+    engines' layer graphs build it. Each is a handful of extra small kernels per layer, which decode pays in
+    launches and synchronisation whatever the layer's width."""
+
+    qk_norm: bool = Field(default=False, description="per-head RMS norms on the queries and keys (Qwen3, Gemma 3)")
+    sandwich_norms: bool = Field(
+        default=False, description="RMS norms after the attention and after the MLP as well as before each (Gemma 2+)")
+    per_layer_inputs: bool = Field(
+        default=False, description="a per-layer embedding gated and projected into every layer (Gemma 3n/4 E-models)")
+    source: str = Field(min_length=8)
+
+
 class MoE(_Frozen):
     experts: int = Field(ge=2)
     active_experts: int = Field(ge=1, description="routed experts per token")
@@ -233,6 +246,8 @@ class Model(_Frozen):
         "linear-attention or SSM mixers, per-layer embeddings); explained in notes",
     )
     modalities: tuple[str, ...] = ("text",)
+    layer_graph: LayerGraph | None = Field(
+        default=None, description="set from layer_graphs.toml by family; None: a Llama-style layer, nothing recorded")
     quality: Quality | None = None
     seed_rank: int | None = Field(default=None, description="rank shown on the calculator pages we replace")
     source: str = Field(min_length=8)

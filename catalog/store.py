@@ -13,7 +13,7 @@ from typing import TypeVar
 
 from pydantic import ValidationError
 
-from catalog.schema import GPU, Model, NotARelease, QuantFormat
+from catalog.schema import GPU, LayerGraph, Model, NotARelease, QuantFormat
 
 T = TypeVar("T", GPU, Model, QuantFormat)
 
@@ -110,10 +110,40 @@ def load_from(data_dir: Path) -> Catalog:
         except (tomllib.TOMLDecodeError, ValidationError) as exc:
             raise CatalogError(f"{path.relative_to(data_dir)}: {exc}") from exc
     gpus = with_achieved_bandwidth(with_silicon(gpus), sorted(data_dir.glob(ACHIEVED_BANDWIDTH_FILES)))
+    models = with_layer_graphs(models, data_dir / LAYER_GRAPHS_FILE)
     return Catalog(gpus, models, quants, digest.hexdigest()[:16], not_releases)
 
 
 ACHIEVED_BANDWIDTH_FILES = "achieved_bandwidth*.toml"
+LAYER_GRAPHS_FILE = "layer_graphs.toml"
+
+
+def with_layer_graphs(models: list[Model], path: Path) -> list[Model]:
+    """Attach each [[layer_graph]] entry to the models of its `families`, or of its `models` (ids), which win over
+    a family entry. Every family and id named must exist: a typo would silently drop the fact."""
+    if not path.exists():
+        return models
+    by_family: dict[str, LayerGraph] = {}
+    by_id: dict[str, LayerGraph] = {}
+    families = {m.family for m in models}
+    ids = {m.id for m in models}
+    for entry in tomllib.loads(path.read_text()).get("layer_graph", []):
+        names_f = tuple(entry.pop("families", ()))
+        names_m = tuple(entry.pop("models", ()))
+        try:
+            graph = LayerGraph.model_validate(entry)
+        except ValidationError as exc:
+            raise CatalogError(f"{path.name}: {exc}") from exc
+        unknown = sorted(set(names_f) - families) + sorted(set(names_m) - ids)
+        if unknown or not (names_f or names_m):
+            raise CatalogError(f"{path.name}: unknown family or model {unknown or 'none named'}")
+        by_family.update(dict.fromkeys(names_f, graph))
+        by_id.update(dict.fromkeys(names_m, graph))
+    return [
+        m.model_copy(update={"layer_graph": by_id.get(m.id, by_family.get(m.family))})
+        if m.id in by_id or m.family in by_family else m
+        for m in models
+    ]
 
 
 def with_achieved_bandwidth(gpus: list[GPU], paths: list[Path]) -> list[GPU]:

@@ -77,6 +77,17 @@ TIGHT_HEADROOM_FRACTION = 0.05
 # Prefill attention: QK^T and AV each cost 2·P·P·d FLOPs per head; the causal mask halves both.
 ATTENTION_FLOPS_CAUSAL_FACTOR = 0.5
 
+# The fixed per-layer cost is priced in Llama layers: a layer whose graph has more kernels pays in proportion. Nodes of
+# llama.cpp's Llama layer (src/models/llama.cpp) as the CUDA graph runs them: the attention norm (norm, weight
+# multiply), the Q, K and V matmuls, two RoPEs, two KV-cache writes, the attention, the output matmul, the residual
+# add, the MLP norm (two), the gate and up matmuls, the gated activation, the down matmul, the residual add: 19.
+LLAMA_LAYER_NODES = 19
+QK_NORM_NODES = 4  # an RMS norm and its weight multiply on the queries, and on the keys
+SANDWICH_NORM_NODES = 4  # the same after the attention and after the MLP
+PER_LAYER_INPUT_NODES = 7  # Gemma's per-layer input: gate matmul, GELU, multiply, projection matmul, norm (2), add
+SHARED_EXPERT_NODES = 5  # an MoE layer's always-on MLP: gate, up, activation, down, and the add to the experts' sum
+BRANCH_NORM_NODES = 6  # Gemma 4's MoE layers norm each MLP branch: ffn_pre_norm_2, ffn_post_norm_1, ffn_post_norm_2
+
 # One all-reduce over the interconnect per attention block and per FFN block in tensor parallel
 # (Megatron-LM, Shoeybi et al. 2019), each a fixed latency for the small decode activations.
 ALLREDUCES_PER_LAYER = 2

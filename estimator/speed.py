@@ -173,6 +173,25 @@ def moe_layers(model: Model) -> int:
     return 0 if model.moe is None else model.layers - model.moe.dense_layers
 
 
+def layer_kernel_equivalents(model: Model) -> float:
+    """Llama layers' worth of fixed per-layer work: the model's layers (`Model.layer_equivalents`), each weighed by
+    the kernels its graph launches (`Model.layer_graph`) against a Llama layer's. Query/key norms only sit in the
+    attention layers of a hybrid; an always-on MLP beside the routed experts only in the MoE layers."""
+    g = model.layer_graph
+    layers = model.layers
+    extra = 0.0
+    if g is not None:
+        a = model.attention
+        attention_share = (a.global_layers or layers) / layers if a.kind == "hybrid_linear" else 1.0
+        extra += k.QK_NORM_NODES * attention_share if g.qk_norm else 0.0
+        extra += k.SANDWICH_NORM_NODES if g.sandwich_norms else 0.0
+        extra += k.PER_LAYER_INPUT_NODES if g.per_layer_inputs else 0.0
+    if model.moe is not None and model.moe.shared_experts:
+        branch = k.BRANCH_NORM_NODES if g is not None and g.sandwich_norms else 0.0
+        extra += (k.SHARED_EXPERT_NODES + branch) * moe_layers(model) / layers
+    return model.layer_equivalents * (1 + extra / k.LLAMA_LAYER_NODES)
+
+
 @dataclass(frozen=True)
 class DecodeTerms:
     """The physical quantities of one decode step, before any fitted coefficient (seconds at 100 %)."""
@@ -181,7 +200,7 @@ class DecodeTerms:
     expert_weights_s: float  # routed-expert weight bytes / achieved bandwidth
     kv_read_s: float  # KV-cache bytes / achieved bandwidth
     dequant_op_s: float  # quantized weights / sustained ALU ops per second (one op per weight)
-    layers: float  # decoder layers' worth of fixed per-layer work (Model.layer_equivalents)
+    layers: float  # Llama layers' worth of fixed per-layer work (layer_kernel_equivalents)
     moe_layers: int
     recurrent_layers: int
     matmul_compute_s: float  # 2 FLOPs per active weight per sequence / peak (binds only at large batch)
@@ -199,7 +218,7 @@ def decode_terms(
         expert_weights_s=routed_b / bandwidth_bps,
         kv_read_s=kv_b / bandwidth_bps,
         dequant_op_s=quantized / alu_ops_per_s(gpu),
-        layers=model.layer_equivalents,
+        layers=layer_kernel_equivalents(model),
         moe_layers=moe_layers(model),
         recurrent_layers=model.scan_layers,
         matmul_compute_s=2 * model.active_params * sequences / (compute_tflops(engine, fmt, gpu) * 1e12),
@@ -371,7 +390,7 @@ def prefill_terms(
         request=1.0 if engine in SERVER_ENGINES else 0.0,
         tile_dequant_s=unpacked / alu_ops_per_s(gpu),
         recurrent_token_layers=float(prompt_tokens * model.scan_layers),
-        layer_passes=passes * model.layer_equivalents,
+        layer_passes=passes * layer_kernel_equivalents(model),
         expert_matmuls=fallback_expert_matmuls(model, passes, batch) if gemm == "blas" else 0.0,
         # Without flash attention llama.cpp materialises the scores: KQ is written, read by the softmax, its
         # output written and read again by the KQV product.

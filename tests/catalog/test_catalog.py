@@ -378,3 +378,31 @@ def test_a_bandwidth_figure_holds_for_every_capacity_of_its_silicon() -> None:
     figures = {gpus[i].achieved_bandwidth_gbs for i in ("apple-m3-max-48gb", "apple-m3-max-64gb", "apple-m3-max-128gb")}
     assert figures == {318.0}
     assert gpus["apple-m3-max-36gb"].achieved_bandwidth_gbs != 318.0
+
+
+def test_layer_graphs_reach_their_models_with_a_source() -> None:
+    """layer_graphs.toml attaches what each architecture's layer adds to a Llama layer; ids win over families."""
+    qwen3, llama = CAT.model("qwen3-8b"), CAT.model("llama-3.1-8b")
+    assert qwen3.layer_graph is not None and qwen3.layer_graph.qk_norm and not qwen3.layer_graph.sandwich_norms
+    assert llama.layer_graph is None
+    e4b, moe = CAT.model("gemma-4-e4b"), CAT.model("gemma-4-26b-a4b")
+    assert e4b.layer_graph is not None and e4b.layer_graph.per_layer_inputs
+    assert moe.layer_graph is not None and moe.layer_graph.sandwich_norms and not moe.layer_graph.per_layer_inputs
+    for m in CAT.models:
+        if m.layer_graph is not None:
+            assert "llama.cpp" in m.layer_graph.source
+
+
+@pytest.mark.parametrize("entry", [
+    '[[layer_graph]]\nfamilies = ["Gemma 9"]\nqk_norm = true\nsource = "src/models/gemma9.cpp"\n',
+    '[[layer_graph]]\nmodels = ["no-such-model"]\nqk_norm = true\nsource = "src/models/gemma9.cpp"\n',
+    '[[layer_graph]]\nqk_norm = true\nsource = "src/models/gemma9.cpp"\n',
+    '[[layer_graph]]\nfamilies = ["Gemma 2"]\nqk_norms = true\nsource = "src/models/gemma2.cpp"\n',
+])
+def test_a_layer_graph_naming_nothing_real_is_refused(tmp_path: Path, entry: str) -> None:
+    copy = tmp_path / "data"
+    shutil.copytree(DATA_DIR, copy)
+    path = copy / "layer_graphs.toml"
+    path.write_text(path.read_text() + "\n" + entry)
+    with pytest.raises(CatalogError, match="layer_graphs"):
+        load_from(copy)

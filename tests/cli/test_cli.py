@@ -215,7 +215,9 @@ def test_whatgpu_json_carries_the_ranges(capsys: pytest.CaptureFixture[str]) -> 
     assert len(data["setups"]) == 10
     for setup in data["setups"]:
         for key in ("decode_tps", "prefill_tps", "ttft_s"):
-            assert setup[f"{key}_low"] < setup[key] < setup[f"{key}_high"], (key, setup)
+            # A band reaches back to its estimate where the situation's residuals all lean one way (fit.band_table).
+            assert setup[f"{key}_low"] <= setup[key] <= setup[f"{key}_high"], (key, setup)
+            assert setup[f"{key}_low"] < setup[f"{key}_high"], (key, setup)
 
 
 @pytest.mark.parametrize("argv", [["rank", "--gpu", "a30", "--ctx", "32k", "--limit", "5"],

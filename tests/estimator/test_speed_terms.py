@@ -165,10 +165,37 @@ def test_single_op_blocks_pay_half_a_layer_of_fixed_work() -> None:
     g, q = gpu("nvidia-rtx-4090"), quant("q4_k_m")
     assert nemotron.layer_equivalents == 26
     assert qwen.layer_equivalents == qwen.layers == 40
-    assert decode_terms(nemotron, q, g, "llama.cpp", 512, "f16").layers == 26
+    # Its MoE blocks also run an always-on shared expert: 23 of 52 blocks, 5 kernels each against a Llama layer's 19.
+    with_shared = 26 * (1 + 5 * 23 / 52 / 19)
+    assert decode_terms(nemotron, q, g, "llama.cpp", 512, "f16").layers == pytest.approx(with_shared)
     one_pass = prefill_terms(nemotron, q, g, "llama.cpp", 512, ubatch=512)
-    assert one_pass.layer_passes == 26
-    assert decode_terms(model("qwen3-8b"), q, g, "llama.cpp", 512, "f16").layers == 36
+    assert one_pass.layer_passes == pytest.approx(with_shared)
+    assert decode_terms(model("llama-3.1-8b"), q, g, "llama.cpp", 512, "f16").layers == 32
+
+
+def test_layers_are_weighed_by_the_kernels_their_graph_launches() -> None:
+    """llama.cpp's Llama layer is 19 graph nodes; query/key norms add 4, post-attention and post-MLP norms 4, Gemma's
+    per-layer input path 7, an MoE layer's shared MLP 5 (and Gemma 4's norms around its two MLP branches 6)."""
+    g, q = gpu("nvidia-rtx-4090"), quant("q4_k_m")
+
+    def layers(model_id: str) -> float:
+        return decode_terms(model(model_id), q, g, "llama.cpp", 512, "f16").layers
+
+    assert layers("llama-3.1-8b") == 32
+    assert layers("qwen3-8b") == pytest.approx(36 * 23 / 19)
+    assert layers("gemma-2-9b") == pytest.approx(42 * 23 / 19)
+    assert layers("gemma-4-31b") == pytest.approx(60 * 27 / 19)
+    assert layers("gemma-4-e4b") == pytest.approx(42 * 34 / 19)
+    assert layers("gemma-4-26b-a4b") == pytest.approx(30 * 38 / 19)
+    hybrid = model("qwen3.5-9b")  # query/key norms only in its full-attention layers
+    share = (hybrid.attention.global_layers or 0) / hybrid.layers
+    assert 0 < share < 1
+    assert layers("qwen3.5-9b") == pytest.approx(hybrid.layers * (1 + 4 * share / 19))
+    # The per-layer cost they pay is the fitted per-layer coefficient times these counts: more kernels, slower.
+    e4b = model("gemma-4-e4b")
+    plain = e4b.model_copy(update={"layer_graph": None})
+    assert decode_seconds_per_step(e4b, q, g, "llama.cpp", 512, "f16") > \
+        decode_seconds_per_step(plain, q, g, "llama.cpp", 512, "f16")
 
 
 def test_quantized_prefill_unpacks_weight_tiles_and_f16_does_not() -> None:

@@ -13,9 +13,11 @@ from catalog import load_catalog
 from estimator.calibration import constants as fitted
 from estimator.calibration.fit import (
     CONSTANTS_PATH,
+    Residual,
     Result,
     all_rows,
     arch_watts_per_tflops,
+    band_table,
     bandwidth_ratios,
     catalog_priors,
     cross_validate,
@@ -136,5 +138,18 @@ def test_bands_are_ordered_and_rest_on_enough_residuals() -> None:
     assert fitted.BANDS
     for key, band in fitted.BANDS.items():
         assert band.low < band.high, key
+        assert band.low <= 0 <= band.high, key
         assert band.n >= 20, key
+
+
+def test_a_band_reaches_back_to_its_estimate_where_residuals_lean_one_way(every: list[Row]) -> None:
+    """Every residual positive (log 1.05 to 1.5): the 10th percentile is above zero, but the band printed beside the
+    estimate starts at the estimate; a two-sided set keeps its own percentiles."""
+    row = every[0]
+    one_sided = [Residual(row, math.log(1.05 + i * 0.01), True) for i in range(46)]
+    band = band_table(one_sided, {row.kind: 0.1})[(row.kind, "*", "*", "*", "*")]
+    assert band.low == 0 and band.high > math.log(1.4)
+    two_sided = [Residual(row, (i - 20) * 0.01, True) for i in range(41)]
+    band = band_table(two_sided, {row.kind: 0.1})[(row.kind, "*", "*", "*", "*")]
+    assert band.low == pytest.approx(-0.16) and band.high == pytest.approx(0.16)
 
