@@ -257,7 +257,8 @@ def decode_seconds_per_step(
             moe_layers=terms.moe_layers, recurrent_layers=terms.recurrent_layers,
             matmul_compute_s=terms.matmul_compute_s / gpus,
         )
-        allreduce_s = model.layers * k.ALLREDUCES_PER_LAYER * k.ALLREDUCE_LATENCY_S[interconnect_kind(gpu)]
+        # One after each mixer and each MLP: a Nemotron-H block is one of the two, so it ends in one all-reduce.
+        allreduce_s = model.layer_equivalents * k.ALLREDUCES_PER_LAYER * k.ALLREDUCE_LATENCY_S[interconnect_kind(gpu)]
         return decode_seconds_from(split, c) + allreduce_s
     # llama.cpp's layer split runs the GPUs one after another: capacity adds up, speed does not.
     return decode_seconds_from(terms, c)

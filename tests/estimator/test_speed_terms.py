@@ -8,6 +8,7 @@ import pytest
 
 from catalog import load_catalog
 from catalog.schema import GPU, Model, QuantFormat
+from estimator import constants as k
 from estimator.calibration.model import arch_group, compute_capability, die_group, has_int8_dot, power_limited
 from estimator.engines import (
     achieved_bandwidth_gbs,
@@ -591,3 +592,21 @@ def test_i_quants_unpack_through_codebooks_at_about_twice_a_k_quants_alu_work() 
         table = decode_coefficients("llama.cpp", quant("iq4_xs"), g).dequant_ops_per_weight
         assert 1.5 * k_quant < grid < 4 * k_quant, (gid, k_quant, grid)
         assert k_quant < table < grid, (gid, k_quant, table, grid)
+
+
+def test_tensor_parallel_all_reduces_once_after_each_mixer_and_each_mlp(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Llama layer all-reduces after its attention and after its MLP; a Nemotron-H block is one or the other, so
+    its 52 blocks all-reduce 52 times, not 104."""
+    g, q = gpu("nvidia-h100-sxm"), quant("bf16")
+    latency = k.ALLREDUCE_LATENCY_S["nvlink"]
+
+    def all_reduce_s(model_id: str) -> float:
+        m = model(model_id)
+        with_links = decode_seconds_per_step(m, q, g, "vllm", 512, "f16", gpus=2)
+        monkeypatch.setitem(k.ALLREDUCE_LATENCY_S, "nvlink", 0.0)
+        without = decode_seconds_per_step(m, q, g, "vllm", 512, "f16", gpus=2)
+        monkeypatch.setitem(k.ALLREDUCE_LATENCY_S, "nvlink", latency)
+        return with_links - without
+
+    assert all_reduce_s("nemotron-3-nano-30b-a3b") == pytest.approx(52 * latency)
+    assert all_reduce_s("llama-3.1-8b") == pytest.approx(32 * 2 * latency)
