@@ -139,11 +139,11 @@ def with_layer_graphs(models: list[Model], path: Path) -> list[Model]:
             raise CatalogError(f"{path.name}: unknown family or model {unknown or 'none named'}")
         by_family.update(dict.fromkeys(names_f, graph))
         by_id.update(dict.fromkeys(names_m, graph))
-    return [
-        m.model_copy(update={"layer_graph": by_id.get(m.id, by_family.get(m.family))})
-        if m.id in by_id or m.family in by_family else m
-        for m in models
-    ]
+    out = []
+    for m in models:
+        found = by_id.get(m.id) or by_family.get(m.family)
+        out.append(m.model_copy(update={"layer_graph": found}) if found else m)
+    return out
 
 
 def with_achieved_bandwidth(gpus: list[GPU], paths: list[Path]) -> list[GPU]:

@@ -507,8 +507,8 @@ def band_table(residuals: Iterable[Residual], tails: dict[str, float]) -> dict[S
         if len(vals) >= MIN_BAND_RESIDUALS:
             tail = tails[c[0]]
             lo, hi = np.quantile(np.array(vals), (tail, 1 - tail))
-            # A band printed beside an estimate must hold it: where a situation's residuals all lean one way (every
-            # left-out RDNA 4 card runs faster than estimated, say) the band reaches back to the estimate itself.
+            # A band printed beside an estimate must hold it: where a situation's residuals lean one way (nine in ten
+            # left-out RDNA 4 runs are faster than estimated, say) the band reaches back to the estimate itself.
             lo, hi = min(lo, 0.0), max(hi, 0.0)
             out[c] = Band(low=round(float(lo), 4), high=round(float(hi), 4), n=len(vals))
     return out
