@@ -197,6 +197,12 @@ MMQ_CDNA_MOE_SINCE = "2025-12-28"  # llama.cpp#18202: MMQ for MUL_MAT_ID with mo
 MMQ_RDNA4_SINCE = "2025-11-24"  # llama.cpp#17156 "HIP: WMMA-MMQ kernels for RDNA 4"
 MMQ_RDNA3_SINCE = "2025-12-05"  # llama.cpp#17576 "HIP: enable WMMA-MMQ INT kernels for RDNA 3"
 MMQ_RDNA3_TUNED_SINCE = "2026-01-06"  # llama.cpp#18537/#18666: hipBLAS again for Q2_K, Q6_K, IQ2 at large batches
+# llama.cpp's SYCL backend multiplies a prompt batch by dequantising each quantized matrix and handing it to a
+# oneDNN/oneMKL GEMM (ggml_sycl_op_mul_mat_sycl; its MMQ kernels take batches of 32 tokens or fewer on XMX parts).
+# The copy is F16 on the XMX matrix engines in a GGML_SYCL_F16 build, F32 on the vector lanes otherwise; the option
+# was off by default (docs/backend/SYCL.md, examples/sycl/build.sh) until llama.cpp#23996 "Make GGML_SYCL_F16=ON
+# the default" (opened 2026-06-01; measured on a B70: F16/F32 prompt speed 2.43x on average, 1.48x to 3.41x).
+SYCL_F16_DEFAULT_SINCE = "2026-06-01"
 MMQ_DP4A_MAX_BATCH_SIZE = 64  # ggml-cuda/mmq.cuh: the batch below which MMQ is kept over BLAS on those builds
 # The batch sizes at which prefill_gemm's choice can change: it compares a batch with 32, 64, 128 and 256 only.
 PREFILL_GEMM_BATCH_EDGES: tuple[int, ...] = (33, MMQ_DP4A_MAX_BATCH_SIZE, 129, 257)
@@ -208,14 +214,26 @@ def _ggml_type(fmt: QuantFormat) -> str:
     return m.group(1) if m else fmt.id
 
 
-def prefill_gemm(fmt: QuantFormat, gpu: GPU, *, date: str = "", ubatch: int | None = None, experts: int = 0) -> str:
+def sycl_f16_build(date: str = "", sycl_f16: bool | None = None) -> bool:
+    """Whether a SYCL build of that date ("" = current) multiplies prompt batches in F16 (see SYCL_F16_DEFAULT_SINCE);
+    `sycl_f16` is what a measured row says its build was, where it says."""
+    return sycl_f16 if sycl_f16 is not None else (date or "9999") >= SYCL_F16_DEFAULT_SINCE
+
+
+def prefill_gemm(
+    fmt: QuantFormat, gpu: GPU, *, date: str = "", ubatch: int | None = None, experts: int = 0,
+    sycl_f16: bool | None = None,
+) -> str:
     """Which matrix kernel llama.cpp's CUDA/HIP backend runs prefill's quantized matmuls with: "mmq" (int8
     tiles straight from the quantized weights) or "blas" (each weight matrix dequantised to an F16 buffer,
     then cuBLAS/hipBLAS), as ggml_cuda_should_use_mmq decided in the build of that date ("" = current).
-    F16/BF16 weights always go to BLAS; Metal, SYCL and Vulkan have kernels of their own ("native")."""
+    F16/BF16 weights always go to BLAS. SYCL dequantises to a copy for oneDNN: "onednn-f16" or "onednn-f32" by
+    its build; Metal and Vulkan have kernels of their own ("native")."""
     if fmt.kernel == "f16":
         return "blas"
     backend = backend_of(gpu)
+    if backend == "sycl":
+        return "onednn-f16" if sycl_f16_build(date, sycl_f16) else "onednn-f32"
     if backend not in ("cuda", "rocm"):
         return "native"
     now = date or "9999"
@@ -310,6 +328,10 @@ def compute_tflops(engine: Engine, fmt: QuantFormat, gpu: GPU, gemm: str | None 
         # (Pascal sm_61: P40, GTX 10x0) or AMD's dot4/WMMA, at whatever int8 rate the vendor lists.
         if gemm is None:
             gemm = prefill_gemm(fmt, gpu)
+        if gemm == "onednn-f32":
+            return fp32_lane_tflops(gpu)
+        if gemm == "onednn-f16":
+            return fp16
         if gemm == "blas" and fmt.id == BF16_FORMAT and not has_bf16_math(gpu):
             # No BF16 matrix or dot instructions: the BLAS GEMM of BF16 weights runs on the FP32 lanes.
             return fp32_lane_tflops(gpu)
@@ -392,7 +414,7 @@ def compute_class(engine: str, fmt: QuantFormat, gpu: GPU, gemm: str | None = No
     if family(engine) == "llama.cpp":
         if gemm is None:
             gemm = prefill_gemm(fmt, gpu)
-        return "fp16" if gemm == "blas" else "int8"
+        return {"blas": "fp16", "onednn-f16": "fp16", "onednn-f32": "fp32"}.get(gemm, "int8")
     return fmt.compute
 
 

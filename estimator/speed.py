@@ -340,6 +340,7 @@ def fallback_expert_matmuls(model: Model, passes: int, batch: int) -> float:
 def prefill_terms(
     model: Model, fmt: QuantFormat, gpu: GPU, engine: Engine, prompt_tokens: int, depth: int = 0,
     *, ubatch: int | None = None, date: str = "", flash_attn: bool | None = None, rocwmma: bool | None = None,
+    sycl_f16: bool | None = None,
 ) -> PrefillTerms:
     """`date`: the build's, for a measured row (llama.cpp's choice of matrix and attention kernels changed over
     time), and its flags; an estimate passes none and gets the current default build."""
@@ -353,7 +354,7 @@ def prefill_terms(
     blas_experts = blas_tokens = 0.0
     if family(engine) == "llama.cpp":
         experts = model.moe.experts if model.moe else 0
-        gemm = prefill_gemm(fmt, gpu, date=date, ubatch=batch, experts=experts)
+        gemm = prefill_gemm(fmt, gpu, date=date, ubatch=batch, experts=experts, sycl_f16=sycl_f16)
         if model.moe is not None:
             blas_experts, blas_tokens = expert_blas_shares(
                 fmt, gpu, date, batch * model.moe.active_experts / experts, experts)
@@ -367,10 +368,14 @@ def prefill_terms(
         expert_s = mm * expert_share * (blas_tokens / (compute_tflops(engine, fmt, gpu, "blas") * 1e12)
                                         + (1 - blas_tokens) / (compute_tflops(engine, fmt, gpu, "mmq") * 1e12))
     streamed = weight_bytes(model, fmt)
+    onednn = gemm in ("onednn-f16", "onednn-f32")
     if fmt.kernel != "f16":
         # A pass that sends a matrix to BLAS first dequantises it to an F16 buffer that the GEMM reads back.
         f16_copy = 2 * k.KV_BYTES_PER_ELEMENT["f16"]
         streamed += f16_copy * ((dense if gemm == "blas" else 0.0) + blas_experts * _all_experts(model, routed))
+        if onednn:
+            # SYCL dequantises every matrix, each expert's included, to an F16 or F32 copy once per pass.
+            streamed += 2 * (2 if gemm == "onednn-f16" else 4) * (dense + _all_experts(model, routed))
     whole, local = attention_score_split(model, prompt_tokens, depth)
     scores = whole + local
     attention = _attention_flops_of(model, whole, local)
@@ -379,7 +384,7 @@ def prefill_terms(
     vector = flash_attn is not False and prefill_attention_kernel(
         engine, gpu, model, date=date, rocwmma=rocwmma) == "vector"
     shared_tiles, expert_tiles = unpacked_weight_tiles(model, prompt_tokens, step, (dense, routed))
-    unpacked = 0.0 if fmt.kernel == "f16" else (
+    unpacked = 0.0 if fmt.kernel == "f16" or onednn else (
         (0.0 if gemm == "blas" else shared_tiles) + (1 - blas_experts) * expert_tiles)
     return PrefillTerms(
         matmul_s=mm * (1 - expert_share) / dense_peak + expert_s,

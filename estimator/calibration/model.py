@@ -136,8 +136,10 @@ DECODE_PARAMS: tuple[Param, ...] = (
         # the streaming term does: the fit can trade one for the other, so one GPU's rows (an RTX 2080's 15 rows
         # moved the dp4a offset from +0.04 to -0.46) must not re-price every card's ALU work.
         ridge=DEQUANT_RIDGE),
+    # "power": a card capped at a few tens of watts (T4 70 W, A2 60 W, laptop parts) sustains well below its boost
+    # clock under load, and each of a layer's small kernels runs at that clock.
     Param("layer_overhead_s", 6e-5, "s per layer per token", (
-        "all", "family", "engine", "backend", "memfam", "die", "power_per_flop", "build_age", "graphs"),
+        "all", "family", "engine", "backend", "memfam", "die", "power_per_flop", "build_age", "graphs", "power"),
         "kernel launches and synchronisation per layer (fewer build by build; slower at a throttled clock)"),
     Param("moe_layer_overhead_s", 3e-5, "s per MoE layer per token", ("all", "family", "backend", "era"),
           "router, top-k and expert gather per MoE layer"),
