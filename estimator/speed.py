@@ -384,8 +384,12 @@ def prefill_terms(
     vector = flash_attn is not False and prefill_attention_kernel(
         engine, gpu, model, date=date, rocwmma=rocwmma) == "vector"
     shared_tiles, expert_tiles = unpacked_weight_tiles(model, prompt_tokens, step, (dense, routed))
-    unpacked = 0.0 if fmt.kernel == "f16" or onednn else (
-        (0.0 if gemm == "blas" else shared_tiles) + (1 - blas_experts) * expert_tiles)
+    if fmt.kernel == "f16":
+        unpacked = 0.0
+    elif onednn:
+        unpacked = passes * (dense + _all_experts(model, routed))  # every weight unpacked once per pass, into the copy
+    else:
+        unpacked = (0.0 if gemm == "blas" else shared_tiles) + (1 - blas_experts) * expert_tiles
     return PrefillTerms(
         matmul_s=mm * (1 - expert_share) / dense_peak + expert_s,
         expert_matmul_s=expert_s,

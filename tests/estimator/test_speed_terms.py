@@ -610,3 +610,25 @@ def test_tensor_parallel_all_reduces_once_after_each_mixer_and_each_mlp(monkeypa
 
     assert all_reduce_s("nemotron-3-nano-30b-a3b") == pytest.approx(52 * latency)
     assert all_reduce_s("llama-3.1-8b") == pytest.approx(32 * 2 * latency)
+
+
+def test_sycl_prompt_batches_run_on_the_xmx_engines_only_in_an_f16_build() -> None:
+    """llama.cpp's SYCL backend dequantises each matrix for oneDNN: an F16 copy on the XMX engines (the default
+    since llama.cpp#23996), an F32 one on the vector lanes before it or where a row says its build had it off."""
+    q, b580, m = quant("q4_k_m"), gpu("intel-arc-b580"), model("qwen3-8b")
+    assert prefill_gemm(q, b580) == "onednn-f16"
+    assert prefill_gemm(q, b580, date="2026-01-15") == "onednn-f32"
+    assert prefill_gemm(q, b580, date="2026-01-15", sycl_f16=True) == "onednn-f16"
+    assert prefill_gemm(q, b580, date="2026-09-01", sycl_f16=False) == "onednn-f32"
+    assert compute_tflops("llama.cpp", q, b580, "onednn-f16") == b580.fp16_tflops
+    assert compute_class("llama.cpp", q, b580, "onednn-f32") == "fp32"
+    f16 = prefill_terms(m, q, b580, "llama.cpp", 512, sycl_f16=True)
+    f32 = prefill_terms(m, q, b580, "llama.cpp", 512, sycl_f16=False)
+    # The XMX F16 rate is several times the FP32 lanes' (B580: 116.5 against 13.7 TFLOPS) ...
+    assert f32.matmul_s > 5 * f16.matmul_s
+    # ... and the F32 copy moves twice the bytes; either build unpacks every weight once per pass, not per tile.
+    assert f32.weight_passes_s > f16.weight_passes_s
+    assert f16.tile_dequant_s == f32.tile_dequant_s > 0
+    assert prefill_terms(m, q, b580, "llama.cpp", 1024, sycl_f16=True).tile_dequant_s == 2 * f16.tile_dequant_s
+    # An estimate is for the current default build.
+    assert prefill_terms(m, q, b580, "llama.cpp", 512) == f16
