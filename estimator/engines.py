@@ -203,6 +203,7 @@ MMQ_RDNA3_TUNED_SINCE = "2026-01-06"  # llama.cpp#18537/#18666: hipBLAS again fo
 # was off by default (docs/backend/SYCL.md, examples/sycl/build.sh) until llama.cpp#23996 "Make GGML_SYCL_F16=ON
 # the default" (opened 2026-06-01; measured on a B70: F16/F32 prompt speed 2.43x on average, 1.48x to 3.41x).
 SYCL_F16_DEFAULT_SINCE = "2026-06-01"
+ONEDNN_COPY_BYTES: dict[str, int] = {"onednn-f16": 2, "onednn-f32": 4}  # bytes per weight of the dequantised copy
 MMQ_DP4A_MAX_BATCH_SIZE = 64  # ggml-cuda/mmq.cuh: the batch below which MMQ is kept over BLAS on those builds
 # The batch sizes at which prefill_gemm's choice can change: it compares a batch with 32, 64, 128 and 256 only.
 PREFILL_GEMM_BATCH_EDGES: tuple[int, ...] = (33, MMQ_DP4A_MAX_BATCH_SIZE, 129, 257)

@@ -37,6 +37,7 @@ from catalog.schema import GPU, Model, QuantFormat
 from estimator import constants as k
 from estimator.calibration.model import SERVER_ENGINES
 from estimator.engines import (
+    ONEDNN_COPY_BYTES,
     PREFILL_GEMM_BATCH_EDGES,
     DecodeCoefficients,
     PrefillCoefficients,
@@ -368,14 +369,15 @@ def prefill_terms(
         expert_s = mm * expert_share * (blas_tokens / (compute_tflops(engine, fmt, gpu, "blas") * 1e12)
                                         + (1 - blas_tokens) / (compute_tflops(engine, fmt, gpu, "mmq") * 1e12))
     streamed = weight_bytes(model, fmt)
-    onednn = gemm in ("onednn-f16", "onednn-f32")
+    copy_bytes = ONEDNN_COPY_BYTES.get(gemm or "", 0)
+    onednn = copy_bytes > 0
     if fmt.kernel != "f16":
         # A pass that sends a matrix to BLAS first dequantises it to an F16 buffer that the GEMM reads back.
         f16_copy = 2 * k.KV_BYTES_PER_ELEMENT["f16"]
         streamed += f16_copy * ((dense if gemm == "blas" else 0.0) + blas_experts * _all_experts(model, routed))
         if onednn:
             # SYCL dequantises every matrix, each expert's included, to an F16 or F32 copy once per pass.
-            streamed += 2 * (2 if gemm == "onednn-f16" else 4) * (dense + _all_experts(model, routed))
+            streamed += 2 * copy_bytes * (dense + _all_experts(model, routed))
     whole, local = attention_score_split(model, prompt_tokens, depth)
     scores = whole + local
     attention = _attention_flops_of(model, whole, local)
