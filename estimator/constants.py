@@ -46,6 +46,14 @@ ATTENTION_QUERY_TILE_TOKENS = 64
 # Without flash attention each score is an F32 written by KQ, read by the softmax, written again and read by
 # KQV (ggml's mul_mat, soft_max_ext, mul_mat in llama-graph.cpp build_attn_mha).
 SCORE_MATRIX_BYTES_PER_SCORE = 16
+# A prompt token's F32 activations go through memory between a layer's kernels: the attention and FFN norms (each reads
+# and writes the hidden state), the Q/K/V and output projections' results, RoPE on the queries and keys, two residual
+# adds (two reads, one write each), the int8 (q8_1) copies MMQ makes of each matmul's input, and the FFN's gate and up
+# results, read by the gated product, which writes its own for the down projection. About 16 hidden-state vectors and
+# 5 FFN-width vectors per layer, 4 bytes each.
+ACTIVATION_HIDDEN_VECTORS_PER_LAYER = 16
+ACTIVATION_FFN_VECTORS_PER_LAYER = 5
+ACTIVATION_BYTES_PER_ELEMENT = 4
 # A MoE layer's routed experts are three matrices (gate, up, down), each its own mul_mat_id.
 EXPERT_MATRICES_PER_LAYER = 3
 # llama.cpp compute buffer: logits for a micro-batch in fp32 plus the FFN and attention intermediates

@@ -204,6 +204,21 @@ MMQ_RDNA3_TUNED_SINCE = "2026-01-06"  # llama.cpp#18537/#18666: hipBLAS again fo
 # the default" (opened 2026-06-01; measured on a B70: F16/F32 prompt speed 2.43x on average, 1.48x to 3.41x).
 SYCL_F16_DEFAULT_SINCE = "2026-06-01"
 ONEDNN_COPY_BYTES: dict[str, int] = {"onednn-f16": 2, "onednn-f32": 4}  # bytes per weight of the dequantised copy
+# llama.cpp's SYCL backend decodes a token (matrix × vector) with "reorder" kernels for the GGML types that have one:
+# at load the quantized blocks are rearranged so that values and scales are read as separate coalesced streams. A
+# type without one goes through the generic MMVQ/DMMV kernels over the interleaved blocks, whose odd-sized blocks
+# break coalescing: llama.cpp#21527 measured Q8_0 on a B70 at 21 % of the bandwidth before its reorder kernel and
+# 66 % after. The day each type's reorder kernel landed on master (a type absent here has none):
+SYCL_REORDER_SINCE: dict[str, str] = {
+    "q4_0": "2025-05-09",  # llama.cpp#12858 (b5330)
+    "q4_k": "2025-05-15",  # #13109 (b5396)
+    "q6_k": "2025-06-09",  # #13885 (b5609)
+    "q8_0": "2026-04-07",  # #21527 (b8685)
+    "q5_k": "2026-05-09",  # #22152 (b9087)
+    "q3_k": "2026-06-01",  # #23725 (b9446)
+    "q2_k": "2026-08-22",  # #27490 (b10576), re-landing #26336 after its revert (#27486)
+}
+SYCL_GENERIC_KERNEL = "sycl-generic"
 MMQ_DP4A_MAX_BATCH_SIZE = 64  # ggml-cuda/mmq.cuh: the batch below which MMQ is kept over BLAS on those builds
 # The batch sizes at which prefill_gemm's choice can change: it compares a batch with 32, 64, 128 and 256 only.
 PREFILL_GEMM_BATCH_EDGES: tuple[int, ...] = (33, MMQ_DP4A_MAX_BATCH_SIZE, 129, 257)
@@ -213,6 +228,25 @@ def _ggml_type(fmt: QuantFormat) -> str:
     """The GGML type of most of a GGUF's matrices ("ud-q6_k_xl" and "q6_k" are Q6_K, "q4_k_m" is Q4_K)."""
     m = re.match(r"(?:ud-)?((?:iq|q)\d_(?:k|\d|xxs|xs|s|nl)|mxfp4)", fmt.id)
     return m.group(1) if m else fmt.id
+
+
+def sycl_reordered(fmt: QuantFormat, date: str = "", reorder: bool | None = None) -> bool:
+    """Whether a SYCL build of that date ("" = current) decodes this format with a reorder kernel (see
+    SYCL_REORDER_SINCE); `reorder` is what a measured row says its build did, where it says (a branch adding one)."""
+    if reorder is not None:
+        return reorder
+    since = SYCL_REORDER_SINCE.get(_ggml_type(fmt))
+    return since is not None and (date or "9999") >= since
+
+
+def decode_kernel(engine: Engine, fmt: QuantFormat, gpu: GPU, *, date: str = "", sycl_reorder: bool | None = None
+                  ) -> str:
+    """The decode kernel group of a format: its own (`QuantFormat.kernel`), except under llama.cpp's SYCL backend,
+    where a quantized type without a reorder kernel in the build of that date ("" = current) runs the generic one."""
+    if (family(engine) != "llama.cpp" or backend_of(gpu) != "sycl" or fmt.kernel == "f16"
+            or sycl_reordered(fmt, date, sycl_reorder)):
+        return fmt.kernel
+    return SYCL_GENERIC_KERNEL
 
 
 def sycl_f16_build(date: str = "", sycl_f16: bool | None = None) -> bool:
@@ -445,6 +479,7 @@ class PrefillCoefficients:
     inv_kv_reread_efficiency: float
     expert_matmul_launch_s: float
     inv_score_matrix_efficiency: float
+    inv_activation_efficiency: float
 
 
 def covariates(gpu: GPU) -> dict[str, float]:
@@ -494,7 +529,7 @@ def _coefficients(engine: Engine, fmt: QuantFormat, gpu: GPU) -> tuple[DecodeCoe
     hit = _MEMO.get(key)
     if hit is not None and hit[0] is gpu and hit[1] is fmt:
         return hit[2], hit[3]
-    groups = situation_groups(engine, gpu, fmt.kernel, compute_class(engine, fmt, gpu))
+    groups = situation_groups(engine, gpu, decode_kernel(engine, fmt, gpu), compute_class(engine, fmt, gpu))
     cov = covariates(gpu)
 
     def values(params: tuple[Param, ...], offsets: dict[tuple[str, str, str], Offset]) -> dict[str, float]:

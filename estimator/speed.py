@@ -324,6 +324,23 @@ class PrefillTerms:
     vector_attention_s: float = 0.0  # attention FLOPs of the vector tile kernel / FP32 lane rate
     score_matrix_s: float = 0.0  # without flash attention: the F32 score matrix written and read back / bandwidth
     expert_matmuls: float = 0.0  # mul_mat_id fallback: passes × MoE layers × matrices × experts with tokens
+    activation_s: float = 0.0  # prompt tokens × the activation bytes each moves between kernels / achieved bandwidth
+
+
+def activation_bytes_per_token(model: Model) -> float:
+    """F32 activation bytes one prompt token writes and reads between the kernels of all its layers (see
+    ACTIVATION_HIDDEN_VECTORS_PER_LAYER): a small model does as much of this per weight as a large one does per several,
+    so its prompt rate falls further below its GEMM rate."""
+    moe = model.moe
+    dense_layers = model.layers - moe_layers(model)
+    ffn = dense_layers * (model.intermediate_size or 0)
+    if moe is not None:
+        width = moe.moe_intermediate_size or model.intermediate_size or 0
+        shared = moe.shared_experts * (moe.shared_expert_intermediate_size or width)
+        ffn += moe_layers(model) * (moe.active_experts * width + shared)
+    vectors = (k.ACTIVATION_HIDDEN_VECTORS_PER_LAYER * model.layers * model.hidden_size
+               + k.ACTIVATION_FFN_VECTORS_PER_LAYER * ffn)
+    return vectors * k.ACTIVATION_BYTES_PER_ELEMENT
 
 
 def fallback_expert_matmuls(model: Model, passes: int, batch: int) -> float:
@@ -409,6 +426,7 @@ def prefill_terms(
         score_matrix_s=0.0 if flash_attn is not False else scores * k.SCORE_MATRIX_BYTES_PER_SCORE / bandwidth_bps,
         kv_reread_s=prompt_tokens / k.ATTENTION_QUERY_TILE_TOKENS
         * kv_cache_bytes(model, depth + prompt_tokens // 2) / bandwidth_bps,
+        activation_s=prompt_tokens * activation_bytes_per_token(model) / bandwidth_bps,
     )
 
 
@@ -432,6 +450,7 @@ def prefill_seconds_from(t: PrefillTerms, c: PrefillCoefficients) -> float:
         + c.inv_vector_attention_utilisation * t.vector_attention_s
         + c.expert_matmul_launch_s * t.expert_matmuls
         + c.inv_score_matrix_efficiency * t.score_matrix_s
+        + c.inv_activation_efficiency * t.activation_s
     )
 
 

@@ -57,6 +57,7 @@ from estimator.calibration.model import (
 from estimator.engines import (
     compute_class,
     covariates,
+    decode_kernel,
     family,
     floor_of,
     forget_fits,
@@ -141,7 +142,8 @@ def row_gemm(row: Row) -> str | None:
 
 
 def row_groups(row: Row) -> dict[str, str]:
-    return situation_groups(row.engine, row.gpu, row.quant.kernel,
+    kernel = decode_kernel(row.engine, row.quant, row.gpu, date=row.date, sycl_reorder=row.sycl_reorder)
+    return situation_groups(row.engine, row.gpu, kernel,
                             compute_class(row.engine, row.quant, row.gpu, row_gemm(row)),
                             date=row.date, flash_attn=row.flash_attn, hipblaslt=row.hipblaslt,
                             cuda_graphs=row.cuda_graphs)
@@ -191,7 +193,7 @@ def prefill_features(row: Row) -> list[float]:
               "recurrent_step_s": t.recurrent_token_layers, "prefill_layer_overhead_s": t.layer_passes,
               "inv_kv_reread_efficiency": t.kv_reread_s,
               "inv_vector_attention_utilisation": t.vector_attention_s, "expert_matmul_launch_s": t.expert_matmuls,
-              "inv_score_matrix_efficiency": t.score_matrix_s}
+              "inv_score_matrix_efficiency": t.score_matrix_s, "inv_activation_efficiency": t.activation_s}
     return [values[p.name] for p in PREFILL_PARAMS]
 
 

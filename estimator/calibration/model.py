@@ -119,6 +119,8 @@ MATMUL_LEVEL_RIDGE: tuple[tuple[str, float], ...] = (("die", 10.0), ("build_age"
 TILE_DEQUANT_PRIOR = 8.0
 TILE_DEQUANT_RIDGE = 3.0
 
+ACTIVATION_PRIOR = 1.25
+
 # Decode: seconds per token = Σ coefficient × term (see estimator.speed.decode_terms).
 DECODE_PARAMS: tuple[Param, ...] = (
     Param("inv_weight_efficiency", 1.25, "achieved-bandwidth seconds per second", (
@@ -182,6 +184,8 @@ PREFILL_PARAMS: tuple[Param, ...] = (
           "the mul_mat_id fallback syncs with the host, then dequantises and launches each expert's matmul alone"),
     Param("inv_score_matrix_efficiency", 1.25, "achieved-bandwidth seconds per second", ("all", "backend"),
           "without flash attention the score matrix goes through memory between the KQ, softmax and KQV kernels"),
+    Param("inv_activation_efficiency", ACTIVATION_PRIOR, "achieved-bandwidth seconds per second", ("all", "backend"),
+          "each prompt token's activations go through memory between a layer's kernels (norms, RoPE, residual adds)"),
     Param("inv_kv_reread_efficiency", 0.25, "achieved-bandwidth seconds per second", (
         "all", "family", "backend", "fa"),
           "flash attention streams the cached keys and values once per tile of queries (less what the cache keeps)"),
@@ -201,6 +205,17 @@ PRIOR_LOG_OFFSET: dict[tuple[str, str, str], float] = {
     ("dequant_ops_per_weight", "dp4a", "none"): 2.079,  # ln 8
     ("dequant_ops_per_weight", "kernel", "llama.cpp/iq"): 0.833,  # ln 2.3
     ("dequant_ops_per_weight", "kernel", "llama.cpp/iq4"): 0.405,  # ln 1.5
+    # SYCL's generic decode kernel against a reorder one on the same card and file: 3.1× the time for Q8_0 on a B70
+    # (llama.cpp#21527), 1.95× for IQ3_XXS on a B60 (#29107), 2.9× for Q3_K_S on a B50 (#27373): about 2.5×. The
+    # offset acts on the excess over the datasheet floor (0.86 on Xe2), where a reorder kernel's coefficient sits
+    # near 1.45: (2.5 × 1.45 − 0.86) / (1.45 − 0.86) ≈ 4.7.
+    ("inv_weight_efficiency", "kernel", "llama.cpp/sycl-generic"): 1.548,  # ln 4.7
+    # SYCL runs a gated-delta-net layer's state update with one work-group per head (llama.cpp#20455), and Qwen3.5's
+    # hybrids decode disproportionately slower than same-size Qwen3 models there (#22001). At the shared prior the term
+    # is under MATERIAL_SHARE of a row and its SYCL group could never be fitted; the factor was chosen among 1, 2, 3, 5
+    # and 10 by leave-one-GPU-out decode (Xe2 family median 31, 19, 16, 19 and 22 %; all rows 8.2, 8.3, 8.3, 8.3 and
+    # 8.2 %), the fitted group then moves it with the rows.
+    ("recurrent_layer_overhead_s", "backend", "sycl"): 1.099,  # ln 3
 }
 
 

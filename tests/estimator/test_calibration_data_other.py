@@ -22,7 +22,7 @@ BANDWIDTH_OTHER = CATALOG_DATA / "achieved_bandwidth_other.toml"
 # Later collections, one file per hardware group or engine kind, held to the same rules.
 LLAMACPP_MORE = [DATA_DIR / f"llamacpp_{name}.toml" for name in (
     "amd_rocm", "geforce", "datacenter", "apple_intel", "geforce_files", "datacenter_files", "other_files",
-    "older_nvidia", "radeon_arc", "geforce_more", "intel_arc", "volta_fa")]
+    "older_nvidia", "radeon_arc", "geforce_more", "intel_arc", "volta_fa", "intel_formats")]
 ENGINES_MORE = [DATA_DIR / f"engines_{name}.toml" for name in ("single_stream", "datacenter_files", "hopper_blackwell")]
 BANDWIDTH_MORE = CATALOG_DATA / "achieved_bandwidth_more.toml"
 LLAMACPP_FILES = [LLAMACPP_OTHER, *LLAMACPP_MORE]
@@ -156,6 +156,18 @@ def test_rocm_library_flags_are_flags_on_rocm_rows_only() -> None:
                 if key in row:
                     assert isinstance(row[key], bool), f"{path.name}: {_label(row)}: {key} = {row[key]!r}"
                     assert row.get("backend") == "ROCm", f"{path.name}: {_label(row)}: {key} on a non-ROCm row"
+
+
+def test_sycl_build_flags_are_flags_on_sycl_rows_only() -> None:
+    # GGML_SYCL_F16 and a branch's reorder decode kernel describe a SYCL build; on another backend's row, or as text,
+    # they would re-price a run that never had them.
+    for path in sorted(DATA_DIR.glob("llamacpp*.toml")):
+        for row in _rows(path):
+            for key in ("sycl_f16", "sycl_reorder"):
+                if key in row:
+                    assert isinstance(row[key], bool), f"{path.name}: {_label(row)}: {key} = {row[key]!r}"
+                    assert row.get("backend") == "SYCL", f"{path.name}: {_label(row)}: {key} on a non-SYCL row"
+                    assert key in str(row.get("note", "")) or key == "sycl_f16", f"{path.name}: {_label(row)}: say why"
 
 
 def test_cuda_graph_flags_are_flags() -> None:

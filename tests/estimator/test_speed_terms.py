@@ -15,11 +15,19 @@ from estimator.engines import (
     compute_class,
     compute_tflops,
     decode_coefficients,
+    decode_kernel,
     prefill_coefficients,
     prefill_gemm,
 )
 from estimator.query import Engine
-from estimator.speed import decode_seconds_per_step, decode_terms, prefill_seconds, prefill_terms, speed_of
+from estimator.speed import (
+    activation_bytes_per_token,
+    decode_seconds_per_step,
+    decode_terms,
+    prefill_seconds,
+    prefill_terms,
+    speed_of,
+)
 
 CAT = load_catalog()
 
@@ -632,3 +640,39 @@ def test_sycl_prompt_batches_run_on_the_xmx_engines_only_in_an_f16_build() -> No
     assert prefill_terms(m, q, b580, "llama.cpp", 1024, sycl_f16=True).tile_dequant_s == 2 * f16.tile_dequant_s
     # An estimate is for the current default build.
     assert prefill_terms(m, q, b580, "llama.cpp", 512) == f16
+
+
+def test_sycl_decodes_a_type_without_a_reorder_kernel_on_the_slow_generic_path() -> None:
+    """llama.cpp's SYCL backend streams Q4_0, Q4_K, Q6_K, Q8_0, Q5_K, Q3_K and Q2_K through reorder kernels (each from
+    the day it landed); other types, the i-quants among them, take the generic kernel, which llama.cpp#21527 measured
+    at a third of the reorder kernel's rate for Q8_0. CUDA has no such split."""
+    b580, m = gpu("intel-arc-b580"), model("qwen3-8b")
+    assert decode_kernel("llama.cpp", quant("q4_k_m"), b580) == "k"
+    assert decode_kernel("llama.cpp", quant("iq3_s"), b580) == "sycl-generic"
+    assert decode_kernel("llama.cpp", quant("q8_0"), b580, date="2026-03-01") == "sycl-generic"
+    assert decode_kernel("llama.cpp", quant("q8_0"), b580, date="2026-05-01") == "q8"
+    assert decode_kernel("llama.cpp", quant("iq3_s"), b580, sycl_reorder=True) == "iq"
+    assert decode_kernel("llama.cpp", quant("iq3_s"), gpu("nvidia-rtx-4090")) == "iq"
+    assert decode_kernel("llama.cpp", quant("bf16"), b580) == "f16"
+    # IQ3_S is the smaller file, yet on SYCL it decodes well below Q3_K_S; on CUDA the smaller file is the faster.
+    def tps(q: str, g: GPU) -> float:
+        return speed_of(m, quant(q), g, 1, "llama.cpp", "f16", 512).decode_tps
+
+    assert tps("iq3_s", b580) < 0.8 * tps("q3_k_s", b580)
+    g4090 = gpu("nvidia-rtx-4090")
+    assert tps("iq3_s", g4090) > 0.9 * tps("q3_k_s", g4090)
+
+
+def test_prompt_activations_weigh_more_per_weight_on_a_small_model() -> None:
+    """Each prompt token's F32 activations pass through memory between a layer's kernels: about 16 hidden-state
+    vectors and 5 FFN-width vectors per layer. Llama 3.1 8B (config.json: 32 layers, hidden 4096, FFN 14336):
+    4 × 32 × (16 × 4096 + 5 × 14336) bytes; Qwen3-30B-A3B's FFN is its 8 routed experts of 768."""
+    assert activation_bytes_per_token(model("llama-3.1-8b")) == 4 * 32 * (16 * 4096 + 5 * 14336)
+    assert activation_bytes_per_token(model("qwen3-30b-a3b")) == 4 * 48 * (16 * 2048 + 5 * 8 * 768)
+    g, q = gpu("nvidia-rtx-4090"), quant("q4_k_m")
+
+    def share(mid: str) -> float:
+        t = prefill_terms(model(mid), q, g, "llama.cpp", 512)
+        return t.activation_s / t.matmul_s
+
+    assert share("qwen3-0.6b") > 2 * share("llama-3.1-8b") > 0
