@@ -463,6 +463,7 @@ class DecodeCoefficients:
     moe_layer_overhead_s: float
     recurrent_layer_overhead_s: float
     token_overhead_s: float
+    sampling_s_per_100k_vocab: float
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict
 
 from catalog.schema import GPU, Model, QuantFormat
 from estimator import constants as k
-from estimator.calibration.model import SERVER_ENGINES
+from estimator.calibration.model import HOST_SAMPLING_ENGINES, SERVER_ENGINES
 from estimator.engines import (
     ONEDNN_COPY_BYTES,
     PREFILL_GEMM_BATCH_EDGES,
@@ -205,6 +205,7 @@ class DecodeTerms:
     moe_layers: int
     recurrent_layers: int
     matmul_compute_s: float  # 2 FLOPs per active weight per sequence / peak (binds only at large batch)
+    sampled_vocab: float = 0.0  # vocabulary entries (in 100,000s) a host-side sampler walks per token
 
 
 def decode_terms(
@@ -223,6 +224,7 @@ def decode_terms(
         moe_layers=moe_layers(model),
         recurrent_layers=model.scan_layers,
         matmul_compute_s=2 * model.active_params * sequences / (compute_tflops(engine, fmt, gpu) * 1e12),
+        sampled_vocab=model.vocab_size / 1e5 if engine in HOST_SAMPLING_ENGINES else 0.0,
     )
 
 
@@ -234,7 +236,8 @@ def decode_seconds_from(t: DecodeTerms, c: DecodeCoefficients) -> float:
         + c.dequant_ops_per_weight * t.dequant_op_s
     )
     fixed_s = (c.layer_overhead_s * t.layers + c.moe_layer_overhead_s * t.moe_layers
-               + c.recurrent_layer_overhead_s * t.recurrent_layers + c.token_overhead_s)
+               + c.recurrent_layer_overhead_s * t.recurrent_layers + c.token_overhead_s
+               + c.sampling_s_per_100k_vocab * t.sampled_vocab)
     return max(memory_s, t.matmul_compute_s) + fixed_s
 
 
@@ -256,7 +259,7 @@ def decode_seconds_per_step(
             dense_weights_s=terms.dense_weights_s / gpus, expert_weights_s=terms.expert_weights_s / gpus,
             kv_read_s=terms.kv_read_s / gpus, dequant_op_s=terms.dequant_op_s / gpus, layers=terms.layers,
             moe_layers=terms.moe_layers, recurrent_layers=terms.recurrent_layers,
-            matmul_compute_s=terms.matmul_compute_s / gpus,
+            matmul_compute_s=terms.matmul_compute_s / gpus, sampled_vocab=terms.sampled_vocab,
         )
         # One after each mixer and each MLP: a Nemotron-H block is one of the two, so it ends in one all-reduce.
         allreduce_s = model.layer_equivalents * k.ALLREDUCES_PER_LAYER * k.ALLREDUCE_LATENCY_S[interconnect_kind(gpu)]

@@ -180,7 +180,7 @@ def decode_features(row: Row) -> list[float]:
     values = {"inv_weight_efficiency": weights, "expert_extra": t.expert_weights_s, "inv_kv_efficiency": t.kv_read_s,
               "dequant_ops_per_weight": t.dequant_op_s, "layer_overhead_s": float(t.layers),
               "moe_layer_overhead_s": float(t.moe_layers), "recurrent_layer_overhead_s": float(t.recurrent_layers),
-              "token_overhead_s": 1.0}
+              "token_overhead_s": 1.0, "sampling_s_per_100k_vocab": t.sampled_vocab}
     return [values[p.name] for p in DECODE_PARAMS]
 
 

@@ -120,6 +120,15 @@ TILE_DEQUANT_PRIOR = 8.0
 TILE_DEQUANT_RIDGE = 3.0
 
 ACTIVATION_PRIOR = 1.25
+# Ollama and LM Studio time decode as a chat does: each token's logits come back to the host, where the sampler chain
+# (repeat penalty, top-k, top-p, temperature by default) walks the vocabulary before the next step, inside the front
+# end's own per-token loop. llama.cpp's samplers alone take 0.06-0.14 ms a token at 128-152k entries on a desktop CPU
+# (llama.cpp#34, #17382); the front ends add their loop around them. Prior chosen among 0.2, 0.5, 1 and 2 ms per 100k
+# entries by leave-one-GPU-out decode median (8.13, 8.17, 8.04 and 8.02 %; none 8.27 %); the fit moves it per engine.
+SAMPLING_PRIOR_S = 1e-3
+# Engines whose timed decode includes sampling each token on the host (llama-bench and the benchmark scripts of the
+# other engines time the forward passes, or sample on the GPU).
+HOST_SAMPLING_ENGINES = frozenset({"ollama", "lm studio"})
 
 # Decode: seconds per token = Σ coefficient × term (see estimator.speed.decode_terms).
 DECODE_PARAMS: tuple[Param, ...] = (
@@ -149,6 +158,9 @@ DECODE_PARAMS: tuple[Param, ...] = (
           "a linear-attention / SSM layer runs its convolution, gates and state update as extra small kernels"),
     Param("token_overhead_s", 3e-4, "s per token", ("all", "family", "engine"),
           "graph build, sampling and host work once per token"),
+    Param("sampling_s_per_100k_vocab", SAMPLING_PRIOR_S, "s per token per 100,000 vocabulary entries",
+          ("all", "engine"),
+          "a chat front end samples each token on the host: the logits come back and its sampler chain walks them"),
 )
 # Prefill: seconds = Σ coefficient × term (see estimator.speed.prefill_terms).
 PREFILL_PARAMS: tuple[Param, ...] = (

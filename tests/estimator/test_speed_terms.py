@@ -676,3 +676,17 @@ def test_prompt_activations_weigh_more_per_weight_on_a_small_model() -> None:
         return t.activation_s / t.matmul_s
 
     assert share("qwen3-0.6b") > 2 * share("llama-3.1-8b") > 0
+
+
+def test_chat_front_ends_pay_for_sampling_over_the_vocabulary() -> None:
+    """Ollama and LM Studio sample every token on the host over the whole vocabulary; llama-bench samples nothing.
+    Gemma 3's 262k-entry vocabulary costs more there than Llama 3.1's 128k."""
+    g, q = gpu("nvidia-rtx-4090"), quant("q4_k_m")
+    llama, gemma = model("llama-3.1-8b"), model("gemma-3-12b")
+    assert decode_terms(llama, q, g, "llama.cpp", 512, "f16").sampled_vocab == 0
+    assert decode_terms(llama, q, g, "ollama", 512, "f16").sampled_vocab == llama.vocab_size / 1e5
+    assert decode_terms(gemma, q, g, "lm studio", 512, "f16").sampled_vocab > 2 * decode_terms(
+        llama, q, g, "lm studio", 512, "f16").sampled_vocab / 1.1
+    extra = decode_seconds_per_step(llama, q, g, "ollama", 512, "f16") - decode_seconds_per_step(
+        llama, q, g, "llama.cpp", 512, "f16")
+    assert extra > 0
