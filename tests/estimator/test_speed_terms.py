@@ -690,3 +690,11 @@ def test_chat_front_ends_pay_for_sampling_over_the_vocabulary() -> None:
     extra = decode_seconds_per_step(llama, q, g, "ollama", 512, "f16") - decode_seconds_per_step(
         llama, q, g, "llama.cpp", 512, "f16")
     assert extra > 0
+
+
+def test_unsloth_q8_k_xl_decodes_as_the_q8_0_it_is_made_of_on_sycl() -> None:
+    """GGML's Q8_K type only ever holds activations: a "Q8_K_XL" file's matrices are Q8_0 (a few kept in BF16), which
+    has had a SYCL reorder kernel since llama.cpp#21527."""
+    b580 = gpu("intel-arc-b580")
+    assert decode_kernel("llama.cpp", quant("ud-q8_k_xl"), b580) == decode_kernel("llama.cpp", quant("q8_0"), b580)
+    assert decode_kernel("llama.cpp", quant("ud-q8_k_xl"), b580, date="2026-03-01") == "sycl-generic"
