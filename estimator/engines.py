@@ -258,11 +258,12 @@ def sycl_f16_build(date: str = "", sycl_f16: bool | None = None) -> bool:
 
 def prefill_gemm(
     fmt: QuantFormat, gpu: GPU, *, date: str = "", ubatch: int | None = None, experts: int = 0,
-    sycl_f16: bool | None = None,
+    sycl_f16: bool | None = None, mmq: bool | None = None,
 ) -> str:
     """Which matrix kernel llama.cpp's CUDA/HIP backend runs prefill's quantized matmuls with: "mmq" (int8
     tiles straight from the quantized weights) or "blas" (each weight matrix dequantised to an F16 buffer,
-    then cuBLAS/hipBLAS), as ggml_cuda_should_use_mmq decided in the build of that date ("" = current).
+    then cuBLAS/hipBLAS), as ggml_cuda_should_use_mmq decided in the build of that date ("" = current), or as
+    `mmq` says a measured row's build did (a PR branch that changed the choice before it was merged).
     F16/BF16 weights always go to BLAS. SYCL dequantises to a copy for oneDNN: "onednn-f16" or "onednn-f32" by
     its build; Metal and Vulkan have kernels of their own ("native")."""
     if fmt.kernel == "f16":
@@ -272,6 +273,8 @@ def prefill_gemm(
         return "onednn-f16" if sycl_f16_build(date, sycl_f16) else "onednn-f32"
     if backend not in ("cuda", "rocm"):
         return "native"
+    if mmq is not None:
+        return "mmq" if mmq else "blas"
     now = date or "9999"
     batch = ubatch or LLAMACPP_UBATCH
     arch = gpu.architecture

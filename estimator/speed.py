@@ -361,7 +361,7 @@ def fallback_expert_matmuls(model: Model, passes: int, batch: int) -> float:
 def prefill_terms(
     model: Model, fmt: QuantFormat, gpu: GPU, engine: Engine, prompt_tokens: int, depth: int = 0,
     *, ubatch: int | None = None, date: str = "", flash_attn: bool | None = None, rocwmma: bool | None = None,
-    sycl_f16: bool | None = None,
+    sycl_f16: bool | None = None, mmq: bool | None = None,
 ) -> PrefillTerms:
     """`date`: the build's, for a measured row (llama.cpp's choice of matrix and attention kernels changed over
     time), and its flags; an estimate passes none and gets the current default build."""
@@ -375,7 +375,7 @@ def prefill_terms(
     blas_experts = blas_tokens = 0.0
     if family(engine) == "llama.cpp":
         experts = model.moe.experts if model.moe else 0
-        gemm = prefill_gemm(fmt, gpu, date=date, ubatch=batch, experts=experts, sycl_f16=sycl_f16)
+        gemm = prefill_gemm(fmt, gpu, date=date, ubatch=batch, experts=experts, sycl_f16=sycl_f16, mmq=mmq)
         if model.moe is not None:
             blas_experts, blas_tokens = expert_blas_shares(
                 fmt, gpu, date, batch * model.moe.active_experts / experts, experts)

@@ -138,7 +138,7 @@ def row_gemm(row: Row) -> str | None:
     if family(row.engine) != "llama.cpp":
         return None
     return prefill_gemm(row.quant, row.gpu, date=row.date, ubatch=row.ubatch,
-                        experts=row.model.moe.experts if row.model.moe else 0, sycl_f16=row.sycl_f16)
+                        experts=row.model.moe.experts if row.model.moe else 0, sycl_f16=row.sycl_f16, mmq=row.mmq)
 
 
 def row_groups(row: Row) -> dict[str, str]:
@@ -186,7 +186,8 @@ def decode_features(row: Row) -> list[float]:
 
 def prefill_features(row: Row) -> list[float]:
     t = speed.prefill_terms(row.model, row_quant(row), row.gpu, row.engine, row.tokens, row.depth, ubatch=row.ubatch,
-                              date=row.date, flash_attn=row.flash_attn, rocwmma=row.rocwmma, sycl_f16=row.sycl_f16)
+                              date=row.date, flash_attn=row.flash_attn, rocwmma=row.rocwmma, sycl_f16=row.sycl_f16,
+                              mmq=row.mmq)
     values = {"inv_matmul_utilisation": t.matmul_s, "moe_matmul_extra": t.expert_matmul_s,
               "inv_attention_utilisation": t.attention_s, "inv_pass_efficiency": t.weight_passes_s,
               "request_overhead_s": t.request, "tile_dequant_ops_per_weight": t.tile_dequant_s,

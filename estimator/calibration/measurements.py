@@ -145,6 +145,7 @@ class Row:
     rocwmma: bool | None = None
     sycl_f16: bool | None = None  # GGML_SYCL_F16 as the row's build had it, where the source says
     sycl_reorder: bool | None = None  # a SYCL build's decode reorder kernel for the row's type, where the source says
+    mmq: bool | None = None  # a dense model's prompt matmuls on MMQ (or BLAS) where a PR branch changed the choice
     # Server rows whose launch command is known: False for vLLM --enforce-eager / SGLang --disable-cuda-graph, whose
     # decode pays a kernel launch per op; None where the command was not printed.
     cuda_graphs: bool | None = None
@@ -273,7 +274,7 @@ def llamacpp_rows(catalog: Catalog, pattern: str = "llamacpp*.toml") -> tuple[li
             source=str(m["source"]), date=str(m.get("date", "")), engine=engine, flash_attn=_flag(m.get("flash_attn")),
             ubatch=int(str(ubatch)) if ubatch else None, build=str(m.get("build", "")),
             hipblaslt=_flag(m.get("hipblaslt")), rocwmma=_flag(m.get("rocwmma")), sycl_f16=_flag(m.get("sycl_f16")),
-            sycl_reorder=_flag(m.get("sycl_reorder")),
+            sycl_reorder=_flag(m.get("sycl_reorder")), mmq=_flag(m.get("mmq")),
             cuda_graphs=_flag(m.get("cuda_graphs")),
             file_gib=float(str(m["model_size_gib"])) if m.get("model_size_gib") else None,
             holdout=_held_out(m["gpu"], m["model"], m["quant"], m["test"], m.get("gpu_count", 1), m["source"]),

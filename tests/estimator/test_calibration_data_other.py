@@ -170,6 +170,18 @@ def test_sycl_build_flags_are_flags_on_sycl_rows_only() -> None:
                     assert key in str(row.get("note", "")) or key == "sycl_f16", f"{path.name}: {_label(row)}: say why"
 
 
+def test_mmq_flags_mark_pr_branches_on_cuda_and_rocm_rows() -> None:
+    # A row's own MMQ/BLAS choice overrides the one its date implies (a PR column that ran kernels master did not have
+    # yet); it says so in its note, and only CUDA/HIP builds make that choice.
+    for path in sorted(DATA_DIR.glob("llamacpp*.toml")):
+        for row in _rows(path):
+            if "mmq" in row:
+                assert isinstance(row["mmq"], bool), f"{path.name}: {_label(row)}: mmq = {row['mmq']!r}"
+                backend = row.get("backend")
+                assert backend in ("CUDA", "ROCm"), f"{path.name}: {_label(row)}: mmq on {backend}"
+                assert "mmq:" in str(row.get("note", "")), f"{path.name}: {_label(row)}: say why"
+
+
 def test_cuda_graph_flags_are_flags() -> None:
     # A launch flag recorded as text ("--enforce-eager") would read as truthy and say the opposite of the command.
     for path in sorted(DATA_DIR.glob("*.toml")):

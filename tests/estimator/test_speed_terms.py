@@ -698,3 +698,13 @@ def test_unsloth_q8_k_xl_decodes_as_the_q8_0_it_is_made_of_on_sycl() -> None:
     b580 = gpu("intel-arc-b580")
     assert decode_kernel("llama.cpp", quant("ud-q8_k_xl"), b580) == decode_kernel("llama.cpp", quant("q8_0"), b580)
     assert decode_kernel("llama.cpp", quant("ud-q8_k_xl"), b580, date="2026-03-01") == "sycl-generic"
+
+
+def test_a_row_may_state_the_prompt_kernel_its_branch_ran() -> None:
+    """A PR column that ran RDNA 3's WMMA-MMQ kernels before they were merged (llama.cpp#17576, 2025-11-28) is priced
+    as MMQ, whatever master did that day; an F16 model still goes to BLAS and SYCL keeps its oneDNN copy."""
+    w7900, q = gpu("amd-radeon-pro-w7900"), quant("q3_k_s")
+    assert prefill_gemm(q, w7900, date="2025-11-28") == "blas"
+    assert prefill_gemm(q, w7900, date="2025-11-28", mmq=True) == "mmq"
+    assert prefill_gemm(quant("bf16"), w7900, mmq=True) == "blas"
+    assert prefill_gemm(q, gpu("intel-arc-b580"), mmq=True) == "onednn-f16"
