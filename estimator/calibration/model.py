@@ -119,6 +119,8 @@ MATMUL_LEVEL_RIDGE: tuple[tuple[str, float], ...] = (("die", 10.0), ("build_age"
 TILE_DEQUANT_PRIOR = 8.0
 TILE_DEQUANT_RIDGE = 3.0
 
+# Activations stream like the weights and the cache do: the same prior as the other achieved-bandwidth terms (fitted
+# at 0.87 over all rows, some of the traffic staying in the last-level cache).
 ACTIVATION_PRIOR = 1.25
 # Ollama and LM Studio time decode as a chat does: each token's logits come back to the host, where the sampler chain
 # (repeat penalty, top-k, top-p, temperature by default) walks the vocabulary before the next step, inside the front
