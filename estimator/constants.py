@@ -53,6 +53,10 @@ SCORE_MATRIX_BYTES_PER_SCORE = 16
 # 5 FFN-width vectors per layer, 4 bytes each.
 ACTIVATION_HIDDEN_VECTORS_PER_LAYER = 16
 ACTIVATION_FFN_VECTORS_PER_LAYER = 5
+# An MoE layer moves the hidden state once more for each expert a token is routed to: read for the int8 copies of the
+# gate and up matmuls' input (2), the expert's down-projection output written (1), scaled by its router weight (a read
+# and a write, 2) and summed into the layer's output (two reads and a write, 3) (llama-graph.cpp build_moe_ffn).
+ACTIVATION_ROUTED_HIDDEN_VECTORS = 8
 ACTIVATION_BYTES_PER_ELEMENT = 4
 # A MoE layer's routed experts are three matrices (gate, up, down), each its own mul_mat_id.
 EXPERT_MATRICES_PER_LAYER = 3

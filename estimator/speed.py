@@ -341,8 +341,9 @@ def activation_bytes_per_token(model: Model) -> float:
         width = moe.moe_intermediate_size or model.intermediate_size or 0
         shared = moe.shared_experts * (moe.shared_expert_intermediate_size or width)
         ffn += moe_layers(model) * (moe.active_experts * width + shared)
-    vectors = (k.ACTIVATION_HIDDEN_VECTORS_PER_LAYER * model.layers * model.hidden_size
-               + k.ACTIVATION_FFN_VECTORS_PER_LAYER * ffn)
+    routed = moe_layers(model) * moe.active_experts if moe is not None else 0
+    vectors = ((k.ACTIVATION_HIDDEN_VECTORS_PER_LAYER * model.layers + k.ACTIVATION_ROUTED_HIDDEN_VECTORS * routed)
+               * model.hidden_size + k.ACTIVATION_FFN_VECTORS_PER_LAYER * ffn)
     return vectors * k.ACTIVATION_BYTES_PER_ELEMENT
 
 

@@ -666,9 +666,10 @@ def test_sycl_decodes_a_type_without_a_reorder_kernel_on_the_slow_generic_path()
 def test_prompt_activations_weigh_more_per_weight_on_a_small_model() -> None:
     """Each prompt token's F32 activations pass through memory between a layer's kernels: about 16 hidden-state
     vectors and 5 FFN-width vectors per layer. Llama 3.1 8B (config.json: 32 layers, hidden 4096, FFN 14336):
-    4 × 32 × (16 × 4096 + 5 × 14336) bytes; Qwen3-30B-A3B's FFN is its 8 routed experts of 768."""
+    4 × 32 × (16 × 4096 + 5 × 14336) bytes. Qwen3-30B-A3B's FFN is its 8 routed experts of 768, and each of the 8 moves
+    the 2048-wide hidden state 8 more times (its input copies, its output, the router weight and the sum)."""
     assert activation_bytes_per_token(model("llama-3.1-8b")) == 4 * 32 * (16 * 4096 + 5 * 14336)
-    assert activation_bytes_per_token(model("qwen3-30b-a3b")) == 4 * 48 * (16 * 2048 + 5 * 8 * 768)
+    assert activation_bytes_per_token(model("qwen3-30b-a3b")) == 4 * 48 * (16 * 2048 + 5 * 8 * 768 + 8 * 8 * 2048)
     g, q = gpu("nvidia-rtx-4090"), quant("q4_k_m")
 
     def share(mid: str) -> float:
