@@ -334,14 +334,14 @@ def activation_bytes_per_token(model: Model) -> float:
     """F32 activation bytes one prompt token writes and reads between the kernels of all its layers (see
     ACTIVATION_HIDDEN_VECTORS_PER_LAYER): a small model does as much of this per weight as a large one does per several,
     so its prompt rate falls further below its GEMM rate."""
-    moe = model.moe
-    dense_layers = model.layers - moe_layers(model)
-    ffn = dense_layers * (model.intermediate_size or 0)
+    moe, moe_count = model.moe, moe_layers(model)
+    ffn = (model.layers - moe_count) * (model.intermediate_size or 0)
+    routed = 0
     if moe is not None:
         width = moe.moe_intermediate_size or model.intermediate_size or 0
         shared = moe.shared_experts * (moe.shared_expert_intermediate_size or width)
-        ffn += moe_layers(model) * (moe.active_experts * width + shared)
-    routed = moe_layers(model) * moe.active_experts if moe is not None else 0
+        ffn += moe_count * (moe.active_experts * width + shared)
+        routed = moe_count * moe.active_experts
     vectors = ((k.ACTIVATION_HIDDEN_VECTORS_PER_LAYER * model.layers + k.ACTIVATION_ROUTED_HIDDEN_VECTORS * routed)
                * model.hidden_size + k.ACTIVATION_FFN_VECTORS_PER_LAYER * ffn)
     return vectors * k.ACTIVATION_BYTES_PER_ELEMENT

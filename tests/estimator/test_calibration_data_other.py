@@ -147,39 +147,35 @@ def test_a_figure_is_recorded_once_across_the_data() -> None:
             known[f] = path.name
 
 
+def _check_build_flags(keys: dict[str, str | None], backends: tuple[str, ...]) -> None:
+    """Each key present on a llama.cpp row is a bool, on a row of one of `backends`, and where its value maps to a
+    marker, the row's note contains the marker (the reason the flag was set)."""
+    for path in sorted(DATA_DIR.glob("llamacpp*.toml")):
+        for row in _rows(path):
+            for key, marker in keys.items():
+                if key in row:
+                    assert isinstance(row[key], bool), f"{path.name}: {_label(row)}: {key} = {row[key]!r}"
+                    backend = row.get("backend")
+                    assert backend in backends, f"{path.name}: {_label(row)}: {key} on {backend}"
+                    assert marker is None or marker in str(row.get("note", "")), f"{path.name}: {_label(row)}: say why"
+
+
 def test_rocm_library_flags_are_flags_on_rocm_rows_only() -> None:
     # hipBLASLt and rocWMMA change ROCm prefill by multiples; a flag copied onto a CUDA or Vulkan row, or written
     # as a string ("1", "on"), would describe a build the row never ran.
-    for path in sorted(DATA_DIR.glob("llamacpp*.toml")):
-        for row in _rows(path):
-            for key in ("hipblaslt", "rocwmma"):
-                if key in row:
-                    assert isinstance(row[key], bool), f"{path.name}: {_label(row)}: {key} = {row[key]!r}"
-                    assert row.get("backend") == "ROCm", f"{path.name}: {_label(row)}: {key} on a non-ROCm row"
+    _check_build_flags({"hipblaslt": None, "rocwmma": None}, ("ROCm",))
 
 
 def test_sycl_build_flags_are_flags_on_sycl_rows_only() -> None:
     # GGML_SYCL_F16 and a branch's reorder decode kernel describe a SYCL build; on another backend's row, or as text,
     # they would re-price a run that never had them.
-    for path in sorted(DATA_DIR.glob("llamacpp*.toml")):
-        for row in _rows(path):
-            for key in ("sycl_f16", "sycl_reorder"):
-                if key in row:
-                    assert isinstance(row[key], bool), f"{path.name}: {_label(row)}: {key} = {row[key]!r}"
-                    assert row.get("backend") == "SYCL", f"{path.name}: {_label(row)}: {key} on a non-SYCL row"
-                    assert key in str(row.get("note", "")) or key == "sycl_f16", f"{path.name}: {_label(row)}: say why"
+    _check_build_flags({"sycl_f16": None, "sycl_reorder": "sycl_reorder"}, ("SYCL",))
 
 
 def test_mmq_flags_mark_pr_branches_on_cuda_and_rocm_rows() -> None:
     # A row's own MMQ/BLAS choice overrides the one its date implies (a PR column that ran kernels master did not have
     # yet); it says so in its note, and only CUDA/HIP builds make that choice.
-    for path in sorted(DATA_DIR.glob("llamacpp*.toml")):
-        for row in _rows(path):
-            if "mmq" in row:
-                assert isinstance(row["mmq"], bool), f"{path.name}: {_label(row)}: mmq = {row['mmq']!r}"
-                backend = row.get("backend")
-                assert backend in ("CUDA", "ROCm"), f"{path.name}: {_label(row)}: mmq on {backend}"
-                assert "mmq:" in str(row.get("note", "")), f"{path.name}: {_label(row)}: say why"
+    _check_build_flags({"mmq": "mmq:"}, ("CUDA", "ROCm"))
 
 
 def test_cuda_graph_flags_are_flags() -> None:
