@@ -197,6 +197,18 @@ MMQ_CDNA_MOE_SINCE = "2025-12-28"  # llama.cpp#18202: MMQ for MUL_MAT_ID with mo
 MMQ_RDNA4_SINCE = "2025-11-24"  # llama.cpp#17156 "HIP: WMMA-MMQ kernels for RDNA 4"
 MMQ_RDNA3_SINCE = "2025-12-05"  # llama.cpp#17576 "HIP: enable WMMA-MMQ INT kernels for RDNA 3"
 MMQ_RDNA3_TUNED_SINCE = "2026-01-06"  # llama.cpp#18537/#18666: hipBLAS again for Q2_K, Q6_K, IQ2 at large batches
+# llama.cpp#12801 (merged 2025-04-15) runs DeepSeek-style MLA absorbed, prompt batches included: each head's query
+# is projected into the latent space and attends to the cached latent directly (MQA over a 576-wide key and a
+# 512-wide value), with no n_tokens condition (src/models/deepseek2.cpp). Servers decompress the latent into
+# heads for prefill, where the absorbed form costs more FLOPs, and absorb it only for decode.
+MLA_ABSORBED_SINCE = "2025-04-15"
+
+
+def mla_absorbed(engine: Engine, date: str = "") -> bool:
+    """Whether a prompt batch's MLA attention runs in the absorbed (latent-space) form on this engine and build."""
+    return family(engine) == "llama.cpp" and (date or "9999") >= MLA_ABSORBED_SINCE
+
+
 # llama.cpp's SYCL backend multiplies a prompt batch by dequantising each quantized matrix and handing it to a
 # oneDNN/oneMKL GEMM (ggml_sycl_op_mul_mat_sycl; its MMQ kernels take batches of 32 tokens or fewer on XMX parts).
 # The copy is F16 on the XMX matrix engines in a GGML_SYCL_F16 build, F32 on the vector lanes otherwise; the option

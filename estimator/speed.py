@@ -49,6 +49,7 @@ from estimator.engines import (
     decode_coefficients,
     family,
     micro_batch_tokens,
+    mla_absorbed,
     prefill_attention_kernel,
     prefill_coefficients,
     prefill_gemm,
@@ -296,21 +297,28 @@ def attention_scores(model: Model, prompt_tokens: int, depth: int = 0) -> float:
     return sum(attention_score_split(model, prompt_tokens, depth))
 
 
-def flops_per_score(model: Model, *, global_layer: bool = False) -> float:
-    """QK^T and AV together cost 4·d FLOPs per score (d the query/key head width; Gemma 4's global layers
-    have heads of their own width)."""
+def flops_per_score(model: Model, *, global_layer: bool = False, mla_absorbed: bool = False) -> float:
+    """QK^T and AV together cost 2·(d_k + d_v) FLOPs per score (Gemma 4's global layers have heads of their own
+    width). MLA decompressed into heads scores over its nope + rope width and weighs values of `v_head_dim`;
+    absorbed (`mla_absorbed`), every head scores over the whole cached latent plus its rope part and weighs the
+    latent itself: 2·(r + rope) + 2·r, about 3× the decompressed work for DeepSeek's r = 512."""
     a = model.attention
     if a.kind == "mla":
-        return 4 * ((a.qk_nope_head_dim or 0) + (a.qk_rope_head_dim or 0))
+        rope, rank = a.qk_rope_head_dim or 0, a.kv_lora_rank or 0
+        if mla_absorbed:
+            return 2 * (rank + rope) + 2 * rank
+        key = (a.qk_nope_head_dim or 0) + rope
+        return 2 * key + 2 * (a.v_head_dim or key)
     return 4 * ((a.global_head_dim or model.head_dim) if global_layer else model.head_dim)
 
 
-def attention_flops(model: Model, prompt_tokens: int, depth: int = 0) -> float:
-    return _attention_flops_of(model, *attention_score_split(model, prompt_tokens, depth))
+def attention_flops(model: Model, prompt_tokens: int, depth: int = 0, *, mla_absorbed: bool = False) -> float:
+    return _attention_flops_of(model, *attention_score_split(model, prompt_tokens, depth), mla_absorbed=mla_absorbed)
 
 
-def _attention_flops_of(model: Model, whole: float, local: float) -> float:
-    return flops_per_score(model, global_layer=True) * whole + flops_per_score(model) * local
+def _attention_flops_of(model: Model, whole: float, local: float, *, mla_absorbed: bool = False) -> float:
+    return (flops_per_score(model, global_layer=True, mla_absorbed=mla_absorbed) * whole
+            + flops_per_score(model, mla_absorbed=mla_absorbed) * local)
 
 
 @dataclass(frozen=True)
@@ -401,7 +409,7 @@ def prefill_terms(
             streamed += 2 * copy_bytes * (dense + _all_experts(model, routed))
     whole, local = attention_score_split(model, prompt_tokens, depth)
     scores = whole + local
-    attention = _attention_flops_of(model, whole, local)
+    attention = _attention_flops_of(model, whole, local, mla_absorbed=mla_absorbed(engine, date))
     bandwidth_bps = achieved_bandwidth_gbs(gpu) * GB_DECIMAL
     # Without flash attention the scores are BLAS products, on matrix units wherever there are any.
     vector = flash_attn is not False and prefill_attention_kernel(

@@ -135,7 +135,7 @@ HOST_SAMPLING_ENGINES = frozenset({"ollama", "lm studio"})
 # Decode: seconds per token = Σ coefficient × term (see estimator.speed.decode_terms).
 DECODE_PARAMS: tuple[Param, ...] = (
     Param("inv_weight_efficiency", 1.25, "achieved-bandwidth seconds per second", (
-        "all", "family", "engine", "backend", "memory", "die", "gpu", "kernel", "bytes_per_unit_clock"),
+        "all", "family", "engine", "backend", "memory", "die", "gpu", "kernel", "kernel_die", "bytes_per_unit_clock"),
         "weights stream at a kernel-specific share of the card's achieved bandwidth", datasheet_floor=True),
     Param("expert_extra", 0.3, "extra seconds per achieved-bandwidth second of routed experts", (
         "all", "family", "backend", "era"),
@@ -328,6 +328,9 @@ def situation_groups(
         # Cards that differ only in memory capacity are one silicon and share its offsets.
         "gpu": silicon_of(gpu),
         "kernel": f"{ENGINE_FAMILY.get(engine, engine)}/{kernel or 'other'}",
+        # One decode kernel on one die: how a format's unpacking maps onto a die's instructions, caches and warp or
+        # wave width is its own (F16 mat-vec on GCN's wave64, K-quant scales on Pascal), beyond what either says alone.
+        "kernel_die": f"{ENGINE_FAMILY.get(engine, engine)}/{kernel or 'other'}@{die_group(gpu)}",
         "compute": f"{ENGINE_FAMILY.get(engine, engine)}/{compute}",
         "dp4a": "yes" if has_int8_dot(gpu) else "none",
         "power": "limited" if power_limited(gpu) else "full",
