@@ -441,6 +441,44 @@ def test_gemma4_global_layers_score_at_their_own_head_width() -> None:
     assert attention_flops(m, 2048, 30000) == 4 * 512 * whole + 4 * 256 * local
 
 
+def test_llama_cpp_scores_mla_over_the_whole_latent_once_it_runs_absorbed() -> None:
+    """DeepSeek-V2-Lite: decompressed, a head scores over 128 + 64 key dims and weighs 128-wide values; llama.cpp
+    runs MLA absorbed since #12801 (2025-04-15), prompt batches included: 576-wide keys, 512-wide values."""
+    from estimator.engines import mla_absorbed
+    from estimator.speed import attention_flops, flops_per_score
+
+    m = model("deepseek-v2-lite")
+    assert flops_per_score(m) == 2 * (128 + 64) + 2 * 128
+    assert flops_per_score(m, mla_absorbed=True) == 2 * (512 + 64) + 2 * 512
+    assert mla_absorbed("llama.cpp") and mla_absorbed("ollama", "2025-06-01")
+    assert not mla_absorbed("llama.cpp", "2025-04-14") and not mla_absorbed("vllm") and not mla_absorbed("sglang")
+    absorbed = attention_flops(m, 512, 32768, mla_absorbed=True)
+    assert absorbed / attention_flops(m, 512, 32768) == pytest.approx(2176 / 640)
+    v100, q = gpu("nvidia-v100-pcie-32gb"), quant("q4_0")
+    before = prefill_terms(m, q, v100, "llama.cpp", 512, 32768, date="2025-03-01").attention_s
+    after = prefill_terms(m, q, v100, "llama.cpp", 512, 32768, date="2025-11-25").attention_s
+    assert after / before == pytest.approx(2176 / 640)
+    # A dense model has no latent: the flag changes nothing.
+    dense = model("qwen3-8b")
+    assert flops_per_score(dense, mla_absorbed=True) == flops_per_score(dense) == 4 * dense.head_dim
+
+
+def test_decode_weight_efficiency_has_a_group_per_kernel_on_each_die() -> None:
+    """Cards of one die running one decode kernel share a group; the same kernel on another die (an HBM part of
+    the same architecture) or another kernel on the same die does not."""
+    from estimator.calibration.model import DECODE_PARAMS, situation_groups
+
+    def group(engine: Engine, gpu_id: str, kernel: str) -> str:
+        return situation_groups(engine, gpu(gpu_id), kernel, "mmq")["kernel_die"]
+
+    assert group("llama.cpp", "nvidia-rtx-3090", "k") == group("ollama", "nvidia-rtx-3080-10gb", "k")
+    assert group("llama.cpp", "nvidia-rtx-3090", "k") != group("llama.cpp", "nvidia-a100-80gb-sxm", "k")
+    assert group("llama.cpp", "nvidia-rtx-3090", "k") != group("llama.cpp", "nvidia-rtx-3090", "q4_0")
+    assert group("llama.cpp", "nvidia-rtx-3090", "f16") != group("vllm", "nvidia-rtx-3090", "f16")
+    weights = next(p for p in DECODE_PARAMS if p.name == "inv_weight_efficiency")
+    assert "kernel_die" in weights.levels
+
+
 def test_a_build_without_cuda_graphs_is_its_own_graphs_group() -> None:
     """GGML_CUDA_GRAPHS=OFF on an Ampere card is a flag of that build, not the sub-Ampere default, and not a
     server run eagerly; a Pascal card never uses graphs whatever the build says."""
