@@ -171,8 +171,12 @@ PREFILL_PARAMS: tuple[Param, ...] = (
         "build_age", "blas_library"),
         "the engine's GEMM kernels reach a per-architecture share of the datasheet peak",
         level_ridge=MATMUL_LEVEL_RIDGE),
+    # "die" (here and on the per-layer cost below): each die runs its own attention kernels (mma, WMMA or MFMA flash
+    # attention by generation) and launches a layer's kernels at its own clock and scheduler latency, as decode's
+    # per-layer cost does. Both levels together took leave-one-GPU-out prefill from 14.6 % (p90 44.5 %, 87 rows above
+    # 35 %) to 14.3 % (p90 43.3 %, 80 rows) and leave-one-source-out from 13.8 % (p90 38.7 %) to 13.4 % (p90 36.6 %).
     Param("inv_attention_utilisation", 4.0, "peak-FLOPS seconds per second", (
-        "all", "family", "backend", "fa"),
+        "all", "family", "backend", "fa", "die"),
           "attention over the prompt and the cached depth runs below the GEMM rate"),
     # One coefficient: the tile kernel is the same code on every GPU that runs it, referred to its FP32 rate.
     Param("inv_vector_attention_utilisation", 3.0, "FP32-lane seconds per second", ("all",),
@@ -192,7 +196,7 @@ PREFILL_PARAMS: tuple[Param, ...] = (
         ridge=TILE_DEQUANT_RIDGE),
     Param("recurrent_step_s", 5e-6, "s per prompt token per recurrent layer", ("all", "family", "backend"),
           "linear-attention / SSM layers scan the prompt in order, a chunk at a time, with many small kernels"),
-    Param("prefill_layer_overhead_s", 1e-4, "s per layer per micro-batch pass", ("all", "family", "backend"),
+    Param("prefill_layer_overhead_s", 1e-4, "s per layer per micro-batch pass", ("all", "family", "backend", "die"),
           "each layer's kernels are launched once per micro-batch, whatever its size"),
     Param("expert_matmul_launch_s", 2e-5, "s per expert matmul", ("all", "backend"),
           "the mul_mat_id fallback syncs with the host, then dequantises and launches each expert's matmul alone"),
