@@ -236,11 +236,14 @@ MMQ_DP4A_MAX_BATCH_SIZE = 64  # ggml-cuda/mmq.cuh: the batch below which MMQ is 
 PREFILL_GEMM_BATCH_EDGES: tuple[int, ...] = (33, MMQ_DP4A_MAX_BATCH_SIZE, 129, 257)
 
 
+# Unsloth's "Q8_K_XL" is Q8_0 matrices with a few kept in BF16: GGML's Q8_K only ever holds activations.
+_GGML_TYPE_OF_NAME = {"q8_k": "q8_0"}
+
+
 def _ggml_type(fmt: QuantFormat) -> str:
     """The GGML type of most of a GGUF's matrices ("ud-q6_k_xl" and "q6_k" are Q6_K, "q4_k_m" is Q4_K)."""
     m = re.match(r"(?:ud-)?((?:iq|q)\d_(?:k|\d|xxs|xs|s|nl)|mxfp4)", fmt.id)
-    # Unsloth's "Q8_K_XL" is Q8_0 matrices with a few kept in BF16: GGML's Q8_K only ever holds activations.
-    return {"q8_k": "q8_0"}.get(m.group(1), m.group(1)) if m else fmt.id
+    return _GGML_TYPE_OF_NAME.get(m.group(1), m.group(1)) if m else fmt.id
 
 
 def sycl_reordered(fmt: QuantFormat, date: str = "", reorder: bool | None = None) -> bool:

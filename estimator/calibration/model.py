@@ -315,26 +315,28 @@ def situation_groups(
 ) -> dict[str, str]:
     """The group of each level this situation belongs to. An estimate passes no date: it is for current builds,
     and no ROCm library flags: it speaks for a default build."""
-    rocm = backend_of(gpu) == "rocm"
-    llamacpp = ENGINE_FAMILY.get(engine, engine) == "llama.cpp"
+    fam, backend, die = ENGINE_FAMILY.get(engine, engine), backend_of(gpu), die_group(gpu)
+    rocm = backend == "rocm"
+    llamacpp = fam == "llama.cpp"
+    kernel_group = f"{fam}/{kernel or 'other'}"
     groups = {
         "all": "all",
-        "family": ENGINE_FAMILY.get(engine, engine),
+        "family": fam,
         "engine": engine,
-        "backend": backend_of(gpu),
+        "backend": backend,
         "memory": memory_group(gpu),
         # HBM parts are big data-center dies at modest clocks: the small kernels of each decoded layer take
         # longer there than on a GDDR card of the same generation (H100/H200/B300 decode a 1B model barely faster
         # than an RTX 4090).
         "memfam": memory_family(gpu),
         "arch": arch_group(gpu),
-        "die": die_group(gpu),
+        "die": die,
         # Cards that differ only in memory capacity are one silicon and share its offsets.
         "gpu": silicon_of(gpu),
-        "kernel": f"{ENGINE_FAMILY.get(engine, engine)}/{kernel or 'other'}",
+        "kernel": kernel_group,
         # One decode kernel on one die: how a format's unpacking maps onto a die's instructions, caches and warp or
         # wave width is its own (F16 mat-vec on GCN's wave64, K-quant scales on Pascal), beyond what either says alone.
-        "kernel_die": f"{ENGINE_FAMILY.get(engine, engine)}/{kernel or 'other'}@{die_group(gpu)}",
+        "kernel_die": f"{kernel_group}@{die}",
         "compute": f"{ENGINE_FAMILY.get(engine, engine)}/{compute}",
         "dp4a": "yes" if has_int8_dot(gpu) else "none",
         "power": "limited" if power_limited(gpu) else "full",
