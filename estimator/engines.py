@@ -179,18 +179,41 @@ def lanes_per_unit(gpu: GPU) -> int:
     return WIDE_UNIT_LANES
 
 
+def lane_clocks_per_s(gpu: GPU) -> float:
+    """Vector lanes × clock: one instruction per lane per clock, however many operations the datasheet counts in it."""
+    packed = 2 if gpu.vendor == "amd" and gpu.architecture.startswith(PACKED_FP32_ARCHITECTURES) else 1
+    return alu_ops_per_s(gpu) / packed
+
+
 def unit_clocks_per_s(gpu: GPU) -> float:
     """SMs (compute units, GPU cores) × clock, from the FP32 rate and the lanes of one unit: how many load instructions
     the chip issues per second, whatever its memory could deliver."""
-    packed = 2 if gpu.vendor == "amd" and gpu.architecture.startswith(PACKED_FP32_ARCHITECTURES) else 1
-    return alu_ops_per_s(gpu) / packed / lanes_per_unit(gpu)
+    return lane_clocks_per_s(gpu) / lanes_per_unit(gpu)
+
+
+def dot4_tops(gpu: GPU) -> float:
+    """The int8 rate of a byte-wise dot product on the vector lanes (dp4a, AMD's v_dot4_i32_i8): four
+    multiply-adds, 8 ops, per lane per clock. MI50's 53.6 TOPS (4 × its 13.4 FP32 TFLOPS) is this rate."""
+    return 8 * lane_clocks_per_s(gpu) / 1e12
 
 
 # When llama.cpp's CUDA/HIP backend stopped dequantising weights to F16 for a BLAS GEMM during prefill and
 # multiplied them with its int8 MMQ kernels instead (dates of the merged commits, ggml-org/ggml history):
 MMQ_DEFAULT_SINCE = "2023-08-22"  # llama.cpp#2683 "CUDA: use mul_mat_q kernels by default" (no tensor cores)
 MMQ_TENSOR_CORES_SINCE = "2024-06-24"  # llama.cpp#8075: MMQ on int8 tensor cores (Turing on) instead of cuBLAS
+# Until llama.cpp#11244 (2025-01-27) an AMD device's compute capability was 100·major + 10·minor (gfx942: 940), which
+# matched none of the gfx ids ggml compared it with, and until #10498 (2024-11-27) only RDNA 3 avoided MMQ: every GCN
+# and CDNA chip ran its dp4a MMQ at any batch. #11244 parsed the gfx id, sending gfx906 and gfx908 to hipBLAS;
+# #11601 (GGML_CUDA_CC_IS_CDNA/IS_GCN) every GCN and CDNA chip.
+AMD_GFX_ID_SINCE = "2025-01-27"
+AMD_FAMILY_CHECKS_SINCE = "2025-02-02"
 MMQ_GCN_SINCE = "2025-02-12"  # llama.cpp#11831 "HIP: Remove GCN from list of devices that avoid MMQ"
+# llama.cpp#4697 (2023-12-30) "CUDA: fixed tensor cores not being used on RDNA3": before it HIP builds never defined
+# CUDA_USE_TENSOR_CORES on the host side, so RDNA 3 ran MMQ at any batch too.
+RDNA3_BLAS_SINCE = "2023-12-30"
+# llama.cpp#3776 (2023-10-27) sent batches above MMQ_MAX_BATCH_SIZE (32) to cuBLAS on tensor-core cards; from
+# MMQ_DEFAULT_SINCE until then every batch ran MMQ.
+CUBLAS_TENSOR_CORES_SINCE = "2023-10-27"
 MMQ_CDNA3_SINCE = "2025-07-26"  # llama.cpp#14624: matrix-core (MFMA) MMQ on CDNA 3
 MMQ_CDNA_SINCE = "2025-07-30"  # llama.cpp#14949: MFMA MMQ on gfx908/gfx90a for legacy quants and small batches
 MMQ_CDNA_MOE_SINCE = "2025-12-28"  # llama.cpp#18202: MMQ for MUL_MAT_ID with more than 64 experts on MFMA parts
@@ -298,12 +321,20 @@ def prefill_gemm(
         cc = compute_capability(gpu) or 8.6
         if cc < 6.1 or now < MMQ_DEFAULT_SINCE:
             return "blas"  # no dp4a: the int8 tiles have no instruction to run on
+        if now < CUBLAS_TENSOR_CORES_SINCE:
+            return "mmq"
         if cc >= 7.5:
             # Before llama.cpp#8075 cuBLAS took every batch above 32 tokens on tensor-core cards.
             return "mmq" if now >= MMQ_TENSOR_CORES_SINCE or batch <= 32 else "blas"
         # Volta: FP16 tensor cores but no int8 MMA; Pascal sm_61: dp4a and nothing faster.
         return "mmq" if cc < 7.0 or small else "blas"
     kind = _ggml_type(fmt)
+    if arch.startswith(("GCN", "CDNA")) and now < AMD_FAMILY_CHECKS_SINCE:
+        named_by_id = "gfx906" in arch or "Vega 20" in arch or "gfx908" in arch  # the two ids #11244's check matched
+        if now < AMD_GFX_ID_SINCE or not named_by_id:
+            return "mmq"
+    if arch.startswith("RDNA 3") and now < RDNA3_BLAS_SINCE:
+        return "mmq"
     if arch.startswith("CDNA 3"):
         return "mmq" if now >= MMQ_CDNA3_SINCE or small else "blas"
     if arch.startswith("CDNA"):
@@ -365,7 +396,7 @@ def prefill_attention_kernel(
 BF16_FORMAT = "bf16"
 
 
-def compute_tflops(engine: Engine, fmt: QuantFormat, gpu: GPU, gemm: str | None = None) -> float:
+def compute_tflops(engine: Engine, fmt: QuantFormat, gpu: GPU, gemm: str | None = None, *, date: str = "") -> float:
     """Peak dense throughput of the precision prefill's matrix multiplies are referred to.
 
     llama.cpp multiplies quantized weights with int8 MMQ kernels (referred to the int8 peak where the GPU lists
@@ -389,7 +420,11 @@ def compute_tflops(engine: Engine, fmt: QuantFormat, gpu: GPU, gemm: str | None 
         if gemm == "blas" and fmt.id == BF16_FORMAT and not has_bf16_math(gpu):
             # No BF16 matrix or dot instructions: the BLAS GEMM of BF16 weights runs on the FP32 lanes.
             return fp32_lane_tflops(gpu)
-        return fp16 if gemm == "blas" else (gpu.int8_tops or fp16)
+        if gemm == "blas":
+            return fp16
+        if date and _dot4_mmq(gpu, date):
+            return dot4_tops(gpu)
+        return gpu.int8_tops or fp16
     if fmt.compute == "fp8" and gpu.fp8 and gpu.fp8_tflops:
         return gpu.fp8_tflops
     if fmt.compute == "int8" and gpu.int8_tops:
@@ -397,6 +432,15 @@ def compute_tflops(engine: Engine, fmt: QuantFormat, gpu: GPU, gemm: str | None 
     if fmt.compute == "fp4" and gpu.fp4_tflops:
         return gpu.fp4_tflops
     return gpu.bf16_tflops or fp16
+
+
+def _dot4_mmq(gpu: GPU, date: str) -> bool:
+    """A CDNA chip's MMQ ran on dp4a-style dot products, not its matrix cores (the int8 rate AMD lists), in builds
+    before MFMA MMQ."""
+    arch = gpu.architecture
+    if gpu.vendor != "amd" or not arch.startswith("CDNA") or arch.startswith("CDNA 4"):
+        return False
+    return date < (MMQ_CDNA3_SINCE if arch.startswith("CDNA 3") else MMQ_CDNA_SINCE)
 
 
 def has_bf16_math(gpu: GPU) -> bool:

@@ -391,12 +391,13 @@ def prefill_terms(
     mm = matmul_flops(model, prompt_tokens)
     dense, routed = _active_split(model)
     expert_share = routed / (dense + routed) if dense + routed > 0 else 0.0
-    dense_peak = compute_tflops(engine, fmt, gpu, gemm) * 1e12
+    dense_peak = compute_tflops(engine, fmt, gpu, gemm, date=date) * 1e12
     if gemm not in ("mmq", "blas"):
         expert_s = mm * expert_share / dense_peak
     else:
+        mmq_peak = compute_tflops(engine, fmt, gpu, "mmq", date=date) * 1e12
         expert_s = mm * expert_share * (blas_tokens / (compute_tflops(engine, fmt, gpu, "blas") * 1e12)
-                                        + (1 - blas_tokens) / (compute_tflops(engine, fmt, gpu, "mmq") * 1e12))
+                                        + (1 - blas_tokens) / mmq_peak)
     streamed = weight_bytes(model, fmt)
     copy_bytes = ONEDNN_COPY_BYTES.get(gemm or "", 0)
     onednn = copy_bytes > 0

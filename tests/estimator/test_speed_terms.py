@@ -16,6 +16,7 @@ from estimator.engines import (
     compute_tflops,
     decode_coefficients,
     decode_kernel,
+    dot4_tops,
     prefill_coefficients,
     prefill_gemm,
 )
@@ -229,6 +230,34 @@ def test_llama_cpp_prefill_kernel_follows_the_build_that_ran_it() -> None:
     assert prefill_gemm(quant("q6_k"), xtx) == "blas"  # large batches of Q6_K went back to hipBLAS on RDNA 3
     assert prefill_gemm(quant("q6_k"), xtx, ubatch=64) == "mmq"
     assert prefill_gemm(quant("q4_0"), gpu("apple-m2-ultra-192gb")) == "native"
+
+
+def test_gcn_and_cdna_ran_mmq_at_every_batch_until_ggml_named_their_gfx_ids() -> None:
+    """Before llama.cpp#11244 an AMD compute capability was 100·major + 10·minor and matched no gfx id, so only RDNA 3
+    avoided MMQ; #11244 sent gfx906/gfx908 to hipBLAS, #11601 every GCN and CDNA chip, until MMQ came back."""
+    q4 = quant("q4_0")
+    mi300x, mi100, mi50 = gpu("amd-mi300x"), gpu("amd-mi100"), gpu("amd-mi50-32gb")
+    for g in (mi300x, mi100, mi50):
+        assert prefill_gemm(q4, g, date="2024-10-07") == "mmq", g.id
+        assert prefill_gemm(q4, g, date="2025-02-05") == "blas", g.id
+    assert prefill_gemm(q4, mi100, date="2025-01-29") == "blas"  # gfx908: named by #11244
+    assert prefill_gemm(q4, mi300x, date="2025-01-29") == "mmq"  # gfx942: not until #11601
+    assert prefill_gemm(q4, mi50, date="2025-03-01") == "mmq"
+    assert prefill_gemm(q4, mi300x, date="2025-08-01") == "mmq"
+    assert prefill_gemm(q4, gpu("amd-rx-7900-xtx"), date="2023-11-01") == "mmq"  # before llama.cpp#4697
+    assert prefill_gemm(q4, gpu("amd-rx-7900-xtx"), date="2024-03-01") == "blas"
+    assert prefill_gemm(q4, gpu("nvidia-rtx-4090"), date="2023-09-15") == "mmq"  # before llama.cpp#3776
+
+
+def test_cdna_mmq_before_matrix_core_mmq_runs_at_the_dot_product_rate() -> None:
+    """MI300X: 304 CUs × 64 lanes × 2.1 GHz × 8 ops of one v_dot4 = 327 TOPS, an eighth of its MFMA int8 rate."""
+    q4, mi300x = quant("q4_0"), gpu("amd-mi300x")
+    assert abs(compute_tflops("llama.cpp", q4, mi300x, "mmq", date="2024-10-07") - 327) < 2
+    assert compute_tflops("llama.cpp", q4, mi300x, "mmq", date="2025-08-01") == mi300x.int8_tops
+    assert compute_tflops("llama.cpp", q4, mi300x, "mmq") == mi300x.int8_tops
+    for gid in ("amd-rx-6800-xt", "amd-rx-6900-xt"):  # RDNA 2's listed int8 rate is its dot-product rate
+        g = gpu(gid)
+        assert g.int8_tops is not None and abs(dot4_tops(g) - g.int8_tops) < 0.5, gid
 
 
 def test_a_quantized_matmul_sent_to_blas_streams_an_f16_copy_and_runs_at_the_f16_rate() -> None:
