@@ -193,7 +193,7 @@ def unit_clocks_per_s(gpu: GPU) -> float:
 
 def dot4_tops(gpu: GPU) -> float:
     """The int8 rate of a byte-wise dot product on the vector lanes (dp4a, AMD's v_dot4_i32_i8): four
-    multiply-adds, 8 ops, per lane per clock. MI50's 53.6 TOPS (4 × its 13.4 FP32 TFLOPS) is this rate."""
+    multiply-adds, 8 ops, per lane per clock: the int8 rate AMD lists for RDNA 2, which has no matrix units."""
     return 8 * lane_clocks_per_s(gpu) / 1e12
 
 
@@ -206,6 +206,7 @@ MMQ_TENSOR_CORES_SINCE = "2024-06-24"  # llama.cpp#8075: MMQ on int8 tensor core
 # and CDNA chip ran its dp4a MMQ at any batch. #11244 parsed the gfx id, sending gfx906 and gfx908 to hipBLAS;
 # #11601 (GGML_CUDA_CC_IS_CDNA/IS_GCN) every GCN and CDNA chip.
 AMD_GFX_ID_SINCE = "2025-01-27"
+AMD_IDS_NAMED_BY_GFX_ID = ("Vega 20", "gfx906", "gfx908")  # as the catalog's architecture names them
 AMD_FAMILY_CHECKS_SINCE = "2025-02-02"
 MMQ_GCN_SINCE = "2025-02-12"  # llama.cpp#11831 "HIP: Remove GCN from list of devices that avoid MMQ"
 # llama.cpp#4697 (2023-12-30) "CUDA: fixed tensor cores not being used on RDNA3": before it HIP builds never defined
@@ -330,8 +331,7 @@ def prefill_gemm(
         return "mmq" if cc < 7.0 or small else "blas"
     kind = _ggml_type(fmt)
     if arch.startswith(("GCN", "CDNA")) and now < AMD_FAMILY_CHECKS_SINCE:
-        named_by_id = "gfx906" in arch or "Vega 20" in arch or "gfx908" in arch  # the two ids #11244's check matched
-        if now < AMD_GFX_ID_SINCE or not named_by_id:
+        if now < AMD_GFX_ID_SINCE or not any(name in arch for name in AMD_IDS_NAMED_BY_GFX_ID):
             return "mmq"
     if arch.startswith("RDNA 3") and now < RDNA3_BLAS_SINCE:
         return "mmq"
