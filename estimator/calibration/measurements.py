@@ -224,10 +224,10 @@ def _quant(catalog: Catalog, name: str) -> QuantFormat | None:
         return None
 
 
-def _measurements(pattern: str) -> list[dict[str, Any]]:
-    """Every [[measurement]] of the data files matching `pattern`, in file-name order."""
+def _measurements(pattern: str, paths: list[Path] | None = None) -> list[dict[str, Any]]:
+    """Every [[measurement]] of `paths`, or else of the data files matching `pattern`, in file-name order."""
     out: list[dict[str, Any]] = []
-    for path in sorted(DATA_DIR.glob(pattern)):
+    for path in paths if paths is not None else sorted(DATA_DIR.glob(pattern)):
         out += tomllib.loads(path.read_text()).get("measurement", [])
     return out
 
@@ -240,13 +240,15 @@ def _flag(value: object) -> bool | None:
     return str(value).strip().lower() in ("1", "true", "on", "yes")
 
 
-def llamacpp_rows(catalog: Catalog, pattern: str = "llamacpp*.toml") -> tuple[list[Row], int]:
+def llamacpp_rows(
+    catalog: Catalog, pattern: str = "llamacpp*.toml", paths: list[Path] | None = None,
+) -> tuple[list[Row], int]:
     """llama-bench (and Ollama / LM Studio) rows on each vendor's native backend, from every data file
-    matching `pattern`; returns (rows, skipped)."""
+    matching `pattern` (or from `paths`); returns (rows, skipped)."""
     resolver = Resolver(catalog)
     rows: list[Row] = []
     skipped = 0
-    for m in _measurements(pattern):
+    for m in _measurements(pattern, paths):
         if is_flagged(m):
             skipped += 1
             continue
@@ -309,15 +311,15 @@ def _server_quant(catalog: Catalog, m: dict[str, Any]) -> QuantFormat | None:
         return None
 
 
-def server_rows(catalog: Catalog) -> tuple[list[Row], int]:
+def server_rows(catalog: Catalog, paths: list[Path] | None = None) -> tuple[list[Row], int]:
     """Single-stream vLLM / SGLang / TensorRT-LLM / ExLlama / MLX measurements from every `vllm_single*.toml`,
     `mlx*.toml` and `engines_*.toml`. Decode from tokens/s or time per output token; prefill from TTFT over
     the prompt."""
     resolver = Resolver(catalog)
     rows: list[Row] = []
     skipped = 0
-    for pattern in ("vllm_single*.toml", "mlx*.toml", "engines_*.toml"):
-        for m in _measurements(pattern):
+    for pattern in ("vllm_single*.toml", "mlx*.toml", "engines_*.toml") if paths is None else ("",):
+        for m in _measurements(pattern, paths):
             engine = SERVER_ENGINES.get(str(m.get("engine", "")).strip().lower())
             gpu = _gpu(resolver, catalog, str(m.get("gpu", "")))
             model = _model(resolver, catalog, str(m.get("model_hf") or m.get("model", "")))
