@@ -541,6 +541,7 @@ class PrefillCoefficients:
     recurrent_step_s: float
     prefill_layer_overhead_s: float
     inv_kv_reread_efficiency: float
+    inv_vector_kv_reread_efficiency: float
     expert_matmul_launch_s: float
     inv_score_matrix_efficiency: float
     inv_activation_efficiency: float

@@ -332,6 +332,7 @@ class PrefillTerms:
     recurrent_token_layers: float = 0.0  # prompt tokens × recurrent (linear-attention / SSM) layers
     layer_passes: float = 0.0  # micro-batch passes × layers (kernel launches per layer per pass)
     kv_reread_s: float = 0.0  # the cached keys/values streamed once per tile of prompt queries / achieved bandwidth
+    vector_kv_reread_s: float = 0.0  # the same for the vector tile kernel, whose query tiles are its own
     vector_attention_s: float = 0.0  # attention FLOPs of the vector tile kernel / FP32 lane rate
     score_matrix_s: float = 0.0  # without flash attention: the F32 score matrix written and read back / bandwidth
     expert_matmuls: float = 0.0  # mul_mat_id fallback: passes × MoE layers × matrices × experts with tokens
@@ -415,6 +416,8 @@ def prefill_terms(
     # Without flash attention the scores are BLAS products, on matrix units wherever there are any.
     vector = flash_attn is not False and prefill_attention_kernel(
         engine, gpu, model, date=date, rocwmma=rocwmma) == "vector"
+    kv_reread_s = (prompt_tokens / k.ATTENTION_QUERY_TILE_TOKENS * kv_cache_bytes(model, depth + prompt_tokens // 2)
+                   / bandwidth_bps)
     shared_tiles, expert_tiles = unpacked_weight_tiles(model, prompt_tokens, step, (dense, routed))
     if fmt.kernel == "f16":
         unpacked = 0.0
@@ -437,8 +440,8 @@ def prefill_terms(
         # Without flash attention llama.cpp materialises the scores: KQ is written, read by the softmax, its
         # output written and read again by the KQV product.
         score_matrix_s=0.0 if flash_attn is not False else scores * k.SCORE_MATRIX_BYTES_PER_SCORE / bandwidth_bps,
-        kv_reread_s=prompt_tokens / k.ATTENTION_QUERY_TILE_TOKENS
-        * kv_cache_bytes(model, depth + prompt_tokens // 2) / bandwidth_bps,
+        kv_reread_s=0.0 if vector else kv_reread_s,
+        vector_kv_reread_s=kv_reread_s if vector else 0.0,
         activation_s=prompt_tokens * activation_bytes_per_token(model) / bandwidth_bps,
     )
 
@@ -460,6 +463,7 @@ def prefill_seconds_from(t: PrefillTerms, c: PrefillCoefficients) -> float:
         + c.recurrent_step_s * t.recurrent_token_layers
         + c.prefill_layer_overhead_s * t.layer_passes
         + c.inv_kv_reread_efficiency * t.kv_reread_s
+        + c.inv_vector_kv_reread_efficiency * t.vector_kv_reread_s
         + c.inv_vector_attention_utilisation * t.vector_attention_s
         + c.expert_matmul_launch_s * t.expert_matmuls
         + c.inv_score_matrix_efficiency * t.score_matrix_s

@@ -196,7 +196,7 @@ def prefill_features(row: Row) -> list[float]:
               "inv_attention_utilisation": t.attention_s, "inv_pass_efficiency": t.weight_passes_s,
               "request_overhead_s": t.request, "tile_dequant_ops_per_weight": t.tile_dequant_s,
               "recurrent_step_s": t.recurrent_token_layers, "prefill_layer_overhead_s": t.layer_passes,
-              "inv_kv_reread_efficiency": t.kv_reread_s,
+              "inv_kv_reread_efficiency": t.kv_reread_s, "inv_vector_kv_reread_efficiency": t.vector_kv_reread_s,
               "inv_vector_attention_utilisation": t.vector_attention_s, "expert_matmul_launch_s": t.expert_matmuls,
               "inv_score_matrix_efficiency": t.score_matrix_s, "inv_activation_efficiency": t.activation_s}
     return [values[p.name] for p in PREFILL_PARAMS]

@@ -132,6 +132,7 @@ SAMPLING_PRIOR_S = 1e-3
 # other engines time the forward passes, or sample on the GPU).
 HOST_SAMPLING_ENGINES = frozenset({"ollama", "lm studio"})
 
+VECTOR_KV_REREAD_PRIOR = 0.5
 # Decode: seconds per token = Σ coefficient × term (see estimator.speed.decode_terms).
 DECODE_PARAMS: tuple[Param, ...] = (
     Param("inv_weight_efficiency", 1.25, "achieved-bandwidth seconds per second", (
@@ -207,6 +208,9 @@ PREFILL_PARAMS: tuple[Param, ...] = (
     Param("inv_kv_reread_efficiency", 0.25, "achieved-bandwidth seconds per second", (
         "all", "family", "backend", "fa"),
           "flash attention streams the cached keys and values once per tile of queries (less what the cache keeps)"),
+    Param("inv_vector_kv_reread_efficiency", VECTOR_KV_REREAD_PRIOR, "achieved-bandwidth seconds per second", (
+        "all", "backend"),
+          "the vector tile kernel streams the cache once per tile of its own, smaller query tiles"),
 )
 # Prior log-offsets of groups whose effect the source code states before any data: without dp4a
 # (compute capability < 6.1, GGML_CUDA_CC_DP4A in ggml/src/ggml-cuda/common.cuh) ggml_cuda_dp4a falls back
@@ -234,6 +238,10 @@ PRIOR_LOG_OFFSET: dict[tuple[str, str, str], float] = {
     # and 10 by leave-one-GPU-out decode (Xe2 family median 31, 19, 16, 19 and 22 %; all rows 8.2, 8.3, 8.3, 8.3 and
     # 8.2 %), the fitted group then moves it with the rows.
     ("recurrent_layer_overhead_s", "backend", "sycl"): 1.099,  # ln 3
+    # A prompt goes through the same fused GATED_DELTA_NET op, which scans its tokens in order inside each head's one
+    # work-group (#20455 took an A770's Qwen3.5 pp512 only from 91 to 339 t/s). The decode factor, not a new choice:
+    # it took leave-one-GPU-out prefill from 82 rows above 35 % to 72 (p90 42.9 → 41.5 %; 5× and 10× gave 70 and 69).
+    ("recurrent_step_s", "backend", "sycl"): 1.099,  # ln 3
 }
 
 

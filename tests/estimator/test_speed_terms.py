@@ -361,10 +361,23 @@ def test_deep_prompts_stream_the_cache_once_per_query_tile() -> None:
     depth and with the KV heads (Llama 2 7B's 32 KV heads against Qwen3-8B's 8), and is absent for no cache."""
     g = gpu("amd-radeon-ai-pro-r9700")
     mha, gqa = model("llama-2-7b"), model("qwen3-8b")
-    shallow = prefill_terms(mha, quant("q4_0"), g, "llama.cpp", 2048, 0).kv_reread_s
-    deep = prefill_terms(mha, quant("q4_0"), g, "llama.cpp", 2048, 32768).kv_reread_s
-    assert deep > 15 * shallow > 0
-    assert prefill_terms(gqa, quant("q4_0"), g, "llama.cpp", 2048, 32768).kv_reread_s < deep / 3
+
+    def reread(m: Model, depth: int) -> float:
+        t = prefill_terms(m, quant("q4_0"), g, "llama.cpp", 2048, depth)
+        return t.kv_reread_s + t.vector_kv_reread_s
+
+    assert reread(mha, 32768) > 15 * reread(mha, 0) > 0
+    assert reread(gqa, 32768) < reread(mha, 32768) / 3
+
+
+def test_the_vector_tile_kernel_rereads_the_cache_under_its_own_coefficient() -> None:
+    """RDNA 4's matrix-core flash attention takes grouped-query models only: Llama 2 7B (one KV head per query head)
+    runs the vector tile kernel, whose cache rereads are fitted apart from the matrix kernels'."""
+    g = gpu("amd-radeon-ai-pro-r9700")
+    vector = prefill_terms(model("llama-2-7b"), quant("q4_0"), g, "llama.cpp", 2048, 32768)
+    matrix = prefill_terms(model("qwen3-8b"), quant("q4_0"), g, "llama.cpp", 2048, 32768)
+    assert vector.vector_kv_reread_s > 0 == vector.kv_reread_s
+    assert matrix.kv_reread_s > 0 == matrix.vector_kv_reread_s
 
 
 def test_prompt_attention_runs_on_matrix_units_only_where_the_build_had_a_kernel_for_them() -> None:
