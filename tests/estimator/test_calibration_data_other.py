@@ -22,7 +22,8 @@ BANDWIDTH_OTHER = CATALOG_DATA / "achieved_bandwidth_other.toml"
 # Later collections, one file per hardware group or engine kind, held to the same rules.
 LLAMACPP_MORE = [DATA_DIR / f"llamacpp_{name}.toml" for name in (
     "amd_rocm", "geforce", "datacenter", "apple_intel", "geforce_files", "datacenter_files", "other_files",
-    "older_nvidia", "radeon_arc", "geforce_more", "intel_arc", "volta_fa", "intel_formats")]
+    "older_nvidia", "radeon_arc", "geforce_more", "intel_arc", "volta_fa", "intel_formats", "workstation_datacenter",
+    "geforce_2026", "amd_more", "apple_intel_more")]
 ENGINES_MORE = [DATA_DIR / f"engines_{name}.toml" for name in ("single_stream", "datacenter_files", "hopper_blackwell")]
 BANDWIDTH_MORE = CATALOG_DATA / "achieved_bandwidth_more.toml"
 LLAMACPP_FILES = [LLAMACPP_OTHER, *LLAMACPP_MORE]
