@@ -224,10 +224,15 @@ def _quant(catalog: Catalog, name: str) -> QuantFormat | None:
         return None
 
 
-def _measurements(pattern: str, paths: list[Path] | None = None) -> list[dict[str, Any]]:
-    """Every [[measurement]] of `paths`, or else of the data files matching `pattern`, in file-name order."""
+def data_files(*patterns: str) -> list[Path]:
+    """The data files matching each pattern in turn, in file-name order within one."""
+    return [path for pattern in patterns for path in sorted(DATA_DIR.glob(pattern))]
+
+
+def _measurements(paths: list[Path]) -> list[dict[str, Any]]:
+    """Every [[measurement]] of `paths`, in order."""
     out: list[dict[str, Any]] = []
-    for path in paths if paths is not None else sorted(DATA_DIR.glob(pattern)):
+    for path in paths:
         out += tomllib.loads(path.read_text()).get("measurement", [])
     return out
 
@@ -248,7 +253,7 @@ def llamacpp_rows(
     resolver = Resolver(catalog)
     rows: list[Row] = []
     skipped = 0
-    for m in _measurements(pattern, paths):
+    for m in _measurements(data_files(pattern) if paths is None else paths):
         if is_flagged(m):
             skipped += 1
             continue
@@ -313,38 +318,39 @@ def _server_quant(catalog: Catalog, m: dict[str, Any]) -> QuantFormat | None:
 
 def server_rows(catalog: Catalog, paths: list[Path] | None = None) -> tuple[list[Row], int]:
     """Single-stream vLLM / SGLang / TensorRT-LLM / ExLlama / MLX measurements from every `vllm_single*.toml`,
-    `mlx*.toml` and `engines_*.toml`. Decode from tokens/s or time per output token; prefill from TTFT over
-    the prompt."""
+    `mlx*.toml` and `engines_*.toml` (or from `paths`). Decode from tokens/s or time per output token; prefill from
+    TTFT over the prompt."""
     resolver = Resolver(catalog)
     rows: list[Row] = []
     skipped = 0
-    for pattern in ("vllm_single*.toml", "mlx*.toml", "engines_*.toml") if paths is None else ("",):
-        for m in _measurements(pattern, paths):
-            engine = SERVER_ENGINES.get(str(m.get("engine", "")).strip().lower())
-            gpu = _gpu(resolver, catalog, str(m.get("gpu", "")))
-            model = _model(resolver, catalog, str(m.get("model_hf") or m.get("model", "")))
-            if model is None:
-                model = _model(resolver, catalog, str(m.get("model", "")))
-            quant = _server_quant(catalog, m)
-            batch = str(m.get("batch", "1")).split()[0]
-            if not (engine and gpu and model and quant) or batch != "1" or is_flagged(m):
-                skipped += 1
-                continue
-            prompt = int(m.get("input_tokens") or 0)
-            output = int(m.get("output_tokens") or 0)
-            gpus = int(m.get("tp") or m.get("gpu_count") or 1)
-            source, date = str(m["source"]), str(m.get("date", ""))
-            identity = (m.get("gpu"), m.get("model"), m.get("quant"), prompt, output, m["source"])
-            tps = m.get("decode_tps") or (1000 / float(m["tpot_ms"]) if m.get("tpot_ms") else None)
-            graphs = _flag(m.get("cuda_graphs"))
-            if tps:
-                rows.append(Row(kind="decode", gpu=gpu, gpus=gpus, model=model, quant=quant, tokens=max(output, 2),
-                                depth=prompt, measured_tps=float(tps), source=source, date=date, engine=engine,
-                                cuda_graphs=graphs, holdout=_held_out("decode", *identity)))
-            ttft = m.get("ttft_s") or (float(m["ttft_ms"]) / 1000 if m.get("ttft_ms") else None)
-            prefill_tps = m.get("prompt_tps") or (prompt / float(ttft) if ttft and prompt else None)
-            if prefill_tps and prompt:
-                rows.append(Row(kind="prefill", gpu=gpu, gpus=gpus, model=model, quant=quant, tokens=prompt, depth=0,
-                                measured_tps=float(prefill_tps), source=source, date=date, engine=engine,
-                                cuda_graphs=graphs, holdout=_held_out("prefill", *identity)))
+    if paths is None:
+        paths = data_files("vllm_single*.toml", "mlx*.toml", "engines_*.toml")
+    for m in _measurements(paths):
+        engine = SERVER_ENGINES.get(str(m.get("engine", "")).strip().lower())
+        gpu = _gpu(resolver, catalog, str(m.get("gpu", "")))
+        model = _model(resolver, catalog, str(m.get("model_hf") or m.get("model", "")))
+        if model is None:
+            model = _model(resolver, catalog, str(m.get("model", "")))
+        quant = _server_quant(catalog, m)
+        batch = str(m.get("batch", "1")).split()[0]
+        if not (engine and gpu and model and quant) or batch != "1" or is_flagged(m):
+            skipped += 1
+            continue
+        prompt = int(m.get("input_tokens") or 0)
+        output = int(m.get("output_tokens") or 0)
+        gpus = int(m.get("tp") or m.get("gpu_count") or 1)
+        source, date = str(m["source"]), str(m.get("date", ""))
+        identity = (m.get("gpu"), m.get("model"), m.get("quant"), prompt, output, m["source"])
+        tps = m.get("decode_tps") or (1000 / float(m["tpot_ms"]) if m.get("tpot_ms") else None)
+        graphs = _flag(m.get("cuda_graphs"))
+        if tps:
+            rows.append(Row(kind="decode", gpu=gpu, gpus=gpus, model=model, quant=quant, tokens=max(output, 2),
+                            depth=prompt, measured_tps=float(tps), source=source, date=date, engine=engine,
+                            cuda_graphs=graphs, holdout=_held_out("decode", *identity)))
+        ttft = m.get("ttft_s") or (float(m["ttft_ms"]) / 1000 if m.get("ttft_ms") else None)
+        prefill_tps = m.get("prompt_tps") or (prompt / float(ttft) if ttft and prompt else None)
+        if prefill_tps and prompt:
+            rows.append(Row(kind="prefill", gpu=gpu, gpus=gpus, model=model, quant=quant, tokens=prompt, depth=0,
+                            measured_tps=float(prefill_tps), source=source, date=date, engine=engine,
+                            cuda_graphs=graphs, holdout=_held_out("prefill", *identity)))
     return rows, skipped

@@ -132,6 +132,9 @@ SAMPLING_PRIOR_S = 1e-3
 # other engines time the forward passes, or sample on the GPU).
 HOST_SAMPLING_ENGINES = frozenset({"ollama", "lm studio"})
 
+# The vector tile kernel holds fewer query columns per block than the matrix kernels (ggml-cuda/fattn-tile.cuh's
+# configs), so it walks the cache more often per prompt: twice the matrix kernels' prior. Chosen among 0.25, 0.5 and 1.0
+# by leave-one-GPU-out prefill (74, 72 and 73 rows above 35 %; p90 42.0, 41.5 and 41.5 %).
 VECTOR_KV_REREAD_PRIOR = 0.5
 # Decode: seconds per token = Σ coefficient × term (see estimator.speed.decode_terms).
 DECODE_PARAMS: tuple[Param, ...] = (
