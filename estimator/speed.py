@@ -277,17 +277,25 @@ def matmul_flops(model: Model, prompt_tokens: int) -> float:
     return 2 * matmul_params * prompt_tokens
 
 
-def attention_score_split(model: Model, prompt_tokens: int, depth: int = 0) -> tuple[float, float]:
+def attention_score_split(
+    model: Model, prompt_tokens: int, depth: int = 0, *, unmasked_batch: int = 0,
+) -> tuple[float, float]:
     """Query–key scores of a prompt in the layers that see the whole context and in the sliding-window ones:
     token i attends to `depth + i` earlier tokens (causal) in every head, L·H·P·(depth + P/2) in all; a
-    sliding layer to at most its window; linear-attention layers compute none."""
+    sliding layer to at most its window; linear-attention layers compute none.
+
+    `unmasked_batch`: attention without a fused kernel multiplies whole micro-batches of that many queries by the
+    whole cache view, the causal mask's future half included (ggml's mul_mat then soft_max_ext with the mask), so
+    each micro-batch of u queries adds u²/2 scores: P·u/2 per head over the prompt."""
     a = model.attention
     attn_layers = model.layers
-    seen = depth + prompt_tokens * k.ATTENTION_FLOPS_CAUSAL_FACTOR  # mean tokens attended per prompt token
+    # Mean tokens attended (or, unfused, computed) per prompt token.
+    seen = depth + prompt_tokens * k.ATTENTION_FLOPS_CAUSAL_FACTOR + unmasked_batch / 2
     local = 0.0
     if a.kind == "sliding" and a.global_layers is not None and a.sliding_window is not None:
         attn_layers = a.global_layers
-        local = (model.layers - a.global_layers) * model.attention_heads * prompt_tokens * min(seen, a.sliding_window)
+        window = a.sliding_window + unmasked_batch / 2
+        local = (model.layers - a.global_layers) * model.attention_heads * prompt_tokens * min(seen, window)
     elif a.kind == "hybrid_linear" and a.global_layers is not None:
         attn_layers = a.global_layers
     return attn_layers * model.attention_heads * prompt_tokens * seen, local
@@ -409,7 +417,8 @@ def prefill_terms(
         if onednn:
             # SYCL dequantises every matrix, each expert's included, to an F16 or F32 copy once per pass.
             streamed += 2 * copy_bytes * (dense + _all_experts(model, routed))
-    whole, local = attention_score_split(model, prompt_tokens, depth)
+    whole, local = attention_score_split(
+        model, prompt_tokens, depth, unmasked_batch=batch if flash_attn is False else 0)
     scores = whole + local
     attention = _attention_flops_of(model, whole, local, mla_absorbed=mla_absorbed(engine, date))
     bandwidth_bps = achieved_bandwidth_gbs(gpu) * GB_DECIMAL

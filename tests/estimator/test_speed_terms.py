@@ -411,7 +411,9 @@ def test_tile_kernel_attention_is_referred_to_the_vector_rate_and_unfused_attent
     unfused = prefill_terms(m, q, r9700, "llama.cpp", 512, 16384, date="2025-12-27", flash_attn=False)
     assert tile.attention_s == 0 < tile.vector_attention_s
     assert mma.vector_attention_s == 0 < mma.attention_s
-    assert unfused.vector_attention_s == 0 and unfused.attention_s == mma.attention_s
+    # The same matrix rate; unfused, the micro-batch's masked corner is computed too.
+    assert unfused.vector_attention_s == 0
+    assert unfused.attention_s == pytest.approx(mma.attention_s * (16384 + 256 + 256) / (16384 + 256), rel=1e-6)
     # the same FLOPs at a quarter of the rate: packed FP16 lanes reach the 47.8 TFLOPS FP32 figure (which already
     # counts RDNA 4's dual issue), against 191.4 matrix TFLOPS
     assert 3.9 < tile.vector_attention_s / mma.attention_s < 4.1
@@ -583,10 +585,24 @@ def test_without_flash_attention_the_score_matrix_goes_through_memory() -> None:
     m, q, g = model("qwen3-8b"), quant("q4_k_m"), gpu("nvidia-v100-pcie-16gb")
     off = prefill_terms(m, q, g, "llama.cpp", 2048, flash_attn=False)
     assert prefill_terms(m, q, g, "llama.cpp", 2048, flash_attn=True).score_matrix_s == 0
-    scores = m.layers * m.attention_heads * 2048 * 1024  # causal: each token sees half the prompt on average
+    # Each 512-token micro-batch multiplies its queries by the whole cache view, the masked future half included:
+    # a token scores half the prompt on average plus half a micro-batch.
+    scores = m.layers * m.attention_heads * 2048 * (1024 + 256)
     assert off.score_matrix_s == pytest.approx(16 * scores / (achieved_bandwidth_gbs(g) * 1e9), rel=1e-6)
     # Deeper caches mean more scores per prompt token, so more traffic.
     assert prefill_terms(m, q, g, "llama.cpp", 2048, 8192, flash_attn=False).score_matrix_s > 4 * off.score_matrix_s
+
+
+def test_unfused_attention_computes_the_masked_half_of_each_micro_batch() -> None:
+    m, q, g = model("qwen3-8b"), quant("q4_k_m"), gpu("nvidia-rtx-4090")
+    fused = prefill_terms(m, q, g, "llama.cpp", 512, ubatch=512, flash_attn=True)
+    unfused = prefill_terms(m, q, g, "llama.cpp", 512, ubatch=512, flash_attn=False)
+    # One micro-batch at an empty cache: the fused kernel skips the masked tiles, the BLAS products do not.
+    assert unfused.attention_s == pytest.approx(2 * fused.attention_s, rel=1e-3)
+    # Small micro-batches waste less: the masked corner is u²/2 per micro-batch.
+    long_fused = prefill_terms(m, q, g, "llama.cpp", 4096, ubatch=128, flash_attn=True)
+    long_unfused = prefill_terms(m, q, g, "llama.cpp", 4096, ubatch=128, flash_attn=False)
+    assert long_unfused.attention_s / long_fused.attention_s == pytest.approx((2048 + 64) / 2048, rel=1e-3)
 
 
 def test_an_engine_without_runs_of_its_own_answers_with_its_familys_band_widened() -> None:
