@@ -151,8 +151,10 @@ def streamed_weight_bytes(model: Model, fmt: QuantFormat, sequences: int = 1) ->
     return dense + routed
 
 
-def _streamed_split_bytes(model: Model, fmt: QuantFormat, sequences: int) -> tuple[float, float]:
-    head_bytes = embedding_table_params(model) * fmt.output_bits / 8
+def _streamed_split_bytes(
+    model: Model, fmt: QuantFormat, sequences: int, *, output_head: bool = True,
+) -> tuple[float, float]:
+    head_bytes = embedding_table_params(model) * fmt.output_bits / 8 if output_head else 0.0
     dense, routed = _active_split(model)
     if model.moe is not None and sequences > 1:
         share = 1 - (1 - model.moe.active_experts / model.moe.experts) ** sequences
@@ -210,10 +212,13 @@ class DecodeTerms:
 
 
 def decode_terms(
-    model: Model, fmt: QuantFormat, gpu: GPU, engine: Engine, ctx: int, kv: KVDtype, sequences: int = 1
+    model: Model, fmt: QuantFormat, gpu: GPU, engine: Engine, ctx: int, kv: KVDtype, sequences: int = 1,
+    *, output_head: bool = True,
 ) -> DecodeTerms:
+    """`output_head=False`: a step whose logits nobody asked for (all but the last token of a prompt fed one token
+    per micro-batch) skips the output layer."""
     bandwidth_bps = achieved_bandwidth_gbs(gpu) * GB_DECIMAL
-    dense_b, routed_b = _streamed_split_bytes(model, fmt, sequences)
+    dense_b, routed_b = _streamed_split_bytes(model, fmt, sequences, output_head=output_head)
     kv_b = kv_cache_bytes(model, ctx, kv, sequences)
     quantized = 0.0 if fmt.kernel == "f16" else (dense_b + routed_b) * 8 / fmt.bits_per_weight
     return DecodeTerms(

@@ -17,7 +17,7 @@ from discord.ext import commands
 from bot.cogs.common import echo
 from bot.i18n import interaction_locale
 from bot.params import BadValue, format_tokens
-from bot.render.text import t
+from bot.render.text import t, tps_text
 from bot.reports.rules import BUILD_MAX_CHARS, NOTES_MAX_CHARS, OUTLIER_FACTOR, is_outlier, reporter_hash, summarize
 from bot.requests import (
     REPORT_ID_MAX,
@@ -38,10 +38,6 @@ from estimator.query import Query
 if TYPE_CHECKING:
     from bot.client import RigBot
     from catalog.schema import QuantFormat
-
-def _tps(value: float) -> str:
-    return f"{value:.0f}" if value >= 10 else f"{value:.1f}"
-
 
 class ReportContext:
     """What a report needs from the bot: the store, the salt, the limits."""
@@ -75,9 +71,9 @@ def describe_report(locale: str, r: ReportDraft, names: tuple[str, str, str]) ->
     gpu, model, quant = names
     count = f"{r.gpu_count}× " if r.gpu_count > 1 else ""
     line = t(locale, "report.what", gpu=f"{count}{gpu}", model=model, quant=quant, engine=r.engine)
-    speeds = t(locale, "report.decode", tps=_tps(r.decode_tps))
+    speeds = t(locale, "report.decode", tps=tps_text(r.decode_tps))
     if r.prefill_tps is not None:
-        speeds += " · " + t(locale, "report.prefill", tps=_tps(r.prefill_tps))
+        speeds += " · " + t(locale, "report.prefill", tps=tps_text(r.prefill_tps))
     return f"{line}\n{speeds}"
 
 
@@ -174,8 +170,8 @@ class ReportCog(commands.GroupCog, group_name="report",
              + "\n" + t(locale, "report.via", source=t(locale, f"report.source.{draft.source}"))
              + (f" · {t(locale, 'report.build', build=echo(build_text, BUILD_MAX_CHARS))}" if build_text else "")
              + (f" · {t(locale, 'report.ctx', ctx=format_tokens(ctx_tokens))}" if ctx_tokens else "")),
-            (t(locale, "report.estimate"), t(locale, "report.estimate_line", tps=_tps(sp.decode_tps),
-                                             low=_tps(sp.decode_tps_low), high=_tps(sp.decode_tps_high))),
+            (t(locale, "report.estimate"), t(locale, "report.estimate_line", tps=tps_text(sp.decode_tps),
+                                             low=tps_text(sp.decode_tps_low), high=tps_text(sp.decode_tps_high))),
         ]
         if request.notes:
             fields.append((t(locale, "report.notes"), echo(request.notes, NOTES_MAX_CHARS)))
@@ -267,7 +263,7 @@ class ReportCog(commands.GroupCog, group_name="report",
             lines = [
                 t(locale, "report.held_line", id=r.id,
                   what=describe_report(locale, r, self.names(r)).replace("\n", " · "),
-                  estimate=_tps(r.estimate_decode_tps or 0))
+                  estimate=tps_text(r.estimate_decode_tps or 0))
                 for r in held
             ]
             embed = report_embed(t(locale, "report.held_list"), "\n".join(lines) or t(locale, "report.held_none"))
@@ -298,8 +294,8 @@ async def community_field(bot: RigBot, guild_id: int | None, q: Query, formats: 
         if found is None:
             continue
         key = "report.community_one" if found.count == 1 else "report.community_many"
-        lines.append(t(locale, key, quant=fmt.name, tps=_tps(found.median_tps), count=found.count,
-                       low=_tps(found.low_tps), high=_tps(found.high_tps)))
+        lines.append(t(locale, key, quant=fmt.name, tps=tps_text(found.median_tps), count=found.count,
+                       low=tps_text(found.low_tps), high=tps_text(found.high_tps)))
     if not lines:
         return None
     return {"name": t(locale, "report.community_title"), "value": "\n".join(lines)[:1024], "inline": False}
@@ -331,8 +327,8 @@ async def rank_community_field(bot: RigBot, guild_id: int | None, gpu_id: str, g
     lines = []
     for summary, label in found[:RANK_COMMUNITY_LINES]:
         key = "report.community_one" if summary.count == 1 else "report.community_many"
-        lines.append(t(locale, key, quant=label, tps=_tps(summary.median_tps), count=summary.count,
-                       low=_tps(summary.low_tps), high=_tps(summary.high_tps)))
+        lines.append(t(locale, key, quant=label, tps=tps_text(summary.median_tps), count=summary.count,
+                       low=tps_text(summary.low_tps), high=tps_text(summary.high_tps)))
     if not lines:
         return None
     return {"name": t(locale, "report.community_title"), "value": "\n".join(lines)[:1024], "inline": False}

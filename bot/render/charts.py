@@ -40,7 +40,7 @@ from matplotlib.text import Text
 from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLocator
 
 from bot.params import format_tokens
-from bot.render.text import drawable_locale, t
+from bot.render.text import drawable_locale, t, tps_text
 from estimator.curve import VramCurves
 from estimator.rank import RankRow
 from estimator.units import GIB
@@ -174,10 +174,6 @@ def ctx_label(tokens: float) -> str:
 
 def _gib(value: float) -> str:
     return f"{value:.1f}" if value < 100 else f"{value:.0f}"
-
-
-def _tps(value: float) -> str:
-    return f"{value:.1f}" if value < 10 else f"{value:.0f}"
 
 
 def _seconds(value: float) -> str:
@@ -867,7 +863,7 @@ def rank_chart(rows: list[RankRow], *, title: str, limit: int = 10, locale: str 
     _speed_bar_frame(ax, st, values, labels)
     notes = []
     for y, v, r in zip(ys, values, shown, strict=True):
-        note = f"{say('chart.tps', tps=_tps(v))}  ·  {say('chart.ttft', t=_seconds(r.best.speed.ttft_s))}"
+        note = f"{say('chart.tps', tps=tps_text(v))}  ·  {say('chart.ttft', t=_seconds(r.best.speed.ttft_s))}"
         notes.append((v, _bar_note(ax, v, y, note, st)))
 
     handles = [Patch(facecolor=pal.dense, label=say("chart.dense")),
@@ -896,7 +892,7 @@ def setups_chart(bars: list[tuple[str, float, float]], *, title: str, locale: st
     _speed_bar_frame(ax, st, values, labels)
     notes = []
     for y, (_, v, headroom) in zip(ys, bars, strict=True):
-        note = f"{say('chart.tps', tps=_tps(v))}  ·  +{_gib(headroom)} GiB"
+        note = f"{say('chart.tps', tps=tps_text(v))}  ·  +{_gib(headroom)} GiB"
         notes.append((v, _bar_note(ax, v, y, note, st)))
     _fit_notes(fig, ax, notes)
     return _png(fig)

@@ -23,7 +23,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, pass_context,
 from jinja2.runtime import Context
 
 from bot.params import format_tokens
-from bot.render.text import TEMPLATES, locale_key, t
+from bot.render.text import TEMPLATES, locale_key, t, tps_text
 from estimator.units import gib_text
 
 TITLE_MAX = 256
@@ -154,10 +154,6 @@ def parse_sections(text: str, more: str) -> dict[str, Any]:
     return builder.build()
 
 
-def _tps(value: float) -> str:
-    return f"{value:.0f}" if value >= 10 else f"{value:.1f}"
-
-
 def _secs(value: float) -> str:
     return f"{value * 1000:.0f} ms" if value < 1 else f"{value:.1f} s"
 
@@ -196,7 +192,8 @@ def environment() -> Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
-    env.filters.update(gib=gib_text, tps=_tps, secs=_secs, secs_span=_secs_span, tokens=format_tokens, params=_params)
+    env.filters.update(gib=gib_text, tps=tps_text, secs=_secs, secs_span=_secs_span, tokens=format_tokens,
+                       params=_params)
     return env
 
 

@@ -11,7 +11,7 @@ from bot.render import charts
 from bot.render.embeds import COLORS, render_embed
 from bot.render.reply import Reply, ReplyFile
 from bot.render.table import Column, render_table, setup_label, short_gpu_name, short_model_name
-from bot.render.text import t
+from bot.render.text import t, tps_text
 from bot.requests import (
     CompareRequest,
     FinetuneRequest,
@@ -303,8 +303,8 @@ def recommendation_text(rec: Recommendation, locale: str) -> str:
     if lc:
         lines.append(t(locale, "rec.long", model=lc.name))
     speeds = t(locale, "list_sep").join(
-        t(locale, "rec.speed", model=r.model.name, tps=f"{r.decode_tps:.0f}", low=f"{r.decode_tps_low:.0f}",
-          high=f"{r.decode_tps_high:.0f}")
+        t(locale, "rec.speed", model=r.model.name, tps=tps_text(r.decode_tps), low=tps_text(r.decode_tps_low),
+          high=tps_text(r.decode_tps_high))
         + ("" if r.fits else t(locale, "rec.if_fitted"))
         for r in rec.reference_speeds
     )

@@ -96,3 +96,9 @@ def missing_keys() -> dict[str, set[str]]:
     """Keys English has and another locale lacks (a test keeps this empty)."""
     en = set(catalog(DEFAULT_LOCALE))
     return {loc: en - set(catalog(loc)) for loc in LOCALES if loc != DEFAULT_LOCALE}
+
+
+def tps_text(value: float) -> str:
+    """Tokens per second as every reply prints them: whole numbers from 10 up, one decimal below, so that a slow
+    estimate's range (4.4–5.4) stays a range."""
+    return f"{value:.0f}" if value >= 10 else f"{value:.1f}"

@@ -183,7 +183,8 @@ def row_quant(row: Row) -> QuantFormat:
 
 
 def decode_features(row: Row) -> list[float]:
-    t = speed.decode_terms(row.model, row_quant(row), row.gpu, row.engine, decode_context(row), "f16")
+    t = speed.decode_terms(row.model, row_quant(row), row.gpu, row.engine, decode_context(row), "f16",
+                           output_head=row.output_every_token)
     weights = t.dense_weights_s + t.expert_weights_s
     values = {"inv_weight_efficiency": weights, "expert_extra": t.expert_weights_s, "inv_kv_efficiency": t.kv_read_s,
               "dequant_ops_per_weight": t.dequant_op_s, "layer_overhead_s": float(t.layers),

@@ -150,6 +150,10 @@ class Row:
     # decode pays a kernel launch per op; None where the command was not printed.
     cuda_graphs: bool | None = None
     file_gib: float | None = None  # the GGUF's size as llama-bench printed it, where the source gives it
+    # A decode row read off a prompt test run one token per micro-batch (llama-bench ppN at -ub 1, `prompt_test` in
+    # the data): each step runs every layer as decode does, but the batch asks for logits of its last token only, so
+    # the output layer runs once, not once per token.
+    output_every_token: bool = True
 
     @property
     def family(self) -> str:
@@ -284,6 +288,7 @@ def llamacpp_rows(
             sycl_reorder=_flag(m.get("sycl_reorder")), mmq=_flag(m.get("mmq")),
             cuda_graphs=_flag(m.get("cuda_graphs")),
             file_gib=float(str(m["model_size_gib"])) if m.get("model_size_gib") else None,
+            output_every_token=_flag(m.get("prompt_test")) is not True,
             holdout=_held_out(m["gpu"], m["model"], m["quant"], m["test"], m.get("gpu_count", 1), m["source"]),
         ))
     return rows, skipped

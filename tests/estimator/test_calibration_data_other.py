@@ -23,7 +23,7 @@ BANDWIDTH_OTHER = CATALOG_DATA / "achieved_bandwidth_other.toml"
 LLAMACPP_MORE = [DATA_DIR / f"llamacpp_{name}.toml" for name in (
     "amd_rocm", "geforce", "datacenter", "apple_intel", "geforce_files", "datacenter_files", "other_files",
     "older_nvidia", "radeon_arc", "geforce_more", "intel_arc", "volta_fa", "intel_formats", "workstation_datacenter",
-    "geforce_2026", "amd_more", "apple_intel_more")]
+    "geforce_2026", "amd_more", "apple_intel_more", "pr_tables_nvidia", "pr_tables_amd")]
 ENGINES_MORE = [DATA_DIR / f"engines_{name}.toml" for name in ("single_stream", "datacenter_files", "hopper_blackwell")]
 BANDWIDTH_MORE = CATALOG_DATA / "achieved_bandwidth_more.toml"
 LLAMACPP_FILES = [LLAMACPP_OTHER, *LLAMACPP_MORE]
@@ -185,3 +185,16 @@ def test_cuda_graph_flags_are_flags() -> None:
         for row in tomllib.loads(path.read_text()).get("measurement", []):
             if "cuda_graphs" in row:
                 assert isinstance(row["cuda_graphs"], bool), f"{path.name}: {_label(row)}: {row['cuda_graphs']!r}"
+
+
+def test_prompt_tests_run_one_token_at_a_time_and_say_so() -> None:
+    # A decode row read off a ppN test at microbatch 1 skips the output layer for all but the last token; the fit
+    # prices it without that layer only where the row says `prompt_test`, so every such row must say it.
+    for path in sorted(DATA_DIR.glob("llamacpp*.toml")):
+        for row in tomllib.loads(path.read_text()).get("measurement", []):
+            label = f"{path.name}: {_label(row)}"
+            decode = str(row.get("test", "")).startswith("tg")
+            if "prompt_test" in row:
+                assert row["prompt_test"] is True and decode and row.get("ubatch") == 1, label
+            elif decode and row.get("ubatch") == 1:
+                raise AssertionError(f"{label}: a microbatch-1 decode row is a prompt test; mark it prompt_test")

@@ -805,3 +805,17 @@ def test_a_row_may_state_the_prompt_kernel_its_branch_ran() -> None:
     assert prefill_gemm(q, w7900, date="2025-11-28", mmq=True) == "mmq"
     assert prefill_gemm(quant("bf16"), w7900, mmq=True) == "blas"
     assert prefill_gemm(q, gpu("intel-arc-b580"), mmq=True) == "onednn-f16"
+
+
+def test_a_step_without_logits_skips_the_output_layer() -> None:
+    from estimator.memory import embedding_table_params
+    from estimator.speed import decode_terms
+    m, q, g = model("gemma-2b"), quant("q4_0"), gpu("nvidia-rtx-3090")
+    every = decode_terms(m, q, g, "llama.cpp", 1024, "f16")
+    last_only = decode_terms(m, q, g, "llama.cpp", 1024, "f16", output_head=False)
+    head_bytes = embedding_table_params(m) * q.output_bits / 8
+    bandwidth = achieved_bandwidth_gbs(g) * 1e9
+    assert every.dense_weights_s - last_only.dense_weights_s == pytest.approx(head_bytes / bandwidth, rel=1e-9)
+    # Gemma's 256k-entry vocabulary makes the output layer a fifth of what a 2B step reads.
+    assert 0.15 < 1 - last_only.dense_weights_s / every.dense_weights_s < 0.35
+    assert last_only.kv_read_s == every.kv_read_s and last_only.layers == every.layers
