@@ -152,7 +152,7 @@ class Row:
     file_gib: float | None = None  # the GGUF's size as llama-bench printed it, where the source gives it
     # A decode row read off a prompt test run one token per micro-batch (llama-bench ppN at -ub 1, `prompt_test` in
     # the data): each step runs every layer as decode does, but the batch asks for logits of its last token only, so
-    # the output layer runs once, not once per token.
+    # the output layer runs once, not once per token, and no step waits for the host.
     output_every_token: bool = True
 
     @property

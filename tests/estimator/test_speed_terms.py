@@ -819,3 +819,20 @@ def test_a_step_without_logits_skips_the_output_layer() -> None:
     # Gemma's 256k-entry vocabulary makes the output layer a fifth of what a 2B step reads.
     assert 0.15 < 1 - last_only.dense_weights_s / every.dense_weights_s < 0.35
     assert last_only.kv_read_s == every.kv_read_s and last_only.layers == every.layers
+
+
+def test_a_prompt_test_row_is_priced_without_the_output_layer_or_the_host_wait() -> None:
+    from dataclasses import replace
+
+    from estimator.calibration.fit import DECODE_PARAMS, decode_features
+    from estimator.calibration.measurements import Row
+
+    decode = Row(kind="decode", gpu=gpu("nvidia-rtx-3090"), gpus=1, model=model("gemma-2b"), quant=quant("q4_0"),
+                 tokens=256, depth=0, measured_tps=100.0, source="test", holdout=False)
+    prompt_test = replace(decode, ubatch=1, output_every_token=False)
+    names = [p.name for p in DECODE_PARAMS]
+    a = dict(zip(names, decode_features(decode), strict=True))
+    b = dict(zip(names, decode_features(prompt_test), strict=True))
+    assert a["token_overhead_s"] == 1.0 and b["token_overhead_s"] == 0.0
+    assert b["inv_weight_efficiency"] < a["inv_weight_efficiency"]
+    assert b["layer_overhead_s"] == a["layer_overhead_s"] and b["inv_kv_efficiency"] == a["inv_kv_efficiency"]
