@@ -195,7 +195,7 @@ PREFILL_PARAMS: tuple[Param, ...] = (
     # "compute": the kernel family that unpacks (CUDA/HIP int8 MMQ tiles, or Metal's and the BLAS-era kernels'
     # dequantise-to-half tiles) does different ALU work per weight.
     Param("tile_dequant_ops_per_weight", TILE_DEQUANT_PRIOR, "ALU ops per quantized weight per tile of prompt tokens", (
-        "all", "family", "backend", "kernel", "dp4a", "power_per_flop", "compute"),
+        "all", "family", "backend", "kernel", "dp4a", "power_per_flop", "compute", "mmq_unit"),
         "the int8 matrix kernels unpack each quantized weight tile once per tile of prompt tokens",
         ridge=TILE_DEQUANT_RIDGE),
     Param("recurrent_step_s", 5e-6, "s per prompt token per recurrent layer", ("all", "family", "backend"),
@@ -311,6 +311,18 @@ def has_int8_dot(gpu: GPU) -> bool:
     return True
 
 
+def mmq_on_dot_products(gpu: GPU) -> bool:
+    """A GPU without int8 matrix units runs llama.cpp's MMQ tiles on byte-wise dot products (dp4a, v_dot4_i32_i8):
+    NVIDIA below Turing, AMD GCN and RDNA 1/2. Their tiles are loaded and unpacked for those instructions, not into
+    matrix fragments (ggml-cuda/mmq.cuh's dp4a and MMA variants of each format's load_tiles)."""
+    cc = compute_capability(gpu)
+    if cc is not None:
+        return cc < 7.5
+    arch = gpu.architecture
+    return gpu.vendor == "amd" and (arch.startswith("GCN") or arch.startswith("RDNA (") or arch.startswith("RDNA 1")
+                                    or arch.startswith("RDNA 2"))
+
+
 def power_limited(gpu: GPU) -> bool:
     return (gpu.tdp_w is not None and gpu.tdp_w <= POWER_LIMITED_MAX_TDP_W) or "laptop" in gpu.form_factor.lower()
 
@@ -349,6 +361,11 @@ def situation_groups(
         # wave width is its own (F16 mat-vec on GCN's wave64, K-quant scales on Pascal), beyond what either says alone.
         "kernel_die": f"{kernel_group}@{die}",
         "compute": f"{ENGINE_FAMILY.get(engine, engine)}/{compute}",
+        # int8 MMQ tiles unpacked for dot-product instructions or into matrix fragments: different ALU work per weight
+        # (on the tile unpacking only: leave-one-GPU-out prefill 15.4 → 15.3 %, p90 44.6 → 44.1 %, leave-one-source-out
+        # p90 39.9 → 38.2 %; on the GEMM's share of the peak as well it made leave-one-GPU-out worse, 16 %).
+        "mmq_unit": (f"{ENGINE_FAMILY.get(engine, engine)}/{compute}/"
+                     + ("dot4" if mmq_on_dot_products(gpu) else "matrix")) if compute == "int8" else DEFAULT_GROUP,
         "dp4a": "yes" if has_int8_dot(gpu) else "none",
         "power": "limited" if power_limited(gpu) else "full",
         "fa": "off" if flash_attn is False else "on",

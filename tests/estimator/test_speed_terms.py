@@ -836,3 +836,16 @@ def test_a_prompt_test_row_is_priced_without_the_output_layer_or_the_host_wait()
     assert a["token_overhead_s"] == 1.0 and b["token_overhead_s"] == 0.0
     assert b["inv_weight_efficiency"] < a["inv_weight_efficiency"]
     assert b["layer_overhead_s"] == a["layer_overhead_s"] and b["inv_kv_efficiency"] == a["inv_kv_efficiency"]
+
+
+def test_mmq_tiles_unpack_for_dot_products_or_matrix_units_in_groups_of_their_own() -> None:
+    from estimator.calibration.model import mmq_on_dot_products, situation_groups
+
+    assert mmq_on_dot_products(gpu("nvidia-tesla-p40")) and mmq_on_dot_products(gpu("amd-mi50-32gb"))
+    assert not mmq_on_dot_products(gpu("nvidia-rtx-4090")) and not mmq_on_dot_products(gpu("amd-rx-7900-xtx"))
+    assert not mmq_on_dot_products(gpu("amd-mi100"))  # MFMA
+    p40 = situation_groups("llama.cpp", gpu("nvidia-tesla-p40"), "q4_0", "int8")
+    ada = situation_groups("llama.cpp", gpu("nvidia-rtx-4090"), "q4_0", "int8")
+    assert p40["compute"] == ada["compute"] and p40["mmq_unit"] != ada["mmq_unit"]
+    # A BLAS GEMM unpacks nothing per tile: the level has nothing to say there.
+    assert situation_groups("llama.cpp", gpu("nvidia-tesla-p40"), "f16", "fp16")["mmq_unit"] == "default"
