@@ -17,7 +17,6 @@ import argparse
 import math
 import statistics
 import sys
-import tomllib
 from collections import defaultdict
 from pathlib import Path
 
@@ -26,9 +25,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from catalog import load_catalog
-from catalog.resolve import Resolver
 from estimator.calibration import fit
-from estimator.calibration.measurements import Row, _gpu, _model, _quant, llamacpp_rows, server_rows
+from estimator.calibration.measurements import Row, llamacpp_rows, server_rows, unplaced_entries
 from estimator.engines import band_for
 
 
@@ -45,25 +43,6 @@ def _band(row: Row) -> tuple[float, float]:
     return math.exp(low), math.exp(high)
 
 
-def _unplaced(paths: list[Path]) -> list[str]:
-    catalog = load_catalog()
-    resolver = Resolver(catalog)
-    out = []
-    for path in paths:
-        for m in tomllib.loads(path.read_text()).get("measurement", []):
-            missing = [what for what, ok in (
-                ("gpu", _gpu(resolver, catalog, str(m.get("gpu", ""))) is not None),
-                ("model", _model(resolver, catalog, str(m.get("model", ""))) is not None
-                 or _model(resolver, catalog, str(m.get("model_hf", ""))) is not None),
-                ("quant", _quant(catalog, str(m.get("quant", ""))) is not None
-                 or str(m.get("engine", "")).lower() not in ("llama.cpp", "ollama", "lm studio")),
-            ) if not ok]
-            if missing:
-                out.append(f"{path.name}: {m.get('gpu')} / {m.get('model')} / {m.get('quant')}: no catalog "
-                           + ", ".join(missing))
-    return out
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("files", nargs="+", type=Path)
@@ -73,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     catalog = load_catalog()
     rows = llamacpp_rows(catalog, paths=args.files)[0] + server_rows(catalog, paths=args.files)[0]
     rows = [r for r in rows if r.date >= args.since]
-    for line in _unplaced(args.files):
+    for line in unplaced_entries(catalog, args.files):
         print("skipped", line)
     groups: dict[tuple[str, str], list[float]] = defaultdict(list)
     inside: dict[str, list[bool]] = defaultdict(list)

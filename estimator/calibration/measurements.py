@@ -228,6 +228,26 @@ def _quant(catalog: Catalog, name: str) -> QuantFormat | None:
         return None
 
 
+def unplaced_entries(catalog: Catalog, paths: list[Path]) -> list[str]:
+    """The entries of `paths` the catalog cannot place, each with what it lacks (GPU, model or format), for a
+    report on rows collected outside the calibration set."""
+    resolver = Resolver(catalog)
+    out = []
+    for path in paths:
+        for m in tomllib.loads(path.read_text()).get("measurement", []):
+            missing = [what for what, ok in (
+                ("gpu", _gpu(resolver, catalog, str(m.get("gpu", ""))) is not None),
+                ("model", _model(resolver, catalog, str(m.get("model", ""))) is not None
+                 or _model(resolver, catalog, str(m.get("model_hf", ""))) is not None),
+                ("quant", _quant(catalog, str(m.get("quant", ""))) is not None
+                 or str(m.get("engine", "")).strip().lower() not in LLAMACPP_ENGINES),
+            ) if not ok]
+            if missing:
+                out.append(f"{path.name}: {m.get('gpu')} / {m.get('model')} / {m.get('quant')}: no catalog "
+                           + ", ".join(missing))
+    return out
+
+
 def data_files(*patterns: str) -> list[Path]:
     """The data files matching each pattern in turn, in file-name order within one."""
     return [path for pattern in patterns for path in sorted(DATA_DIR.glob(pattern))]

@@ -361,11 +361,6 @@ def situation_groups(
         # wave width is its own (F16 mat-vec on GCN's wave64, K-quant scales on Pascal), beyond what either says alone.
         "kernel_die": f"{kernel_group}@{die}",
         "compute": f"{ENGINE_FAMILY.get(engine, engine)}/{compute}",
-        # int8 MMQ tiles unpacked for dot-product instructions or into matrix fragments: different ALU work per weight
-        # (on the tile unpacking only: leave-one-GPU-out prefill 15.4 → 15.3 %, p90 44.6 → 44.1 %, leave-one-source-out
-        # p90 39.9 → 38.2 %; on the GEMM's share of the peak as well it made leave-one-GPU-out worse, 16 %).
-        "mmq_unit": (f"{ENGINE_FAMILY.get(engine, engine)}/{compute}/"
-                     + ("dot4" if mmq_on_dot_products(gpu) else "matrix")) if compute == "int8" else DEFAULT_GROUP,
         "dp4a": "yes" if has_int8_dot(gpu) else "none",
         "power": "limited" if power_limited(gpu) else "full",
         "fa": "off" if flash_attn is False else "on",
@@ -388,6 +383,11 @@ def situation_groups(
         # say, and every estimate, sits in "default".
         "blas_library": ("hipblaslt" if hipblaslt else "rocblas") if rocm and hipblaslt is not None else DEFAULT_GROUP,
     }
+    # int8 MMQ tiles unpacked for dot-product instructions or into matrix fragments: different ALU work per weight
+    # (on the tile unpacking only: leave-one-GPU-out prefill 15.4 → 15.3 %, p90 44.6 → 44.1 %, leave-one-source-out
+    # p90 39.9 → 38.2 %; on the GEMM's share of the peak as well it made leave-one-GPU-out worse, 16 %).
+    groups["mmq_unit"] = (f"{groups['compute']}/{'dot4' if mmq_on_dot_products(gpu) else 'matrix'}"
+                          if compute == "int8" else DEFAULT_GROUP)
     return groups
 
 
