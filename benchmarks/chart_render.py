@@ -16,13 +16,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bot.render.charts import gpu_chart, png_size, rank_chart, text_locale, vram_chart
+from bot.render.charts import png_size, rank_chart, text_locale, vram_chart
 from catalog import load_catalog
+from estimator.advice import class_curves
 from estimator.curve import vram_curves
-from estimator.memory import memory
 from estimator.query import Query
 from estimator.rank import rank
-from estimator.units import GIB
 from estimator.verdict import default_formats
 
 
@@ -36,12 +35,10 @@ def cases() -> dict[str, Callable[[], bytes]]:
     long_ctx = vram_curves(Query(gpu=c.gpu("nvidia-rtx-4090"), model=c.model("glm-4-9b-chat-1m"),
                                  quant=many_formats[0], ctx=8192), many_formats)
     rows = rank(c.models, formats, t4, ctx=8192)
-    points = []
-    for model_id in ("qwen3-4b", "qwen3-8b", "qwen3-30b-a3b", "qwen3-32b", "qwen3-235b-a22b"):
-        model = c.model(model_id)
-        mem = memory(Query(gpu=t4, model=model, quant=c.quant("q4_k_m"), ctx=8192))
-        points.append((f"{model.name} Q4_K_M", 8192.0, mem.total_bytes / GIB))
-    usable = one.usable_bytes / GIB
+    # The /gpu card: one 4-bit curve per model class (8B, 14B, 32B, 70B) on one chart.
+    classes = class_curves(c, t4, ctx=8192)
+    card = classes[0].curves.model_copy(update={"curves": tuple(
+        cc.curves.curves[0].model_copy(update={"label": f"{cc.label} · {cc.model.name}"}) for cc in classes)})
     return {
         "vram 1 GPU dark en": lambda: vram_chart(one, title="Qwen3-8B on NVIDIA T4", gpu_label="T4"),
         "vram 2 GPU light zh": lambda: vram_chart(two, title="Qwen3-8B · 2× T4", gpu_label="2× T4", locale="zh-CN",
@@ -51,7 +48,7 @@ def cases() -> dict[str, Callable[[], bytes]]:
         "rank top 10 dark en": lambda: rank_chart(rows, title="Best on NVIDIA T4 @ 8k"),
         "rank top 10 light zh": lambda: rank_chart(rows, title="NVIDIA T4 @ 8k", locale="zh-CN", theme="light"),
         "rank empty": lambda: rank_chart([], title="Best on NVIDIA T4 @ 1M"),
-        "gpu card dark en": lambda: gpu_chart(points, usable_gib=usable, title="NVIDIA T4 · 16 GB"),
+        "gpu card dark en": lambda: vram_chart(card, title="NVIDIA T4 · Q4_K_M", gpu_label="NVIDIA T4"),
     }
 
 

@@ -423,6 +423,11 @@ FIT_ROUNDS = 3
 SCORE_TIE = 0.001
 
 
+def _values(constants: dict[str, float]) -> dict[str, Any]:
+    """`mock.patch.multiple` takes its replacements as keyword arguments of any type."""
+    return dict(constants)
+
+
 def fit_constants(rows: list[dict[str, Any]], models: dict[str, Model]) -> tuple[dict[str, float], float]:
     """Coordinate search from the neutral values; near-ties go to the value nearest neutral."""
     best = dict(NEUTRAL)
@@ -430,11 +435,11 @@ def fit_constants(rows: list[dict[str, Any]], models: dict[str, Model]) -> tuple
         for name in FITTED:
             trials = []
             for value in GRID[name]:
-                with mock.patch.multiple(ft, **{**best, name: value}):
+                with mock.patch.multiple(ft, **_values({**best, name: value})):
                     trials.append((score(evaluate(rows, models)), value))
             lowest = min(t[0] for t in trials)
             best[name] = min((abs(v - NEUTRAL[name]), v) for sc, v in trials if sc <= lowest + SCORE_TIE)[1]
-    with mock.patch.multiple(ft, **best):
+    with mock.patch.multiple(ft, **_values(best)):
         return best, score(evaluate(rows, models))
 
 
@@ -463,7 +468,7 @@ def leave_one_source_out(
         train = [r for r in usable if source_of(r) != source]
         best, _ = fit_constants(train, models)
         constants[source] = best
-        with mock.patch.multiple(ft, **best):
+        with mock.patch.multiple(ft, **_values(best)):
             got = evaluate([r for r in usable if source_of(r) == source], models, gpus)
         results += [{**r, "holdout": True, "source_group": source} for r in got]
     return results, constants

@@ -12,6 +12,7 @@ import argparse
 import statistics
 import sys
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -44,9 +45,9 @@ def main(argv: list[str] | None = None) -> int:
             except NotFound:
                 pass
 
-    model_us = {p: median_us(lambda p=p: resolver.complete_model(p), args.runs) for p in PREFIXES}
-    gpu_us = {p: median_us(lambda p=p: resolver.complete_gpu(p), args.runs) for p in GPU_PREFIXES}
-    look_us = {t: median_us(lambda t=t: lookup(t), args.runs) for t in LOOKUPS}
+    model_us = {p: median_us(partial(resolver.complete_model, p), args.runs) for p in PREFIXES}
+    gpu_us = {p: median_us(partial(resolver.complete_gpu, p), args.runs) for p in GPU_PREFIXES}
+    look_us = {t: median_us(partial(lookup, t), args.runs) for t in LOOKUPS}
 
     print(f"catalog: {len(cat.gpus)} GPUs, {len(cat.models)} models")
     for title, table in (("complete_model", model_us), ("complete_gpu", gpu_us), ("gpu+model lookup", look_us)):

@@ -52,6 +52,12 @@ def main(argv: list[str] | None = None) -> int:
     catalog = load_catalog()
     rows = llamacpp_rows(catalog, paths=args.files)[0] + server_rows(catalog, paths=args.files)[0]
     rows = [r for r in rows if r.date >= args.since]
+    # A prompt fed one token per micro-batch (`prompt_test`) is decode without logits or host waits: the fit prices
+    # it so, but no user asks for it, and the estimate a user gets would score it as ordinary decode.
+    prompt_tests = [r for r in rows if not r.output_every_token]
+    rows = [r for r in rows if r.output_every_token]
+    if prompt_tests:
+        print(f"skipped {len(prompt_tests)} micro-batch-1 prompt tests (prompt_test = true): not a question users ask")
     for line in unplaced_entries(catalog, args.files):
         print("skipped", line)
     groups: dict[tuple[str, str], list[float]] = defaultdict(list)

@@ -101,4 +101,5 @@ def missing_keys() -> dict[str, set[str]]:
 def tps_text(value: float) -> str:
     """Tokens per second as every reply prints them: whole numbers from 10 up, one decimal below, so that a slow
     estimate's range (4.4–5.4) stays a range."""
-    return f"{value:.0f}" if value >= 10 else f"{value:.1f}"
+    # Decided on the rounded figure: 9.96 prints "10", not "10.0".
+    return f"{value:.0f}" if round(value, 1) >= 10 else f"{value:.1f}"

@@ -93,3 +93,10 @@ def test_the_gpu_cards_reference_speeds_carry_their_range(locale: str) -> None:
         assert float(low) < float(point) < float(high)
         # Below 10 tok/s a whole number would fold the range into its point ("5 (4–5)"): one decimal there.
         assert all(("." in x) == (float(x) < 10) for x in (point, low, high)), text
+
+
+@pytest.mark.parametrize(("value", "text"), [(9.94, "9.9"), (9.96, "10"), (10.4, "10"), (123.6, "124")])
+def test_a_speed_that_rounds_to_ten_prints_as_a_whole_number(value: float, text: str) -> None:
+    from bot.render.text import tps_text
+
+    assert tps_text(value) == text
