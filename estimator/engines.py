@@ -23,8 +23,10 @@ from estimator.calibration.model import (
     arch_group,
     compute_capability,
     die_group,
+    has_int8_dot,
     memory_family,
     memory_group,
+    mmq_on_dot_products,
     silicon_of,
     situation_groups,
     watts_per_tflops,
@@ -424,7 +426,11 @@ def compute_tflops(engine: Engine, fmt: QuantFormat, gpu: GPU, gemm: str | None 
             return fp16
         if date and _dot4_mmq(gpu, date):
             return dot4_tops(gpu)
-        return gpu.int8_tops or fp16
+        if gpu.int8_tops:
+            return gpu.int8_tops
+        # Without int8 matrix units, MMQ multiplies with the byte dot product (dp4a, gfx906's v_dot4_i32_i8) at its
+        # own rate, where the vendor lists none (V100, MI50): twice their FP16 rate, not the FP16 rate.
+        return dot4_tops(gpu) if mmq_on_dot_products(gpu) and has_int8_dot(gpu) else fp16
     if fmt.compute == "fp8" and gpu.fp8 and gpu.fp8_tflops:
         return gpu.fp8_tflops
     if fmt.compute == "int8" and gpu.int8_tops:
@@ -563,7 +569,15 @@ def covariates(gpu: GPU) -> dict[str, float]:
 
 
 def floor_of(p: Param, gpu: GPU) -> float:
-    return achieved_bandwidth_gbs(gpu) / gpu.bandwidth_gbs if p.datasheet_floor else p.floor
+    if p.datasheet_floor:
+        return achieved_bandwidth_gbs(gpu) / gpu.bandwidth_gbs
+    if p.peak_floor:
+        # Without a floor the GEMM's share and the MMQ tile unpacking (both grow with tokens × weights) traded
+        # against each other, and the fit had llama.cpp's int8 GEMMs on RTX 3090/4090 run at twice the int8 peak
+        # while the unpacking took the time. Apple quotes no FLOPS for most chips: their peak is our lower-bound
+        # estimate from cores × clock (`apple_tflops`), not a ceiling, so it carries no floor.
+        return 0.0 if gpu.vendor == "apple" and not (gpu.fp16_tflops or gpu.fp32_tflops) else 1.0
+    return p.floor
 
 
 def coefficient(

@@ -85,6 +85,9 @@ class Param:
     # seconds and nothing streams faster than the datasheet peak, so the floor is achieved / datasheet.
     floor: float = 0.0
     datasheet_floor: bool = False
+    # `peak_floor`: the term is in peak-FLOPS seconds, and no kernel multiplies faster than the vendor's peak, so the
+    # coefficient cannot fall below 1 (see `estimator.engines.floor_of` for where the peak is not a vendor figure).
+    peak_floor: bool = False
     # How much harder than its levels' usual ridge the data must push to move this coefficient's offsets, overall
     # and (level, factor) for single levels.
     ridge: float = 1.0
@@ -174,7 +177,7 @@ PREFILL_PARAMS: tuple[Param, ...] = (
         "all", "family", "engine", "backend", "compute", "arch", "die", "gpu", "power", "power_per_flop",
         "build_age", "blas_library"),
         "the engine's GEMM kernels reach a per-architecture share of the datasheet peak",
-        level_ridge=MATMUL_LEVEL_RIDGE),
+        level_ridge=MATMUL_LEVEL_RIDGE, peak_floor=True),
     # "die" (here and on the per-layer cost below): each die runs its own attention kernels (mma, WMMA or MFMA flash
     # attention by generation) and launches a layer's kernels at its own clock and scheduler latency, as decode's
     # per-layer cost does. Both levels together took leave-one-GPU-out prefill from 14.6 % (p90 44.5 %, 87 rows above

@@ -309,6 +309,32 @@ def test_gp100_is_its_own_die_within_pascal() -> None:
     assert die_group(gpu("nvidia-h100-sxm")) == arch_group(gpu("nvidia-h100-sxm"))
 
 
+def test_mmq_without_int8_matrix_units_runs_at_the_byte_dot_product_rate() -> None:
+    """MI50 (gfx906's v_dot4_i32_i8) and V100 (dp4a) list no int8 rate: MMQ runs at 8 ops per lane per clock, twice
+    the MI50's packed FP16 rate (60 CUs × 64 lanes × 1.725 GHz × 8 = 53 TOPS), not at the FP16 rate. The P100 (no
+    dp4a) and RDNA 3.5's WMMA (int8 at its FP16 rate) keep the FP16 figure."""
+    q4 = quant("q4_0")
+    mi50, v100 = gpu("amd-mi50-32gb"), gpu("nvidia-v100-pcie-16gb")
+    assert abs(compute_tflops("llama.cpp", q4, mi50, "mmq") - 53) < 1
+    assert abs(compute_tflops("llama.cpp", q4, v100, "mmq") - 8 * v100.fp32_tflops / 2) < 2
+    for gid in ("nvidia-p100-pcie-16gb", "amd-radeon-8060s-128gb"):
+        g = gpu(gid)
+        assert compute_tflops("llama.cpp", q4, g, "mmq") == g.fp16_tflops, gid
+
+
+def test_no_prefill_gemm_beats_the_vendors_peak() -> None:
+    """The GEMM's peak-FLOPS seconds carry a floor of 1 wherever the peak is a vendor figure; Apple's estimated
+    peak (cores × clock, a lower bound) carries none."""
+    cat = load_catalog()
+    engines: tuple[Engine, ...] = ("llama.cpp", "vllm", "ollama", "sglang", "exllamav2", "mlx")
+    for g in cat.gpus:
+        for engine in engines:
+            for fmt in (quant("q4_k_m"), quant("f16")):
+                c = prefill_coefficients(engine, fmt, g)
+                if g.vendor != "apple" or g.fp32_tflops:
+                    assert c.inv_matmul_utilisation > 1.0, (g.id, engine, fmt.id)
+
+
 def test_quantized_prefill_on_pascal_runs_at_the_dp4a_rate() -> None:
     """The P40 has no tensor cores and no fast FP16, but dp4a gives MMQ four int8 products per lane."""
     p40 = gpu("nvidia-tesla-p40")
