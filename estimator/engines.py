@@ -487,10 +487,15 @@ def fast_fp16(gpu: GPU) -> bool:
     return cc == 6.0 or cc >= 7.0
 
 
+def peak_is_estimated(gpu: GPU) -> bool:
+    """An Apple chip whose FLOPS Apple does not quote: `apple_tflops` estimates them (a lower bound, not a ceiling)."""
+    return gpu.vendor == "apple" and not (gpu.fp16_tflops or gpu.fp32_tflops)
+
+
 def apple_tflops(gpu: GPU) -> float:
     """Apple publishes no FLOPS for most chips; its GPU cores scale with its memory channels, so the
     throughput is taken as bandwidth × a FLOP-per-byte ratio from the chips Apple did quote."""
-    if gpu.fp16_tflops or gpu.fp32_tflops:
+    if not peak_is_estimated(gpu):
         return gpu.fp16_tflops or gpu.fp32_tflops or 0.0
     cores = apple_gpu_cores(gpu)
     if cores is None:
@@ -574,9 +579,8 @@ def floor_of(p: Param, gpu: GPU) -> float:
     if p.peak_floor:
         # Without a floor the GEMM's share and the MMQ tile unpacking (both grow with tokens × weights) traded
         # against each other, and the fit had llama.cpp's int8 GEMMs on RTX 3090/4090 run at twice the int8 peak
-        # while the unpacking took the time. Apple quotes no FLOPS for most chips: their peak is our lower-bound
-        # estimate from cores × clock (`apple_tflops`), not a ceiling, so it carries no floor.
-        return 0.0 if gpu.vendor == "apple" and not (gpu.fp16_tflops or gpu.fp32_tflops) else 1.0
+        # while the unpacking took the time. An estimated peak is no ceiling, so it carries no floor.
+        return 0.0 if peak_is_estimated(gpu) else 1.0
     return p.floor
 
 
