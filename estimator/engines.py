@@ -409,7 +409,8 @@ def compute_tflops(engine: Engine, fmt: QuantFormat, gpu: GPU, gemm: str | None 
     """
     if gpu.vendor == "apple":
         return apple_tflops(gpu) * (k.APPLE_NEURAL_ACCELERATOR_MATMUL_GAIN if has_neural_accelerators(gpu) else 1.0)
-    fp16 = gpu.fp16_tflops or gpu.bf16_tflops or gpu.fp32_tflops or 1.0
+    fp16 = matrix_tflops(gpu)
+    int8 = int8_matrix_tops(gpu)
     if family(engine) == "llama.cpp":
         # MMQ multiplies the quantized weights with int8 activations: int8 tensor cores (Turing on), dp4a
         # (Pascal sm_61: P40, GTX 10x0) or AMD's dot4/WMMA, at whatever int8 rate the vendor lists.
@@ -426,15 +427,15 @@ def compute_tflops(engine: Engine, fmt: QuantFormat, gpu: GPU, gemm: str | None 
             return fp16
         if date and _dot4_mmq(gpu, date):
             return dot4_tops(gpu)
-        if gpu.int8_tops:
-            return gpu.int8_tops
+        if int8:
+            return int8
         # Without int8 matrix units, MMQ multiplies with the byte dot product (dp4a, gfx906's v_dot4_i32_i8) at its
         # own rate, where the vendor lists none (V100, MI50): twice their FP16 rate, not the FP16 rate.
         return dot4_tops(gpu) if mmq_on_dot_products(gpu) and has_int8_dot(gpu) else fp16
     if fmt.compute == "fp8" and gpu.fp8 and gpu.fp8_tflops:
         return gpu.fp8_tflops
-    if fmt.compute == "int8" and gpu.int8_tops:
-        return gpu.int8_tops
+    if fmt.compute == "int8" and int8:
+        return int8
     if fmt.compute == "fp4" and gpu.fp4_tflops:
         return gpu.fp4_tflops
     return gpu.bf16_tflops or fp16
@@ -470,7 +471,32 @@ def attention_tflops(gpu: GPU, kernel: str = "matrix") -> float:
         # The tile kernel computes in half2 where FP16 runs at twice FP32 (FAST_FP16_AVAILABLE in
         # ggml-cuda/common.cuh: every AMD part and NVIDIA except sm_61, whose FP16 runs at 1/64), else in FP32.
         return fp32_lane_tflops(gpu) * (FP16_PACKED_SPEEDUP if fast_fp16(gpu) else 1.0)
-    return gpu.fp16_tflops or gpu.bf16_tflops or gpu.fp32_tflops or 1.0
+    return matrix_tflops(gpu)
+
+
+def matrix_tflops(gpu: GPU) -> float:
+    """Peak dense FP16 rate of the matrix units, as the vendor lists it; where it lists only FP32 (laptop parts,
+    the A10G), FP32 times the ratio its die's listed siblings show (fitted.TENSOR_RATIOS: 4 on GA10x, AD10x and
+    GB20x); else FP32."""
+    listed = gpu.fp16_tflops or gpu.bf16_tflops
+    if listed:
+        return listed
+    ratio = fitted.TENSOR_RATIOS.get(f"fp16:{die_group(gpu)}")
+    if gpu.fp32_tflops:
+        return gpu.fp32_tflops * (ratio or 1.0)
+    return 1.0
+
+
+def int8_matrix_tops(gpu: GPU) -> float | None:
+    """Peak dense int8 rate of the matrix units: as listed; on a GPU that has such units (not one whose MMQ runs on
+    dot products) but lists no rate, its FP16 matrix rate times the int8/FP16 ratio of its die's listed siblings (2
+    on every NVIDIA die from Turing to Blackwell); None where no sibling of its die lists one."""
+    if gpu.int8_tops:
+        return gpu.int8_tops
+    if gpu.vendor == "apple" or mmq_on_dot_products(gpu):
+        return None
+    ratio = fitted.TENSOR_RATIOS.get(f"int8:{die_group(gpu)}")
+    return matrix_tflops(gpu) * ratio if ratio else None
 
 
 FP16_PACKED_SPEEDUP = 2.0  # two FP16 lanes per 32-bit lane (half2 / packed math)

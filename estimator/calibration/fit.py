@@ -49,6 +49,7 @@ from estimator.calibration.model import (
     Offset,
     Param,
     arch_group,
+    die_group,
     memory_group,
     silicon_of,
     situation_groups,
@@ -103,6 +104,7 @@ TARGET_COVERAGE = 0.80
 # all measured cards') as if the parent contributed this many cards.
 BANDWIDTH_PRIOR_CARDS = 2.0
 MIN_BANDWIDTH_CARDS = 2
+MIN_TENSOR_RATIO_SILICON = 2
 GN_ITERATIONS = 40
 HUBER_LOG_ERROR = 0.2  # ≈ 22 % off
 SMALL_MODEL_MAX_PARAMS_B = 3.5
@@ -460,17 +462,36 @@ def arch_watts_per_tflops() -> dict[str, float]:
     return {a: round(statistics.median(v), 4) for a, v in sorted(by_arch.items())}
 
 
+def tensor_ratios() -> dict[str, float]:
+    """The datasheet rules that relate a die's matrix-unit rates to its other figures, read off the catalog GPUs that
+    list both, one card per silicon: dense FP16 matrix over FP32 ("fp16:<die>") and int8 over FP16 ("int8:<die>") per
+    die, each the median of at least MIN_TENSOR_RATIO_SILICON silicons. Laptop parts and cloud variants (RTX 40/50
+    laptop GPUs, the A10G) list only FP32, the RTX PRO Blackwell cards no int8: their siblings' rule gives the rate
+    their matrix kernels run at, where FP32 would put a prompt 4x too slow."""
+    cards = list({silicon_of(g): g for g in load_catalog().gpus if g.vendor != "apple"}.values())
+    pairs: dict[str, list[float]] = defaultdict(list)
+    for g in cards:
+        if g.fp16_tflops and g.fp32_tflops:
+            pairs[f"fp16:{die_group(g)}"].append(g.fp16_tflops / g.fp32_tflops)
+        if g.int8_tops and g.fp16_tflops:
+            pairs[f"int8:{die_group(g)}"].append(g.int8_tops / g.fp16_tflops)
+    return {key: round(statistics.median(v), 4) for key, v in sorted(pairs.items())
+            if len(v) >= MIN_TENSOR_RATIO_SILICON}
+
+
 @contextmanager
-def catalog_priors(ratios: dict[str, float], watts: dict[str, float]) -> Iterator[None]:
-    """Estimate with these achieved-bandwidth ratios and per-architecture power references while fitting (the
-    terms and covariates of every row depend on them)."""
-    saved = fitted.ACHIEVED_BANDWIDTH_RATIO, fitted.ARCH_WATTS_PER_TFLOPS
+def catalog_priors(ratios: dict[str, float], watts: dict[str, float],
+                   tensor: dict[str, float] | None = None) -> Iterator[None]:
+    """Estimate with these achieved-bandwidth ratios, per-architecture power references and matrix-unit rules while
+    fitting (the terms and covariates of every row depend on them)."""
+    saved = fitted.ACHIEVED_BANDWIDTH_RATIO, fitted.ARCH_WATTS_PER_TFLOPS, fitted.TENSOR_RATIOS
     fitted.ACHIEVED_BANDWIDTH_RATIO, fitted.ARCH_WATTS_PER_TFLOPS = ratios, watts
+    fitted.TENSOR_RATIOS = tensor_ratios() if tensor is None else tensor
     forget_fits()
     try:
         yield
     finally:
-        fitted.ACHIEVED_BANDWIDTH_RATIO, fitted.ARCH_WATTS_PER_TFLOPS = saved
+        fitted.ACHIEVED_BANDWIDTH_RATIO, fitted.ARCH_WATTS_PER_TFLOPS, fitted.TENSOR_RATIOS = saved
         forget_fits()
 
 
@@ -587,6 +608,7 @@ class Result:
     prefill: dict[tuple[str, str, str], Offset]
     ratios: dict[str, float]
     watts: dict[str, float]
+    tensor: dict[str, float]
     bands: dict[Situation, Band]
     tails: dict[str, float]
     known: dict[str, tuple[str, ...]]
@@ -604,7 +626,8 @@ def fit_all(rows: list[Row]) -> Result:
     loso: list[Residual] = []
     ratios = bandwidth_ratios()
     watts = arch_watts_per_tflops()
-    with catalog_priors(ratios, watts):
+    tensor = tensor_ratios()
+    with catalog_priors(ratios, watts, tensor):
         designs = [design(kind, rows) for kind in ("decode", "prefill")]
     for d in designs:
         kind = d.kind
@@ -620,7 +643,7 @@ def fit_all(rows: list[Row]) -> Result:
     tails = choose_tails(unseen)
     # "known" bands: rows whose GPU still owned offsets of its own when their source was left out.
     bands = band_table(unseen + [r for r in loso if r.known], tails)
-    return Result(decode_offsets, prefill_offsets, ratios, watts, bands, tails, known, engines, logo, loso)
+    return Result(decode_offsets, prefill_offsets, ratios, watts, tensor, bands, tails, known, engines, logo, loso)
 
 
 def measured_engines(rows: list[Row]) -> tuple[str, ...]:
@@ -738,6 +761,10 @@ def render_constants(result: Result) -> str:
     lines += table(["Median board watts per peak FP16 TFLOPS of each architecture's catalog GPUs."],
                    "ARCH_WATTS_PER_TFLOPS: dict[str, float]",
                    [f"{k!r}: {v:.4f}," for k, v in sorted(result.watts.items())])
+    lines += table(["Dense matrix-unit rate over FP32 (fp16:) and int8 over FP16 (int8:) by die and architecture, the",
+                    "median of the catalog GPUs that list both (see tensor_ratios in fit.py)."],
+                   "TENSOR_RATIOS: dict[str, float]",
+                   [f"{k!r}: {v:.4f}," for k, v in sorted(result.tensor.items())])
     lines += table(["(coefficient, level, group): fitted log-offset (a slope for a covariate level), with the rows",
                     "and sources it rests on."], "DECODE_OFFSETS: dict[tuple[str, str, str], Offset]",
                    offsets(result.decode))

@@ -17,6 +17,8 @@ from estimator.engines import (
     decode_coefficients,
     decode_kernel,
     dot4_tops,
+    int8_matrix_tops,
+    matrix_tflops,
     prefill_coefficients,
     prefill_gemm,
 )
@@ -875,3 +877,34 @@ def test_mmq_tiles_unpack_for_dot_products_or_matrix_units_in_groups_of_their_ow
     assert p40["compute"] == ada["compute"] and p40["mmq_unit"] != ada["mmq_unit"]
     # A BLAS GEMM unpacks nothing per tile: the level has nothing to say there.
     assert situation_groups("llama.cpp", gpu("nvidia-tesla-p40"), "f16", "fp16")["mmq_unit"] == "default"
+
+
+def test_a_gpu_listing_only_fp32_runs_its_matrix_kernels_at_its_dies_tensor_rate() -> None:
+    """The RTX 4060 Laptop GPU and the A10G list FP32 only. Their prompt GEMMs run on the same tensor cores as their
+    desktop and datacenter siblings (4× FP32 in FP16 on AD10x and GA10x, int8 twice that), not on the FP32 lanes: the
+    A10G's prompt speed is the A10's within their FP32 ratio, the laptop's at most its desktop sibling's."""
+    q4 = quant("q4_k_m")
+    laptop, a10g, a10 = gpu("nvidia-rtx-4060-laptop"), gpu("nvidia-a10g"), gpu("nvidia-a10")
+    assert laptop.fp16_tflops is None and laptop.int8_tops is None and a10g.fp16_tflops is None
+    assert laptop.fp32_tflops is not None and a10g.fp32_tflops is not None and a10.fp32_tflops is not None
+    assert matrix_tflops(laptop) == pytest.approx(4 * laptop.fp32_tflops, rel=0.01)
+    assert int8_matrix_tops(laptop) == pytest.approx(8 * laptop.fp32_tflops, rel=0.01)
+    assert compute_tflops("llama.cpp", q4, laptop, "mmq") == pytest.approx(8 * laptop.fp32_tflops, rel=0.01)
+    m = model("llama-3.1-8b")
+    a10g_pp = speed_of(m, q4, a10g, 1, "llama.cpp", "f16", 2048).prefill_tps
+    a10_pp = speed_of(m, q4, a10, 1, "llama.cpp", "f16", 2048).prefill_tps
+    assert a10g_pp == pytest.approx(a10_pp * a10g.fp32_tflops / a10.fp32_tflops, rel=0.1)
+    desktop_pp = speed_of(m, q4, gpu("nvidia-rtx-4060"), 1, "llama.cpp", "f16", 2048).prefill_tps
+    laptop_pp = speed_of(m, q4, laptop, 1, "llama.cpp", "f16", 2048).prefill_tps
+    assert 0.5 * desktop_pp < laptop_pp <= desktop_pp
+
+
+def test_no_int8_rate_is_derived_without_a_sibling_die_that_lists_one() -> None:
+    """The RTX PRO Blackwell cards share GB20x with the RTX 50 cards, which list int8 at twice FP16: they get that
+    rule. DGX Spark's GB10 (LPDDR) and the B300 (Blackwell Ultra) have no listed sibling die and keep what they list;
+    dot-product GPUs (V100, MI50) have no int8 matrix units at all."""
+    pro = gpu("nvidia-rtx-pro-6000-blackwell")
+    assert pro.int8_tops is None and pro.fp16_tflops is not None
+    assert int8_matrix_tops(pro) == pytest.approx(2 * pro.fp16_tflops, rel=0.01)
+    for gid in ("nvidia-gb10", "nvidia-b300", "nvidia-v100-pcie-16gb", "amd-mi50-32gb", "amd-radeon-8060s-128gb"):
+        assert int8_matrix_tops(gpu(gid)) is None, gid
