@@ -428,7 +428,7 @@ def compute_tflops(engine: Engine, fmt: QuantFormat, gpu: GPU, gemm: str | None 
         if date and _dot4_mmq(gpu, date):
             return dot4_tops(gpu)
         if int8:
-            return int8
+            return int8 * MMA_SYNC_SHARE_OF_PEAK.get(compute_capability(gpu) or 0.0, 1.0)
         # Without int8 matrix units, MMQ multiplies with the byte dot product (dp4a, gfx906's v_dot4_i32_i8) at its
         # own rate, where the vendor lists none (V100, MI50): twice their FP16 rate, not the FP16 rate.
         return dot4_tops(gpu) if mmq_on_dot_products(gpu) and has_int8_dot(gpu) else fp16
@@ -439,6 +439,13 @@ def compute_tflops(engine: Engine, fmt: QuantFormat, gpu: GPU, gemm: str | None 
     if fmt.compute == "fp4" and gpu.fp4_tflops:
         return gpu.fp4_tflops
     return gpu.bf16_tflops or fp16
+
+
+# Hopper's tensor cores reach their listed rate only through wgmma, the asynchronous warpgroup instruction. The
+# warp-level mma.sync that llama.cpp's MMQ kernels issue (ggml-cuda/mma.cuh; llama.cpp#24777's opt-in wgmma path for
+# one type was closed unmerged) reaches about 2/3 of it (FlashAttention-3, arXiv:2407.08608, section 2.2). cuBLAS,
+# which prefill's F16 GEMMs and the servers use, issues wgmma.
+MMA_SYNC_SHARE_OF_PEAK: dict[float, float] = {9.0: 2 / 3}
 
 
 def _dot4_mmq(gpu: GPU, date: str) -> bool:

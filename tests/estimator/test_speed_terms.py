@@ -908,3 +908,14 @@ def test_no_int8_rate_is_derived_without_a_sibling_die_that_lists_one() -> None:
     assert int8_matrix_tops(pro) == pytest.approx(2 * pro.fp16_tflops, rel=0.01)
     for gid in ("nvidia-gb10", "nvidia-b300", "nvidia-v100-pcie-16gb", "amd-mi50-32gb", "amd-radeon-8060s-128gb"):
         assert int8_matrix_tops(gpu(gid)) is None, gid
+
+
+def test_llama_cpp_int8_tiles_on_hopper_run_at_the_mma_sync_share_of_its_peak() -> None:
+    """MMQ issues mma.sync, which reaches about 2/3 of Hopper's listed tensor rate (wgmma reaches it); cuBLAS's F16
+    GEMMs and other engines keep the full rate, and other architectures keep theirs."""
+    h100, l40s = gpu("nvidia-h100-sxm"), gpu("nvidia-l40s")
+    assert h100.int8_tops is not None and l40s.int8_tops is not None
+    assert compute_tflops("llama.cpp", quant("q4_k_m"), h100, "mmq") == pytest.approx(h100.int8_tops * 2 / 3)
+    assert compute_tflops("llama.cpp", quant("f16"), h100, "blas") == h100.fp16_tflops
+    assert compute_tflops("vllm", quant("f16"), h100) == h100.bf16_tflops
+    assert compute_tflops("llama.cpp", quant("q4_k_m"), l40s, "mmq") == l40s.int8_tops
