@@ -4,6 +4,7 @@
     python benchmarks/finetune_accuracy.py --fit    # also fit the constants on the fit rows (never the held-out ones)
     python benchmarks/finetune_accuracy.py --loso   # also leave one source out: each source's rows estimated
                                                     # with constants fitted on every other source's rows
+    python benchmarks/finetune_accuracy.py --file F  # score the [[peak]] rows of another file (collected later)
 
 Leave-one-source-out is the stricter held-out figure: a source (one repository's published tables, one
 harness) never helps fit the constants it is judged with, so what its rows share (a trainer, a GPU, a way of
@@ -206,8 +207,8 @@ REFERENCE_MODELS: dict[str, Model] = {
 }
 
 
-def load_rows() -> list[dict[str, Any]]:
-    with PEAKS.open("rb") as f:
+def load_rows(path: Path = PEAKS) -> list[dict[str, Any]]:
+    with path.open("rb") as f:
         return list(tomllib.load(f)["peak"])
 
 
@@ -496,11 +497,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--fit", action="store_true", help="fit the constants on the fit rows")
     parser.add_argument("--loso", action="store_true", help="leave one source out (fits once per source)")
+    parser.add_argument("--file", type=Path, default=PEAKS,
+                        help="score the [[peak]] rows of this file instead (e.g. rows collected after the fit)")
     args = parser.parse_args()
     catalog = load_catalog()
     models = {m.id: m for m in catalog.models}
     gpus = {g.id: g for g in catalog.gpus}
-    rows = load_rows()
+    rows = load_rows(args.file)
     skipped = [
         r["catalog"] or r["model"]
         for r in rows
