@@ -38,8 +38,11 @@ OTHER_CONTEXT_BYTES = 0.25 * GIB
 # how many prompt tokens share one pass over the weights.
 LLAMACPP_UBATCH = 512
 # Prompt tokens that share one read of a weight tile in the prefill matrix multiplies (llama.cpp's MMQ
-# kernels take up to 128 token columns per tile, mmq_x in ggml-cuda/mmq.cuh; cuBLAS tiles are 128–256).
+# kernels take up to 128 token columns per tile, mmq_x in ggml-cuda/mmq.cuh; cuBLAS tiles are 128–256). Its
+# dot-product kernels take at most 64 (get_mmq_x_max_host: 128 only with int8 MMA, MFMA or WMMA; Volta's dp4a
+# MMQ stops at MMQ_DP4A_MAX_BATCH_SIZE, 64), so they unpack each weight tile twice as often.
 PREFILL_WEIGHT_TILE_TOKENS = 128
+DOT_PRODUCT_MMQ_TILE_TOKENS = 64
 # Flash attention walks the whole cache once for each tile of queries it holds (64 rows in llama.cpp's CUDA/HIP
 # tile kernels, ggml-cuda/fattn-tile.cu); the share the L2 cache spares is fitted per backend.
 ATTENTION_QUERY_TILE_TOKENS = 64

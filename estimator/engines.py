@@ -448,6 +448,12 @@ def compute_tflops(engine: Engine, fmt: QuantFormat, gpu: GPU, gemm: str | None 
 MMA_SYNC_SHARE_OF_PEAK: dict[float, float] = {9.0: 2 / 3}
 
 
+def mmq_tile_tokens(gpu: GPU, date: str = "") -> int:
+    """Prompt tokens per MMQ weight tile: fewer where the int8 tiles run on dot products, not matrix units."""
+    dot = mmq_on_dot_products(gpu) or bool(date and _dot4_mmq(gpu, date))
+    return k.DOT_PRODUCT_MMQ_TILE_TOKENS if dot else k.PREFILL_WEIGHT_TILE_TOKENS
+
+
 def _dot4_mmq(gpu: GPU, date: str) -> bool:
     """A CDNA chip's MMQ ran on dp4a-style dot products, not its matrix cores (the int8 rate AMD lists), in builds
     before MFMA MMQ."""

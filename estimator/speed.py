@@ -50,6 +50,7 @@ from estimator.engines import (
     family,
     micro_batch_tokens,
     mla_absorbed,
+    mmq_tile_tokens,
     prefill_attention_kernel,
     prefill_coefficients,
     prefill_gemm,
@@ -79,14 +80,14 @@ def _all_experts(model: Model, routed: float) -> float:
 
 
 def unpacked_weight_tiles(
-    model: Model, prompt_tokens: int, step: int | None, split: tuple[float, float] | None = None
+    model: Model, prompt_tokens: int, step: int | None, split: tuple[float, float] | None = None,
+    tile: int = k.PREFILL_WEIGHT_TILE_TOKENS,
 ) -> tuple[float, float]:
     """Weights unpacked from their quantized blocks in a prompt (shared matrices, routed experts): once per
     tile of prompt tokens for the shared matrices, once per tile of *its* tokens for each expert. A
     micro-batch of 512 gives each of 128 experts (8 active) 32 tokens, less than one tile, yet every
     expert's weights are unpacked once. `split`: the model's `_active_split`, where the caller has it."""
     dense, routed = split or _active_split(model)
-    tile = k.PREFILL_WEIGHT_TILE_TOKENS
     shared = prompt_tokens / tile * (dense + embedding_table_params(model))
     if model.moe is None:
         return shared + prompt_tokens / tile * routed, 0.0
@@ -432,7 +433,8 @@ def prefill_terms(
         engine, gpu, model, date=date, rocwmma=rocwmma) == "vector"
     kv_reread_s = (prompt_tokens / k.ATTENTION_QUERY_TILE_TOKENS * kv_cache_bytes(model, depth + prompt_tokens // 2)
                    / bandwidth_bps)
-    shared_tiles, expert_tiles = unpacked_weight_tiles(model, prompt_tokens, step, (dense, routed))
+    shared_tiles, expert_tiles = unpacked_weight_tiles(model, prompt_tokens, step, (dense, routed),
+                                                       mmq_tile_tokens(gpu, date))
     if fmt.kernel == "f16":
         unpacked = 0.0
     elif onednn:

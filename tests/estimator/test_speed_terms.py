@@ -919,3 +919,20 @@ def test_llama_cpp_int8_tiles_on_hopper_run_at_the_mma_sync_share_of_its_peak() 
     assert compute_tflops("llama.cpp", quant("f16"), h100, "blas") == h100.fp16_tflops
     assert compute_tflops("vllm", quant("f16"), h100) == h100.bf16_tflops
     assert compute_tflops("llama.cpp", quant("q4_k_m"), l40s, "mmq") == l40s.int8_tops
+
+
+def test_dot_product_mmq_unpacks_each_weight_tile_for_half_as_many_prompt_tokens() -> None:
+    """get_mmq_x_max_host: 128 token columns per tile with int8 MMA, MFMA or WMMA, 64 on dot products (Pascal, GCN,
+    RDNA 2, and CDNA before its MFMA MMQ), so the same prompt unpacks the weights twice as often there."""
+    from estimator.engines import alu_ops_per_s, mmq_tile_tokens
+    from estimator.speed import unpacked_weight_tiles
+
+    assert mmq_tile_tokens(gpu("nvidia-rtx-4090")) == 128
+    assert mmq_tile_tokens(gpu("amd-mi50-32gb")) == mmq_tile_tokens(gpu("nvidia-tesla-p40")) == 64
+    assert mmq_tile_tokens(gpu("amd-mi100")) == 128
+    assert mmq_tile_tokens(gpu("amd-mi100"), "2025-03-01") == 64
+    m, q = model("llama-3.1-8b"), quant("q4_k_m")
+    assert unpacked_weight_tiles(m, 512, 512, tile=64)[0] == pytest.approx(2 * unpacked_weight_tiles(m, 512, 512)[0])
+    p40 = gpu("nvidia-tesla-p40")
+    terms = prefill_terms(m, q, p40, "llama.cpp", 512)
+    assert terms.tile_dequant_s == pytest.approx(unpacked_weight_tiles(m, 512, 512, tile=64)[0] / alu_ops_per_s(p40))
