@@ -38,3 +38,13 @@ def test_the_catalog_places_the_held_out_rows() -> None:
     unplaced = unplaced_entries(catalog, HOLDOUT)
     assert len(rows) >= 200
     assert len(unplaced) <= 0.02 * len(_entries(HOLDOUT)), unplaced
+
+
+def test_held_out_fine_tuning_peaks_are_not_fitted() -> None:
+    """The held-out fine-tuning peaks share no source with the rows the fine-tuning constants are fitted on, and are
+    all marked held out."""
+    root = Path(__file__).resolve().parents[2]
+    held = tomllib.loads((root / "benchmarks" / "data" / "unseen_finetune_peaks.toml").read_text())["peak"]
+    fitted = tomllib.loads((DATA_DIR.parent / "finetune_peaks.toml").read_text())["peak"]
+    assert len(held) >= 30 and all(p["holdout"] for p in held)
+    assert not {p["source"] for p in held} & {p["source"] for p in fitted}
