@@ -410,7 +410,6 @@ def compute_tflops(engine: Engine, fmt: QuantFormat, gpu: GPU, gemm: str | None 
     if gpu.vendor == "apple":
         return apple_tflops(gpu) * (k.APPLE_NEURAL_ACCELERATOR_MATMUL_GAIN if has_neural_accelerators(gpu) else 1.0)
     fp16 = matrix_tflops(gpu)
-    int8 = int8_matrix_tops(gpu)
     if family(engine) == "llama.cpp":
         # MMQ multiplies the quantized weights with int8 activations: int8 tensor cores (Turing on), dp4a
         # (Pascal sm_61: P40, GTX 10x0) or AMD's dot4/WMMA, at whatever int8 rate the vendor lists.
@@ -427,14 +426,14 @@ def compute_tflops(engine: Engine, fmt: QuantFormat, gpu: GPU, gemm: str | None 
             return fp16
         if date and _dot4_mmq(gpu, date):
             return dot4_tops(gpu)
-        if int8:
+        if int8 := int8_matrix_tops(gpu):
             return int8 * MMA_SYNC_SHARE_OF_PEAK.get(compute_capability(gpu) or 0.0, 1.0)
         # Without int8 matrix units, MMQ multiplies with the byte dot product (dp4a, gfx906's v_dot4_i32_i8) at its
         # own rate, where the vendor lists none (V100, MI50): twice their FP16 rate, not the FP16 rate.
         return dot4_tops(gpu) if mmq_on_dot_products(gpu) and has_int8_dot(gpu) else fp16
     if fmt.compute == "fp8" and gpu.fp8 and gpu.fp8_tflops:
         return gpu.fp8_tflops
-    if fmt.compute == "int8" and int8:
+    if fmt.compute == "int8" and (int8 := int8_matrix_tops(gpu)):
         return int8
     if fmt.compute == "fp4" and gpu.fp4_tflops:
         return gpu.fp4_tflops
@@ -494,10 +493,9 @@ def matrix_tflops(gpu: GPU) -> float:
     listed = gpu.fp16_tflops or gpu.bf16_tflops
     if listed:
         return listed
-    ratio = fitted.TENSOR_RATIOS.get(f"fp16:{die_group(gpu)}")
-    if gpu.fp32_tflops:
-        return gpu.fp32_tflops * (ratio or 1.0)
-    return 1.0
+    if not gpu.fp32_tflops:
+        return 1.0
+    return gpu.fp32_tflops * fitted.TENSOR_RATIOS.get(f"fp16:{die_group(gpu)}", 1.0)
 
 
 def int8_matrix_tops(gpu: GPU) -> float | None:

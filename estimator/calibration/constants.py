@@ -40,8 +40,8 @@ ARCH_WATTS_PER_TFLOPS: dict[str, float] = {
     'nvidia/Turing': 2.6708,
     'nvidia/Volta': 2.3161,
 }
-# Dense matrix-unit rate over FP32 (fp16:) and int8 over FP16 (int8:) by die and architecture, the
-# median of the catalog GPUs that list both (see tensor_ratios in fit.py).
+# Dense matrix-unit rate over FP32 (fp16:) and int8 over FP16 (int8:) by die, the median of the
+# catalog GPUs that list both, one per silicon (see tensor_ratios in fit.py).
 TENSOR_RATIOS: dict[str, float] = {
     'fp16:amd/CDNA 2': 8.0088,
     'fp16:amd/CDNA 3': 8.0012,

@@ -761,8 +761,8 @@ def render_constants(result: Result) -> str:
     lines += table(["Median board watts per peak FP16 TFLOPS of each architecture's catalog GPUs."],
                    "ARCH_WATTS_PER_TFLOPS: dict[str, float]",
                    [f"{k!r}: {v:.4f}," for k, v in sorted(result.watts.items())])
-    lines += table(["Dense matrix-unit rate over FP32 (fp16:) and int8 over FP16 (int8:) by die and architecture, the",
-                    "median of the catalog GPUs that list both (see tensor_ratios in fit.py)."],
+    lines += table(["Dense matrix-unit rate over FP32 (fp16:) and int8 over FP16 (int8:) by die, the median of the",
+                    "catalog GPUs that list both, one per silicon (see tensor_ratios in fit.py)."],
                    "TENSOR_RATIOS: dict[str, float]",
                    [f"{k!r}: {v:.4f}," for k, v in sorted(result.tensor.items())])
     lines += table(["(coefficient, level, group): fitted log-offset (a slope for a covariate level), with the rows",
