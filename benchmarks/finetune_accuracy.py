@@ -242,6 +242,7 @@ def framework_of(row: dict[str, Any]) -> str:
 OPTIONAL_KNOBS = (
     "lora_dropout", "lora_head", "activation_offload", "packing", "gradient_accumulation_steps", "base_fp32",
     "fused_optimizer", "compiled", "unsharded_accumulation", "quant_backend",
+    "empty_cache_steps",
 )
 
 

@@ -221,6 +221,19 @@ FRAGMENTATION_FRACTION = 0.06
 # reaches about the transient memory again and a quarter, so the reserved peak of unpacked long-sequence
 # runs is far above what must fit (which leaves this cache out: the allocator frees it before failing).
 VARIABLE_SHAPE_FRAGMENTATION = 1.25
+# A trainer that empties the allocator's cache every few steps (Hugging Face TrainingArguments
+# torch_empty_cache_steps; PEFT's MetaMathQA benchmark every 10 steps) hands the blocks cached for earlier
+# shapes back to the driver before they pile up: what stays is the share every run keeps (the PEFT
+# benchmark's reserved peaks sit within a few per cent of allocated plus that share).
+
+# --- DeepSpeed ZeRO's optimizer step ----------------------------------------------------------------------
+# Before stepping, ZeRO converts the 16-bit gradient partition it will step into a new fp32 tensor
+# (deepspeed/runtime/zero/stage_1_and_2.py step: single_grad_partition = flatten(...).to(fp32) per parameter
+# group; stage3.py _prepare_fp32_grad_for_sub_group: the same per sub-group), freed after that group's step.
+# Stage 3 steps sub-groups of at most `sub_group_size` elements (DeepSpeedZeroConfig default 1e9); stage 1/2
+# step a whole parameter group, and a trainer's decayed group holds nearly every parameter.
+ZERO_STAGES: tuple[str, ...] = ("zero1", "zero2", "zero3")
+ZERO3_SUB_GROUP_SIZE = 1_000_000_000
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -286,6 +299,10 @@ class FinetuneSettings(BaseModel):
     flash_attention: bool = True
     attention: Attention | None = None
     packing: bool = Field(default=False, description="packed sequences: every micro-batch is exactly `seq` long")
+    empty_cache_steps: int | None = Field(
+        default=None, ge=1,
+        description="the allocator's cache emptied every N steps (Hugging Face torch_empty_cache_steps); None: never",
+    )
     loss: Loss = "fp32_upcast"
     gradient_accumulation: bool = Field(default=False, description="gradients persist across micro-batches")
     gradient_accumulation_steps: int = Field(default=1, ge=1)
@@ -650,9 +667,24 @@ def optimizer_bytes(model: Model, s: FinetuneSettings) -> float:
 
 def optimizer_step_temporary_bytes(model: Model, s: FinetuneSettings) -> float:
     """What the optimizer step allocates for itself while every gradient and state is held (see above)."""
+    zero = zero_fp32_gradient_bytes(model, s)
     if s.optimizer_used not in FOREACH_OPTIMIZERS or s.fused_optimizer or s.optimizer_in_backward:
+        return zero
+    return zero + optimizer_bytes(model, s) * FOREACH_STEP_TEMPORARY_MOMENTS / ADAM_MOMENTS
+
+
+def zero_fp32_gradient_bytes(model: Model, s: FinetuneSettings) -> float:
+    """DeepSpeed ZeRO's fp32 copy of the gradient partition being stepped (see ZERO3_SUB_GROUP_SIZE). Only
+    where the gradients are 16-bit and the optimizer updates fp32 copies; offloaded optimizers step on the
+    host."""
+    if s.sharding not in ZERO_STAGES or s.offload != "none" or _trainable_dtype_bytes(s) != BYTES_FP32:
         return 0.0
-    return optimizer_bytes(model, s) * FOREACH_STEP_TEMPORARY_MOMENTS / ADAM_MOMENTS
+    if s.method == "full" and _stored_weight_bytes(s) == BYTES_FP32:
+        return 0.0  # fp32 weights: the gradients are fp32 already and the step uses them in place
+    partition = trainable_params(model, s) / _shards(s, 1)
+    if s.sharding == "zero3":
+        partition = min(partition, ZERO3_SUB_GROUP_SIZE)
+    return partition * BYTES_FP32
 
 
 def _mlp_channels(model: Model) -> int:
@@ -711,6 +743,17 @@ def attention_score_bytes_per_layer(model: Model, s: FinetuneSettings) -> float:
     return ATTN_SCORE_BYTES_EAGER * model.attention_heads * s.seq * s.seq * s.batch
 
 
+def autocast_weight_copy_bytes_per_layer(model: Model, s: FinetuneSettings) -> float:
+    """fp32 weights under 16-bit autocast (LitGPT bf16-mixed, a model loaded in fp32 with `bf16=True`): each
+    matmul casts its weight to a new 16-bit tensor, and the matmul saves that copy for its input's gradient
+    (tools/autograd/derivatives.yaml: mm saves `mat2` to compute self's gradient), so a kept layer holds a 16-bit
+    copy of its weights until its backward. FSDP's mixed precision gathers the weights already in 16 bit and
+    DeepSpeed casts the module to 16 bit, so neither casts again."""
+    if s.method == "qlora" or not s.base_fp32 or s.precision == "fp32" or s.sharding not in ("none", "ddp"):
+        return 0.0
+    return layer_params(model) * _compute_bytes(s)
+
+
 def layer_activation_bytes(model: Model, s: FinetuneSettings) -> float:
     tokens = s.seq * s.batch
     elements = layer_activation_elements_per_token(model, s) + LORA_DROPOUT_SAVED_PER_INPUT * (
@@ -718,7 +761,7 @@ def layer_activation_bytes(model: Model, s: FinetuneSettings) -> float:
     )
     saved = elements * tokens * _compute_bytes(s)
     factor = ACTIVATION_FACTOR * (COMPILED_ACTIVATION_FACTOR if s.compiled else 1.0)
-    return factor * saved + attention_score_bytes_per_layer(model, s)
+    return factor * saved + attention_score_bytes_per_layer(model, s) + autocast_weight_copy_bytes_per_layer(model, s)
 
 
 def checkpoint_input_bytes(model: Model, s: FinetuneSettings) -> float:
@@ -789,10 +832,12 @@ def backward_transient_bytes(
     return inputs + max(layer + qlora, logits)
 
 
-def fragmentation_bytes(allocated_bytes: float, transient_bytes: float = 0.0, packed: bool = True) -> float:
+def fragmentation_bytes(
+    allocated_bytes: float, transient_bytes: float = 0.0, packed: bool = True, cache_emptied: bool = False
+) -> float:
     """Reserved but unallocated memory: a small share of everything, plus a share of the per-step
-    transient memory when batch shapes vary."""
-    variable = 0.0 if packed else VARIABLE_SHAPE_FRAGMENTATION * transient_bytes
+    transient memory when batch shapes vary and the cache is never emptied."""
+    variable = 0.0 if (packed or cache_emptied) else VARIABLE_SHAPE_FRAGMENTATION * transient_bytes
     return FRAGMENTATION_FRACTION * allocated_bytes + variable
 
 
@@ -813,7 +858,7 @@ def finetune_memory(model: Model, s: FinetuneSettings) -> FinetuneMemory:
     # The step runs after backward: all gradients, the state and the step's own temporaries at once.
     step = gradients + optimizer_step_temporary_bytes(model, s)
     allocated = weights + trainable + optimizer + max(backward, step)
-    fragmentation = fragmentation_bytes(allocated, activations + logits, s.packing)
+    fragmentation = fragmentation_bytes(allocated, activations + logits, s.packing, s.empty_cache_steps is not None)
     overhead = TORCH_CUDA_CONTEXT_BYTES
     host_state = 0.0
     if s.offload != "none":

@@ -42,6 +42,7 @@ KNOBS = (
     "attention",
     "loss",
     "packing",
+    "empty_cache_steps",
     "gradient_accumulation_steps",
     "sharding",
     "offload",
@@ -202,5 +203,7 @@ def register(sub: Any) -> None:
                    help="fp32_upcast (Hugging Face >= 4.46), fp32_upcast_forward (older), chunked, fused")
     p.add_argument("--packing", action=argparse.BooleanOptionalAction, default=None)
     p.add_argument("--grad-accum", type=int, dest="gradient_accumulation_steps", help="gradient accumulation steps")
+    p.add_argument("--empty-cache-steps", type=int, dest="empty_cache_steps",
+                   help="the trainer empties the allocator cache every N steps (torch_empty_cache_steps)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_finetune)

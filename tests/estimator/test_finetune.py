@@ -596,3 +596,60 @@ def test_largest_trainable_per_method() -> None:
         "lora": None,
         "qlora": None,
     }
+
+
+def test_emptying_the_cache_keeps_unpacked_shapes_from_piling_up() -> None:
+    s = FinetuneSettings(method="lora", seq=512, batch=4, checkpointing=False)
+    kept = ft.finetune_memory(EXACT, s)
+    emptied = ft.finetune_memory(EXACT, s.with_(empty_cache_steps=10))
+    allocated = kept.allocated
+    assert emptied.allocated == pytest.approx(allocated)
+    assert emptied.total == pytest.approx(kept.total)  # what must fit is the same
+    assert emptied.fragmentation == pytest.approx(ft.FRAGMENTATION_FRACTION * allocated)
+    assert kept.fragmentation > emptied.fragmentation
+    with pytest.raises(ValueError):
+        FinetuneSettings(method="lora", empty_cache_steps=0)
+
+
+def test_autocast_keeps_a_16_bit_copy_of_fp32_weights_in_every_kept_layer() -> None:
+    s = FinetuneSettings(method="lora", seq=256, checkpointing=False, base_fp32=True, targets="qv")
+    layer_weights = (12_288 + 24_576) * 2  # one layer's linear weights in bf16
+    assert ft.autocast_weight_copy_bytes_per_layer(EXACT, s) == layer_weights
+    bf16_base = s.with_(base_fp32=False)
+    diff = ft.activation_bytes(EXACT, s) - ft.activation_bytes(EXACT, bf16_base)
+    assert diff == pytest.approx(EXACT.layers * layer_weights)
+    # Block checkpointing keeps the copies of the re-run layer only.
+    ck = s.with_(checkpointing=True)
+    diff_ck = ft.activation_bytes(EXACT, ck) - ft.activation_bytes(EXACT, ck.with_(base_fp32=False))
+    assert diff_ck == pytest.approx(layer_weights)
+    # No cast where the weights are already 16-bit, quantized, computed in fp32, or gathered in 16 bit.
+    assert ft.autocast_weight_copy_bytes_per_layer(EXACT, bf16_base) == 0
+    assert ft.autocast_weight_copy_bytes_per_layer(EXACT, s.with_(precision="fp32")) == 0
+    assert ft.autocast_weight_copy_bytes_per_layer(EXACT, s.with_(method="qlora")) == 0
+    assert ft.autocast_weight_copy_bytes_per_layer(EXACT, s.with_(gpus=2, sharding="fsdp")) == 0
+
+
+def test_litgpt_bf16_mixed_llama_2_7b_lora_does_not_fit_40_gib() -> None:
+    # lit-gpt's README (LoRA, Llama 2 7B, --precision bf16-mixed, A100 40GB): out of memory; with bf16-true it ran.
+    llama = load_catalog().model("llama-2-7b")
+    s = FinetuneSettings(method="lora", seq=1304, rank=8, targets="qv", checkpointing=False, base_fp32=True,
+                         lora_dropout=0.05)
+    assert ft.finetune_memory(llama, s).required > 40 * 2**30
+
+
+def test_zero_steps_on_an_fp32_copy_of_the_gradient_partition() -> None:
+    full = FinetuneSettings(method="full", seq=256, gpus=4, sharding="zero2", fused_optimizer=True)
+    assert ft.zero_fp32_gradient_bytes(EXACT, full) == pytest.approx(TINY_PARAMS / 4 * 4)
+    assert ft.optimizer_step_temporary_bytes(EXACT, full) == pytest.approx(TINY_PARAMS)
+    # Stage 3 steps one sub-group at a time.
+    big = load_catalog().model("llama-2-70b")
+    z3 = full.with_(sharding="zero3", gpus=2)
+    assert ft.zero_fp32_gradient_bytes(big, z3) == pytest.approx(ft.ZERO3_SUB_GROUP_SIZE * 4)
+    # Not for FSDP or DDP, not when the optimizer is offloaded, not for pure 16-bit training.
+    assert ft.zero_fp32_gradient_bytes(EXACT, full.with_(sharding="fsdp")) == 0
+    assert ft.zero_fp32_gradient_bytes(EXACT, full.with_(sharding="ddp")) == 0
+    assert ft.zero_fp32_gradient_bytes(EXACT, full.with_(offload="optimizer")) == 0
+    assert ft.zero_fp32_gradient_bytes(EXACT, full.with_(master_weights_fp32=False)) == 0
+    # The copy is alive with every gradient and state at the step: a one-token step's peak is the step.
+    m = ft.finetune_memory(EXACT, full.with_(seq=1))
+    assert m.allocated == pytest.approx(m.weights + m.trainable + m.optimizer + m.gradients + TINY_PARAMS)
