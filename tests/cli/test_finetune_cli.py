@@ -21,7 +21,7 @@ NEW_KEYS = {"framework", "verdict", "changes", "curve"}
 NEW_SETTINGS = {
     "framework", "lora_dropout", "lora_head", "train_embeddings", "regime", "base_fp32", "checkpointing_mode",
     "activation_offload", "attention", "gradient_accumulation_steps", "offload", "fused_optimizer", "compiled",
-    "unsharded_accumulation", "quant_backend",
+    "unsharded_accumulation", "quant_backend", "empty_cache_steps",
 }
 
 
