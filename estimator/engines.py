@@ -153,6 +153,21 @@ def alu_ops_per_s(gpu: GPU) -> float:
     return fp32 * 1e12 / 2 / (DUAL_ISSUE if dual_issue_fp32(gpu) else 1)
 
 
+# Integer lanes per FP32 lane. Unpacking quantized weights (shifts, masks, byte permutes, dp4a) is integer work. From
+# GA10x on, NVIDIA's FP32 figure counts two FP32 datapaths per SM partition of which only one also runs INT32 ("one
+# datapath consists of 16 FP32 CUDA Cores [...]. Another datapath consists of both 16 FP32 CUDA Cores and 16 INT32
+# Cores", NVIDIA Ampere GA102 GPU Architecture whitepaper; the same SM in the Ada whitepaper; "64 INT32 cores per SM"
+# beside 128 FP32 in the H100 whitepaper). GP100, Volta, Turing and GA100 pair every FP32 lane with an INT32 one; the
+# GeForce Blackwell SM unifies them ("the FP32 and INT32 cores are now fully unified", NVIDIA RTX Blackwell GPU
+# Architecture whitepaper); AMD, Intel and Apple run integer instructions on the same lanes as FP32.
+HALF_INT32_DIES = frozenset({"nvidia/Ampere GDDR", "nvidia/Ampere LPDDR", "nvidia/Ada Lovelace", "nvidia/Hopper"})
+
+
+def int_ops_per_s(gpu: GPU) -> float:
+    """Integer lane-operations per second: the rate quantized weights unpack at."""
+    return alu_ops_per_s(gpu) * (0.5 if die_group(gpu) in HALF_INT32_DIES else 1.0)
+
+
 def fp32_lane_tflops(gpu: GPU) -> float:
     """The FP32 rate scalar code reaches (an FMA as 2 FLOPs), in TFLOPS."""
     return 2 * alu_ops_per_s(gpu) / 1e12
@@ -595,6 +610,15 @@ class PrefillCoefficients:
     inv_activation_efficiency: float
 
 
+def board_watts_per_tflops(gpu: GPU) -> float | None:
+    """Board watts per peak matrix TFLOPS; for a card that lists only FP32 (the A10G, laptop parts), per the tensor
+    rate its die's siblings give it (matrix_tflops), so it is not taken for its architecture's median."""
+    listed = watts_per_tflops(gpu)
+    if listed is not None or not gpu.tdp_w or f"fp16:{die_group(gpu)}" not in fitted.TENSOR_RATIOS:
+        return listed
+    return gpu.tdp_w / matrix_tflops(gpu)
+
+
 def covariates(gpu: GPU) -> dict[str, float]:
     """The continuous GPU properties some coefficients scale with.
 
@@ -603,7 +627,7 @@ def covariates(gpu: GPU) -> dict[str, float]:
     H100 PCIe) cannot hold its boost clock under a long matrix load, and one with many (GeForce flagships) can.
     `bytes_per_unit_clock`: log of the achieved bandwidth per SM per clock over REFERENCE_BYTES_PER_UNIT_CLOCK.
     """
-    w = watts_per_tflops(gpu)
+    w = board_watts_per_tflops(gpu)
     ref = fitted.ARCH_WATTS_PER_TFLOPS.get(arch_group(gpu))
     per_unit = achieved_bandwidth_gbs(gpu) * 1e9 / unit_clocks_per_s(gpu)
     return {"power_per_flop": math.log(w / ref) if w and ref else 0.0,

@@ -43,6 +43,7 @@ from estimator.engines import (
     PrefillCoefficients,
     achieved_bandwidth_gbs,
     alu_ops_per_s,
+    int_ops_per_s,
     attention_tflops,
     band_for,
     compute_tflops,
@@ -449,7 +450,7 @@ def prefill_terms(
         # A big prompt batch routes to every expert, so each pass streams the whole model.
         weight_passes_s=passes * streamed / bandwidth_bps,
         request=1.0 if engine in SERVER_ENGINES else 0.0,
-        tile_dequant_s=unpacked / alu_ops_per_s(gpu),
+        tile_dequant_s=unpacked / int_ops_per_s(gpu),
         recurrent_token_layers=float(prompt_tokens * model.scan_layers),
         layer_passes=passes * layer_kernel_equivalents(model),
         expert_matmuls=fallback_expert_matmuls(model, passes, batch) if gemm == "blas" else 0.0,
