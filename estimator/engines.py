@@ -156,10 +156,11 @@ def alu_ops_per_s(gpu: GPU) -> float:
 # Integer lanes per FP32 lane. Unpacking quantized weights (shifts, masks, byte permutes, dp4a) is integer work. From
 # GA10x on, NVIDIA's FP32 figure counts two FP32 datapaths per SM partition of which only one also runs INT32 ("one
 # datapath consists of 16 FP32 CUDA Cores [...]. Another datapath consists of both 16 FP32 CUDA Cores and 16 INT32
-# Cores", NVIDIA Ampere GA102 GPU Architecture whitepaper; the same SM in the Ada whitepaper; "64 INT32 cores per SM"
-# beside 128 FP32 in the H100 whitepaper). GP100, Volta, Turing and GA100 pair every FP32 lane with an INT32 one; the
-# GeForce Blackwell SM unifies them ("the FP32 and INT32 cores are now fully unified", NVIDIA RTX Blackwell GPU
-# Architecture whitepaper); AMD, Intel and Apple run integer instructions on the same lanes as FP32.
+# Cores", NVIDIA Ampere GA102 GPU Architecture whitepaper; the same SM in the Ada whitepaper; the H100 whitepaper's
+# spec table lists 64 INT32 cores per SM beside 128 FP32). GP100, Volta, Turing and GA100 pair every FP32 lane with an
+# INT32 one; the GeForce Blackwell SM runs FP32 or INT32 on every one of its 128 lanes (NVIDIA RTX Blackwell GPU
+# Architecture whitepaper: twice Ada's INT32 rate per SM); AMD, Intel and Apple run integer instructions on the same
+# lanes as FP32.
 HALF_INT32_DIES = frozenset({"nvidia/Ampere GDDR", "nvidia/Ampere LPDDR", "nvidia/Ada Lovelace", "nvidia/Hopper"})
 
 

@@ -227,6 +227,9 @@ def decode_terms(
         dense_weights_s=dense_b / bandwidth_bps,
         expert_weights_s=routed_b / bandwidth_bps,
         kv_read_s=kv_b / bandwidth_bps,
+        # Decode's unpacking hides behind the weight stream but for the part the coefficient counts, at the FP32-lane
+        # rate: at the integer-lane rate (as prompt tiles use) leave-one-GPU-out decode moved 0.1 point and the P100's
+        # unpacking fell below its streaming, which its measured rows contradict.
         dequant_op_s=quantized / alu_ops_per_s(gpu),
         layers=layer_kernel_equivalents(model),
         moe_layers=moe_layers(model),
