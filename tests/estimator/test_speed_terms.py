@@ -941,3 +941,40 @@ def test_dot_product_mmq_unpacks_each_weight_tile_for_half_as_many_prompt_tokens
     p40 = gpu("nvidia-tesla-p40")
     terms = prefill_terms(m, q, p40, "llama.cpp", 512)
     assert terms.tile_dequant_s == pytest.approx(unpacked_weight_tiles(m, 512, 512, tile=64)[0] / alu_ops_per_s(p40))
+
+
+def test_prompt_tiles_unpack_at_the_integer_lane_rate() -> None:
+    """GA10x, Ada and Hopper run INT32 on half the lanes their FP32 figure counts; GP100, Volta, Turing and GA100 pair
+    an INT32 lane with every FP32 one, GeForce Blackwell unifies them, and AMD, Intel and Apple share the lanes."""
+    from estimator.engines import alu_ops_per_s, int_ops_per_s
+    from estimator.speed import unpacked_weight_tiles
+
+    for gid in ("nvidia-rtx-3090", "nvidia-rtx-4090", "nvidia-l40s", "nvidia-h100-sxm", "nvidia-a10"):
+        assert int_ops_per_s(gpu(gid)) == pytest.approx(alu_ops_per_s(gpu(gid)) / 2), gid
+    for gid in ("nvidia-a100-80gb-sxm", "nvidia-v100-sxm2-16gb", "nvidia-t4", "nvidia-rtx-5090", "nvidia-tesla-p40",
+                "amd-rx-7900-xtx", "apple-m4-max-128gb"):
+        assert int_ops_per_s(gpu(gid)) == alu_ops_per_s(gpu(gid)), gid
+    m, q, g = model("llama-3.1-8b"), quant("q4_k_m"), gpu("nvidia-rtx-4090")
+    terms = prefill_terms(m, q, g, "llama.cpp", 512)
+    assert terms.tile_dequant_s == pytest.approx(unpacked_weight_tiles(m, 512, 512)[0] / int_ops_per_s(g))
+    # Decode's non-overlapped unpacking keeps the FP32-lane rate: its ALU seconds match a Turing-style card's (INT32
+    # beside every FP32 lane) with the same FP32 figure and memory.
+    from estimator.speed import decode_terms
+
+    paired = g.model_copy(update={"architecture": "Turing"})
+    assert int_ops_per_s(paired) == alu_ops_per_s(paired) == alu_ops_per_s(g)
+    assert decode_terms(m, q, g, "llama.cpp", 4096, "f16").dequant_op_s == pytest.approx(
+        decode_terms(m, q, paired, "llama.cpp", 4096, "f16").dequant_op_s)
+
+
+def test_a_card_listing_only_fp32_takes_its_power_covariate_from_its_derived_tensor_rate() -> None:
+    from estimator.calibration.model import watts_per_tflops
+    from estimator.engines import board_watts_per_tflops, matrix_tflops
+
+    a10g, a10 = gpu("nvidia-a10g"), gpu("nvidia-a10")
+    assert watts_per_tflops(a10g) is None and a10g.tdp_w is not None
+    assert board_watts_per_tflops(a10g) == pytest.approx(a10g.tdp_w / matrix_tflops(a10g))
+    assert board_watts_per_tflops(a10) == watts_per_tflops(a10)
+    # No derived rate without listed siblings: an FP32-only GB10 (no sibling lists a tensor rate) stays unknown.
+    gb10 = gpu("nvidia-gb10").model_copy(update={"fp16_tflops": None, "bf16_tflops": None})
+    assert board_watts_per_tflops(gb10) is None
