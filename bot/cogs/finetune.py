@@ -41,6 +41,7 @@ class Finetune(commands.Cog):
         targets="LoRA on q,v only, all attention, or all linear layers",
         sharding="Several GPUs: ddp (replicated), zero2, zero3 or fsdp",
         cpu_offload="Optimizer state or parameters in CPU memory (ZeRO-Offload, FSDP CPU offload)",
+        empty_cache_every="The trainer empties PyTorch's cache every N steps (Hugging Face torch_empty_cache_steps)",
     )
     @app_commands.checks.cooldown(HEAVY_COMMAND_RATE, HEAVY_COMMAND_PER_S)
     async def finetune(
@@ -65,6 +66,7 @@ class Finetune(commands.Cog):
         targets: Literal["qv", "attention", "all"] | None = None,
         sharding: Literal["ddp", "zero2", "zero3", "fsdp"] | None = None,
         cpu_offload: Literal["none", "optimizer", "params"] | None = None,
+        empty_cache_every: app_commands.Transform[int, NumberRange("empty_cache_every", 1, 100_000)] | None = None,
     ) -> None:
         # Option names people see → the estimator's knob names; unset ones are left to the framework.
         knobs = {
@@ -79,6 +81,7 @@ class Finetune(commands.Cog):
             "targets": targets,
             "sharding": sharding,
             "offload": cpu_offload,
+            "empty_cache_steps": empty_cache_every,
         }
         built = await self.bot.build(interaction, FinetuneRequest, gpu=given(gpu), model=given(model), method=method,
                                      seq=ctx, batch=batch, gpus=gpus, knobs=knobs)

@@ -437,6 +437,8 @@ def finetune_reply(svc: Service, req: FinetuneRequest, *, locale: str, theme: ch
              t(locale, f"ft.ckpt.{settings.checkpointing_used}"), t(locale, f"ft.loss.{settings.loss}")]
     if settings.activation_offload:
         parts.append(t(locale, "ft.offload"))
+    if settings.empty_cache_steps:
+        parts.append(t(locale, "ft.empty_cache", steps=settings.empty_cache_steps))
     embed = render_embed(
         "finetune",
         locale,

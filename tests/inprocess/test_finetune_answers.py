@@ -55,3 +55,26 @@ async def test_a_sequence_past_the_models_window_is_refused_privately(sb: Sandbo
     assert reply.error is None and reply.ephemeral and not reply.deferred
     assert reply.embeds[0]["description"] == (
         "1M is past Qwen3-8B's longest documented context (128k); ask for at most 128k")
+
+
+def _reserved(reply) -> float:
+    return float(reply.embeds[0]["description"].split("reserves up to ")[1].split(" GiB")[0])
+
+
+async def test_emptying_the_cache_lowers_what_pytorch_reserves_not_what_must_fit(sb: Sandbox) -> None:
+    # Unpacked Hugging Face batches vary in shape; a trainer that empties the cache keeps no cache for old shapes.
+    ask = "/finetune gpu:l40s model:llama-3.2-3b method:lora ctx:768 batch:4 framework:hf checkpointing:none"
+    kept = await sb.invoke(ask)
+    emptied = await sb.invoke(ask + " empty_cache_every:10")
+    assert kept.error is None and emptied.error is None
+    assert "cache emptied every 10 steps" in emptied.embeds[0]["description"]
+    assert _peak(emptied) == _peak(kept)
+    assert _reserved(emptied) < _reserved(kept)
+    zh = await sb.invoke(ask + " empty_cache_every:10", locale="zh-CN")
+    assert "每 10 步清空缓存" in zh.embeds[0]["description"]
+    # Discord's client refuses 0 (the option's minimum); a scripted client past that check gets a private error.
+    assert (await sb.invoke(ask + " empty_cache_every:0")).rejected_by_client
+    options = [{"name": "gpu", "type": 3, "value": "l40s"}, {"name": "model", "type": 3, "value": "llama-3.2-3b"},
+               {"name": "empty_cache_every", "type": 4, "value": 0}]
+    bad = await sb.driver.invoke_raw("finetune", options)
+    assert bad.error is None and bad.ephemeral and "empty_cache_every" in bad.embeds[0].get("description", "")
