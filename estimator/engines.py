@@ -511,7 +511,12 @@ def matrix_tflops(gpu: GPU) -> float:
         return listed
     if not gpu.fp32_tflops:
         return 1.0
-    return gpu.fp32_tflops * fitted.TENSOR_RATIOS.get(f"fp16:{die_group(gpu)}", 1.0)
+    return gpu.fp32_tflops * (die_tensor_ratio(gpu, "fp16") or 1.0)
+
+
+def die_tensor_ratio(gpu: GPU, kind: str) -> float | None:
+    """The rule its die's listed siblings show (fitted.TENSOR_RATIOS): "fp16" matrix over FP32, "int8" over FP16."""
+    return fitted.TENSOR_RATIOS.get(f"{kind}:{die_group(gpu)}")
 
 
 def int8_matrix_tops(gpu: GPU) -> float | None:
@@ -522,7 +527,7 @@ def int8_matrix_tops(gpu: GPU) -> float | None:
         return gpu.int8_tops
     if gpu.vendor == "apple" or mmq_on_dot_products(gpu):
         return None
-    ratio = fitted.TENSOR_RATIOS.get(f"int8:{die_group(gpu)}")
+    ratio = die_tensor_ratio(gpu, "int8")
     return matrix_tflops(gpu) * ratio if ratio else None
 
 
@@ -615,7 +620,7 @@ def board_watts_per_tflops(gpu: GPU) -> float | None:
     """Board watts per peak matrix TFLOPS; for a card that lists only FP32 (the A10G, laptop parts), per the tensor
     rate its die's siblings give it (matrix_tflops), so it is not taken for its architecture's median."""
     listed = watts_per_tflops(gpu)
-    if listed is not None or not gpu.tdp_w or f"fp16:{die_group(gpu)}" not in fitted.TENSOR_RATIOS:
+    if listed is not None or not gpu.tdp_w or die_tensor_ratio(gpu, "fp16") is None:
         return listed
     return gpu.tdp_w / matrix_tflops(gpu)
 
