@@ -223,6 +223,10 @@ class Model(_Frozen):
     license: str | None = None
     params_b: float = Field(gt=0, description="total parameters, billions, exact (e.g. 8.19)")
     active_params_b: float = Field(gt=0, description="parameters used per token; equals params_b for dense")
+    active_tables_counted: int | None = Field(
+        default=None, ge=0, le=2,
+        description="embedding tables (input lookup, output head) inside active_params_b where a card's count leaves "
+        "some out (gpt-oss: the head but not the input lookup); None: every table, as a config-derived count has")
     layers: int = Field(ge=1)
     hidden_size: int = Field(ge=1)
     attention_heads: int = Field(ge=1)
@@ -335,6 +339,13 @@ class Model(_Frozen):
     @property
     def active_params(self) -> float:
         return self.active_params_b * 1e9
+
+    @property
+    def active_tables(self) -> int:
+        """How many embedding-sized tables `active_params_b` includes (a tied model has one)."""
+        if self.active_tables_counted is not None:
+            return self.active_tables_counted
+        return 1 if self.tied_embeddings else 2
 
 
 class TensorBits(_Frozen):

@@ -62,11 +62,15 @@ from estimator.query import Engine, KVDtype, Query
 from estimator.units import GB_DECIMAL
 
 
+def active_body_params(model: Model) -> float:
+    """Active parameters outside the embedding tables: the per-token matmuls but the LM head."""
+    return max(model.active_params - embedding_table_params(model) * model.active_tables, 0.0)
+
+
 def _active_split(model: Model) -> tuple[float, float]:
     """(non-expert active body params, routed active expert params) at one sequence."""
-    table = embedding_table_params(model)
     total_body = body_params(model)
-    active_body = max(model.active_params - table * (1 if model.tied_embeddings else 2), 0.0)
+    active_body = active_body_params(model)
     if model.moe is None:
         return active_body, 0.0
     idle_fraction = 1 - model.moe.active_experts / model.moe.experts
@@ -234,7 +238,9 @@ def decode_terms(
         layers=layer_kernel_equivalents(model),
         moe_layers=moe_layers(model),
         recurrent_layers=model.scan_layers,
-        matmul_compute_s=2 * model.active_params * sequences / (compute_tflops(engine, fmt, gpu) * 1e12),
+        # Every step runs the LM head; the input embedding is a row lookup.
+        matmul_compute_s=2 * (active_body_params(model) + embedding_table_params(model)) * sequences
+        / (compute_tflops(engine, fmt, gpu) * 1e12),
         sampled_vocab=model.vocab_size / 1e5 if engine in HOST_SAMPLING_ENGINES else 0.0,
     )
 
@@ -282,9 +288,7 @@ def decode_seconds_per_step(
 def matmul_flops(model: Model, prompt_tokens: int) -> float:
     """The token embedding is a lookup and the LM head only runs for the last prompt token, so neither is
     in the per-token matmuls."""
-    table = embedding_table_params(model)
-    matmul_params = max(model.active_params - table * (1 if model.tied_embeddings else 2), 0.0)
-    return 2 * matmul_params * prompt_tokens
+    return 2 * active_body_params(model) * prompt_tokens
 
 
 def attention_score_split(

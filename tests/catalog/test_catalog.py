@@ -170,6 +170,23 @@ def test_moe_active_params_match_architecture(model: Model) -> None:
     assert abs(derived_active - model.active_params_b) <= 0.05 * model.params_b + model.extra_params_b
 
 
+@pytest.mark.parametrize("model", [m for m in MODELS if m.active_tables_counted is not None], ids=lambda m: m.id)
+def test_an_active_count_that_leaves_tables_out_adds_up_with_them(model: Model) -> None:
+    """A card's active count that leaves the input lookup out (gpt-oss) plus the tables it leaves out is the
+    count derived from the architecture, which includes every table."""
+    table_b = model.vocab_size * model.hidden_size / 1e9
+    full_tables = 1 if model.tied_embeddings else 2
+    assert model.active_tables < full_tables
+    with_tables = model.active_params_b + (full_tables - model.active_tables) * table_b
+    assert with_tables == pytest.approx(active_decoder_params(model) / 1e9, rel=0.02)
+
+
+def test_active_tables_default_to_every_table() -> None:
+    assert CAT.model("llama-3.1-8b").active_tables == 2  # untied: lookup and head
+    assert CAT.model("gemma-3-1b").active_tables == 1  # tied: one shared table
+    assert CAT.model("gpt-oss-20b").active_tables == 1  # the card counts the head, not the lookup
+
+
 # Seed pages swapped total and active for several MoE models; the catalog must keep total > active,
 # at the published sizes.
 SEED_MOE = {

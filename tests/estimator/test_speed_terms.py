@@ -7,6 +7,7 @@ from itertools import pairwise
 import pytest
 
 from catalog import load_catalog
+from catalog.arch import active_decoder_params
 from catalog.schema import GPU, Model, QuantFormat
 from estimator import constants as k
 from estimator.calibration.model import arch_group, compute_capability, die_group, has_int8_dot, power_limited
@@ -25,8 +26,10 @@ from estimator.engines import (
 from estimator.query import Engine
 from estimator.speed import (
     activation_bytes_per_token,
+    active_body_params,
     decode_seconds_per_step,
     decode_terms,
+    matmul_flops,
     prefill_seconds,
     prefill_terms,
     speed_of,
@@ -978,3 +981,15 @@ def test_a_card_listing_only_fp32_takes_its_power_covariate_from_its_derived_ten
     # No derived rate without listed siblings: an FP32-only GB10 (no sibling lists a tensor rate) stays unknown.
     gb10 = gpu("nvidia-gb10").model_copy(update={"fp16_tflops": None, "bf16_tflops": None})
     assert board_watts_per_tflops(gb10) is None
+
+
+@pytest.mark.parametrize("mid", ["gpt-oss-20b", "gpt-oss-120b", "llama-3.1-8b", "qwen3-30b-a3b"])
+def test_prompt_matmuls_count_the_body_whatever_tables_the_card_counts(mid: str) -> None:
+    """A prompt token's matmuls are the active body (no lookup, no LM head), the same figure whether the card's
+    active count includes both tables (Llama, Qwen) or the head only (gpt-oss): checked against the count the
+    architecture gives, less both tables."""
+    m = model(mid)
+    tables = (1 if m.tied_embeddings else 2) * m.vocab_size * m.hidden_size
+    body = active_decoder_params(m) - tables
+    assert active_body_params(m) == pytest.approx(body, rel=0.02)
+    assert matmul_flops(m, 100) == pytest.approx(2 * 100 * body, rel=0.02)
