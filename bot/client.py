@@ -25,7 +25,7 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.i18n import RigTranslator, interaction_locale
-from bot.params import BadValue, people_text
+from bot.params import BadValue, echo, people_text
 from bot.render.pool import RenderPool
 from bot.render.replies import error_reply
 from bot.render.reply import Reply, ReplyFile
@@ -246,13 +246,13 @@ class RigTree(app_commands.CommandTree["RigBot"]):
             kind = t(locale, f"err.kind.{original.kind}")
             which = "ambiguous" if original.ambiguous else "unknown"
             reply = error_reply(t(locale, f"err.{which}.title", kind=kind),
-                                t(locale, f"err.{which}", query=original.query[:80]), locale,
+                                t(locale, f"err.{which}", query=echo(original.query, 80)), locale,
                                 [s.label for s in original.suggestions[:8]])
         elif isinstance(original, BadValue | app_commands.TransformerError | ValueError) and not isinstance(
             original, app_commands.CommandInvokeError
         ):
             if isinstance(original, BadValue):
-                text = original.text(locale)
+                text = original.text(locale, markdown=True)
             elif isinstance(original, app_commands.TransformerError):
                 text = transformer_text(interaction, original, locale)
             else:
@@ -464,7 +464,7 @@ class RigBot(commands.AutoShardedBot):
                 raise stored  # a default was needed and could not be read: the storage answer, privately
             stored = NOTHING_STORED
         built = kind.build(stored, **options)
-        built.request.check(self.service)
+        built.check(self.service)
         return built
 
     async def remember_before_defer(self, interaction: discord.Interaction, request: Request, page: int,

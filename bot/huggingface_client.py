@@ -26,7 +26,7 @@ import aiosqlite
 import yarl
 from pydantic import ValidationError
 
-from bot.params import BOUND_KEYS, CatalogError, validation_message
+from bot.params import BOUND_KEYS, CatalogError, Typed, validation_message
 from bot.render.text import Message
 from bot.store._sqlite import is_corruption, sidecar_paths
 from catalog.huggingface.bounds import check_config, check_params_b
@@ -88,7 +88,7 @@ def validate_repo(repo: str) -> str:
     if text.lower().startswith("hf:"):
         text = text[3:].strip()
     if len(text) > 96 or ".." in text or not REPO_ID.match(text):
-        raise BadRepoId.of("hub.bad_id", text=repr(text[:60]))
+        raise BadRepoId.of("hub.bad_id", text=Typed(repr(text[:60])))
     return text
 
 
@@ -210,7 +210,9 @@ class HubClient:
             except (TimeoutError, aiohttp.ServerTimeoutError):
                 raise self._timeout(repo) from None
             except aiohttp.ClientError as exc:
-                raise HubUnavailable.of("hub.unreachable", error=type(exc).__name__) from None
+                # The exception's class (ClientConnectorDNSError …) is for the log; the person is told plainly.
+                log.info("hub GET %s failed: %r", url, exc)
+                raise HubUnavailable.of("hub.unreachable") from None
             if wait is None:
                 wait = self.backoff_s * 2 ** (attempt - 1)
             if attempt == self.max_tries:

@@ -2,24 +2,60 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
+from collections.abc import Mapping
 from typing import Any, Self
 
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
-from bot.render.text import DEFAULT_LOCALE, Message, t
+from bot.render.text import DEFAULT_LOCALE, Message, format_tokens, t
 from estimator.query import ENGINES, KV_DTYPES, Engine, KVDtype
 
 CTX_MAX_TOKENS = 10_000_000
-_TOKENS = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmM]?)\s*$")
+# A count as replies print it (128,000 with thousands separators) reads back as the same count.
+_TOKENS = re.compile(r"^\s*(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s*([kKmM]?)\s*$")
+
+ECHO_MAX_CHARS = 40
+# What Discord's markdown reads anywhere in a line: emphasis, code, spoilers, masked links, and '<' (mentions,
+# channels, timestamps) and ':' (a URL's scheme, so no link forms). A backslash shows the bare character. An
+# underscore between two letters or digits ('q4_k_m') starts no emphasis there, so it is left as typed.
+_MARKUP = re.compile(r"([\\*~`|\[<:]|(?<![^\W_])_|_(?![^\W_]))")
+# ... and what it reads only at the start of a line: a heading, quote, subtext or list item ('-', '+', '1.').
+_LINE_MARK = re.compile(r"^(?=(?:#{1,3}|>{1,3}|-#|[-+])\s)")
+_LIST_NUMBER = re.compile(r"^(\d+)\.(?=\s)")
+_EVERYONE = re.compile(r"@(everyone|here)", re.IGNORECASE)
+
+
+def echo(text: str, limit: int = ECHO_MAX_CHARS) -> str:
+    """User text shown back where markdown renders (a Discord reply): bounded, on one line, every markdown
+    character escaped and mentions made inert, so nothing typed can format, link, ping or break out of the
+    sentence around it. The one way any reply repeats what a person typed."""
+    clipped = " ".join(text.split())
+    clipped = clipped[:limit] + ("…" if len(clipped) > limit else "")
+    escaped = _MARKUP.sub(r"\\\1", clipped)
+    escaped = _LIST_NUMBER.sub(r"\1\\.", _LINE_MARK.sub(r"\\", escaped))
+    return _EVERYONE.sub("@\u200b\\1", escaped)
+
+
+class Typed(str):
+    """A message value that is text a person typed: a terminal prints it as typed, a Discord reply `echo`es
+    it (CatalogError.text with markdown=True)."""
+
+
+def _for_markdown(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Message values with each `Typed` one echoed, in a reason worded inside the sentence too."""
+    return {k: echo(v, len(v)) if isinstance(v, Typed)
+            else Message(v.key, _for_markdown(v.values)) if isinstance(v, Message) else v
+            for k, v in values.items()}
 
 
 class CatalogError(Exception):
     """An error whose sentence is a message-catalog entry: built with `.of(key, **values)`, the reply is
     written in the asker's language (`.text(locale)`); `str()` is the English text (the CLI and logs print
-    that)."""
+    that). Values a person typed are passed as `Typed`."""
 
     def __init__(self, message: str, *, key: str | None = None, values: dict[str, Any] | None = None) -> None:
         super().__init__(message)
@@ -30,8 +66,11 @@ class CatalogError(Exception):
     def of(cls, key: str, **values: Any) -> Self:
         return cls(t(DEFAULT_LOCALE, key, **values), key=key, values=values)
 
-    def text(self, locale: str | None) -> str:
-        return str(self) if self.key is None else t(locale, self.key, **self.values)
+    def text(self, locale: str | None, *, markdown: bool = False) -> str:
+        """The sentence in `locale`; with `markdown` (a Discord reply) what the person typed is `echo`ed."""
+        if self.key is None:
+            return str(self)
+        return t(locale, self.key, **(_for_markdown(self.values) if markdown else self.values))
 
 
 class BadValue(CatalogError, ValueError):
@@ -62,25 +101,46 @@ def people_text(exc: Exception, locale: str | None = None) -> str:
     return str(exc)[:1500]
 
 
-def parse_tokens(text: str | int, *, name: str = "ctx", allow_zero: bool = False) -> int:
-    """`16k`, `32K`, `128k`, `1M`, `32768` → tokens. k is 1024 (as engines count context), M is 1024².
+def parse_tokens(text: Any, *, name: str = "ctx", allow_zero: bool = False) -> int:
+    """`16k`, `32K`, `128k`, `1M`, `32768`, `128,000` → tokens. k is 1024 (as engines count context), M is 1024².
+
+    A count without a unit is whole: `1.5k` is 1536 tokens, but `1.5` (a flag, a JSON number) names no count
+    and is refused, as is JSON's `true`, which Python would otherwise take for 1.
 
     >>> parse_tokens("32k")
     32768
     """
+    if isinstance(text, bool) or not isinstance(text, int | float | str):
+        raise BadValue.of("bad.tokens_form", name=name, got=as_typed(text))
     if isinstance(text, int):
-        value = text
+        value = text  # as it is: a 400-digit JSON integer has no float
     else:
-        match = _TOKENS.match(str(text))
-        if not match:
-            raise BadValue.of("bad.tokens_form", name=name, got=repr(str(text)[:40]))
-        number, unit = float(match.group(1)), match.group(2).lower()
+        if isinstance(text, str):
+            match = _TOKENS.match(text)
+            if not match:
+                raise BadValue.of("bad.tokens_form", name=name, got=as_typed(text))
+            number, unit = float(match.group(1).replace(",", "")), match.group(2).lower()
+        else:
+            number, unit = text, ""
+        if not unit and not (math.isfinite(number) and number.is_integer()):
+            raise BadValue.of("bad.tokens_whole", name=name, got=as_typed(text))
         value = round(number * {"": 1, "k": 1024, "m": 1024 * 1024}[unit])
     if value < 0 or (value == 0 and not allow_zero):
         raise BadValue.of("bad.tokens_positive", name=name)
     if value > CTX_MAX_TOKENS:
-        raise BadValue.of("bad.tokens_large", name=name, most=CTX_MAX_TOKENS // 1024 // 1024)
+        raise BadValue.of("bad.tokens_large", name=name, most=format_tokens(CTX_MAX_TOKENS))
     return value
+
+
+def as_typed(value: Any) -> Typed:
+    """A value as the person wrote it, for a refusal: quoted text, or JSON's spelling (`true`, `["x"]`) for what
+    came as JSON, never a Python repr."""
+    if isinstance(value, str):
+        return Typed(repr(value[:40]))
+    try:
+        return Typed(json.dumps(value)[:40])
+    except (TypeError, ValueError):
+        return Typed(type(value).__name__)
 
 
 ENGINE_ALIASES = {"tensorrt-llm": "trt-llm", "tensorrt": "trt-llm", "trtllm": "trt-llm", "trt": "trt-llm",
@@ -105,30 +165,3 @@ def parse_kv(text: str) -> KVDtype:
     if value not in KV_DTYPES:
         raise BadValue.of("bad.kv", kinds=", ".join(KV_DTYPES))
     return value  # type: ignore[return-value]
-
-
-def format_tokens(tokens: float) -> str:
-    """Context as people say it: 65536 → '64k', 128000 → '128k', 1048576 → '1M', 1536 → '1.5k'.
-
-    Model cards give windows in binary (131072) or decimal (128000) thousands; both read as whole
-    numbers. Any other value (a computed maximum) is rounded *down* at the shown precision, so a
-    largest context that fits is never overstated: 67072 → '65k', not '65.5k'.
-
-    >>> format_tokens(65536), format_tokens(131072), format_tokens(1000000), format_tokens(67072)
-    ('64k', '128k', '1M', '65k')
-    """
-    tokens = round(tokens)
-    if tokens < 1000:
-        return str(tokens)
-    for unit, binary, decimal in (("M", 1024 * 1024, 1_000_000), ("k", 1024, 1000)):
-        if tokens >= decimal:
-            # 128000 is both 125 × 1024 and 128 × 1000: people say 128k.
-            if tokens % decimal == 0:
-                return f"{tokens // decimal}{unit}"
-            if tokens % binary == 0:
-                return f"{tokens // binary}{unit}"
-            value = tokens / binary if tokens >= binary else tokens / decimal
-            if value >= 10:
-                return f"{math.floor(value)}{unit}"
-            return f"{math.floor(value * 10) / 10:g}{unit}"
-    return str(tokens)

@@ -14,11 +14,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, Self, TypeVar, get_args, get_origin
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, Self, TypeVar, cast, get_args, get_origin
 
+import annotated_types
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic.fields import FieldInfo
 
-from bot.params import BOUND_KEYS, BadValue, parse_engine, parse_kv, parse_tokens, validation_message
+from bot.params import BOUND_KEYS, BadValue, as_typed, parse_engine, parse_kv, parse_tokens, validation_message
+from bot.render.text import Message, format_tokens
 from bot.reports.paste import DECODE_TPS_MAX, PREFILL_TPS_MAX, Measured, parse_paste, parse_rate
 from bot.reports.rules import BUILD_MAX_CHARS, NOTES_MAX_CHARS, clean_text
 from estimator.query import (
@@ -91,6 +94,20 @@ def stored_values(record: GuildSettings | UserSettings) -> dict[str, Any]:
     return {k: v for k, v in found.items() if v}
 
 
+# Refusals about an option's value, by catalog key prefix, and the options each is about: when a stored
+# default filled one of those, the refusal says so and how to change it, or the asker is left guessing why an
+# option they never typed is wrong.
+REFUSALS_ABOUT: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("bad.engine_gpu", ("engine", "gpu")),
+    ("quant.other_engine", ("engine",)),
+    ("quant.no_engine", ("engine",)),
+    ("bad.tp_heads", ("engine",)),
+    ("bad.quant_gpu", ("gpu",)),
+    ("bad.finetune_", ("gpu",)),
+    ("ctx.too_long", ("ctx",)),
+)
+
+
 @dataclass(frozen=True)
 class Built(Generic[R]):
     """A request as the command will ask it, and which stored defaults filled options left out."""
@@ -98,6 +115,39 @@ class Built(Generic[R]):
     request: R
     used: Mapping[str, Any] = field(default_factory=dict)
     sources: Mapping[str, Scope] = field(default_factory=dict)
+
+    def check(self, svc: Service) -> None:
+        """`request.check`; a refusal of a value a stored default gave names that default and how to change it."""
+        try:
+            self.request.check(svc)
+        except BadValue as err:
+            raise self.blamed(err, svc) from None
+
+    def blamed(self, err: BadValue, svc: Service) -> BadValue:
+        """`err` with which stored default gave the refused value and the `/settings` that changes it; `err`
+        itself when the options it is about were all given in the command."""
+        about = next((keys for prefix, keys in REFUSALS_ABOUT if (err.key or "").startswith(prefix)), ())
+        stored = [k for k in about if k in self.used][:2]
+        if err.key is None or not stored:
+            return err
+        items = [Message("defaults.stored_item", {"name": Message(f"setting.{k}"), "value": self._shown(k, svc),
+                                                  "whose": Message(f"defaults.whose.{self.sources[k]}")})
+                 for k in stored]
+        commands = [f"`/settings {self.sources[k]} {k}:…`" for k in stored]
+        return BadValue.of("defaults.caused", reason=Message(err.key, err.values),
+                           items=_either("defaults.also", items), commands=_either("defaults.either", commands))
+
+    def _shown(self, key: str, svc: Service) -> str:
+        value = self.used[key]
+        if key == "gpu":
+            found = next((g for g in svc.catalog.gpus if g.id == value), None)
+            return found.name if found is not None else str(value)
+        return format_tokens(int(value)) if key == "ctx" else str(value)
+
+
+def _either(key: str, parts: list[Any]) -> Any:
+    """One part as it is; two joined by the catalog's `key` ("{first} or {second}"), worded in the reply's locale."""
+    return parts[0] if len(parts) == 1 else Message(key, {"first": parts[0], "second": parts[1]})
 
 
 def _allowed(annotation: Any) -> tuple[str, ...]:
@@ -159,7 +209,10 @@ def _in_range(name: str, value: Any, low: int, high: int, key: str = "bad.range"
 
 
 def _text(name: str, value: Any) -> str:
-    if not isinstance(value, str) or not value.strip():
+    """A name or word: JSON's `["x"]` or `3` is refused as such, not read as the text "['x']"."""
+    if not isinstance(value, str):
+        raise BadValue.of("bad.not_text", name=name, got=as_typed(value))
+    if not value.strip():
         raise BadValue.of("bad.missing", name=name)
     return value
 
@@ -227,10 +280,19 @@ class _Options(Request):
     def _gpus(cls, value: Any) -> int:
         return _in_range("gpus", value, 1, MAX_GPUS, key="bad.gpus")
 
-    @field_validator("gpu", "model", mode="before", check_fields=False)
+    @field_validator("gpu", "model", "quant", mode="before", check_fields=False)
     @classmethod
     def _named(cls, value: Any, info: ValidationInfo) -> str:
         return _text(info.field_name or "value", value)
+
+    @field_validator("limit", mode="before", check_fields=False)
+    @classmethod
+    def _limit(cls, value: Any) -> int:
+        # A row count: 0 would print an empty table, and -1 slice the last row off.
+        number = _whole("limit", value)
+        if number < 1:
+            raise BadValue.of("bad.at_least", name="limit", limit="1")
+        return number
 
 
 class FitRequest(_Options):
@@ -291,7 +353,7 @@ class RankRequest(_Options):
 
     def cache_key(self, svc: Service) -> dict[str, Any]:
         choice = svc.gpu_choice(self.gpu, self.gpus)
-        svc.formats(self.engine, self.quant)
+        svc.rank_formats(self.engine, self.quant, choice.gpu)
         return {**self.model_dump(mode="json"), "gpu": choice.gpu.id, "gpus": choice.count}
 
 
@@ -359,7 +421,8 @@ class WhatGpuRequest(_Options):
     @field_validator("max_gpus", mode="before")
     @classmethod
     def _max_gpus(cls, value: Any) -> int:
-        return _in_range("gpus", value, 1, MAX_GPUS, key="bad.gpus")
+        # Named as asked: "gpus must be …" would point at an option this command does not have.
+        return _in_range("max_gpus", value, 1, MAX_GPUS)
 
     @field_validator("min_tps", "budget")
     @classmethod
@@ -418,7 +481,11 @@ class FinetuneRequest(_Options):
         for name in value:
             if name not in FinetuneSettings.model_fields:
                 raise BadValue.of("bad.unknown_option", name=name)
-        return {k: v for k, v in value.items() if v is not None}
+        given = {k: v for k, v in value.items() if v is not None}
+        for name, knob in given.items():
+            _check_interval(name, knob, FinetuneSettings.model_fields[name])
+        _check_regime(given)
+        return given
 
     def settings(self, gpu: GPU, gpus: int | None = None) -> FinetuneSettings:
         """The run's settings on `gpu` (`gpus` of them: the count a GPU text such as `2x 3090` named);
@@ -426,11 +493,15 @@ class FinetuneRequest(_Options):
         from estimator import finetune as ft
 
         try:
-            return ft.settings_on(gpu, method=self.method, seq=self.seq, batch=self.batch,
-                                  gpus=self.gpus if gpus is None else gpus, **self.knobs)
+            settings = ft.settings_on(gpu, method=self.method, seq=self.seq, batch=self.batch,
+                                      gpus=self.gpus if gpus is None else gpus, **self.knobs)
         except ValidationError as exc:
             # A knob out of the estimator's range is named as the estimator names it.
             raise people_error(ft.FinetuneSettings, exc) from None
+        conflict = ft.hardware_conflict(gpu, settings)
+        if conflict is not None:
+            raise BadValue.of(f"bad.finetune_{conflict}", gpu=gpu.name)
+        return settings
 
     def cache_key(self, svc: Service) -> dict[str, Any]:
         choice = svc.gpu_choice(self.gpu, self.gpus)
@@ -439,6 +510,45 @@ class FinetuneRequest(_Options):
         self.settings(choice.gpu, choice.count)
         return {"gpu": choice.gpu.id, "model": model.id, "method": self.method, "seq": self.seq,
                 "batch": self.batch, "gpus": choice.count, **self.knobs}
+
+
+def _check_interval(name: str, value: Any, spec: FieldInfo) -> None:
+    """NaN or infinity for a knob bounded on both sides, [low, high), refused with that interval: pydantic
+    would say "less than 1" of a NaN, which is not more than anything either. Finite values it words itself."""
+    low = next((cast(float, m.ge) for m in spec.metadata if isinstance(m, annotated_types.Ge)), None)
+    high = next((cast(float, m.lt) for m in spec.metadata if isinstance(m, annotated_types.Lt)), None)
+    if low is None or high is None or isinstance(value, bool):
+        return
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return  # not a number at all: pydantic's type check words it
+    if not math.isfinite(number):
+        raise BadValue.of("bad.number_in", name=name, low=f"{low:g}", high=f"{high:g}", got=as_typed(value))
+
+
+def _check_regime(knobs: Mapping[str, Any]) -> None:
+    """`regime` is short for a precision and master weights: given beside a `precision` (or
+    `master_weights_fp32`) that says otherwise, one of the two would be silently dropped: refused instead."""
+    from estimator.finetune import FinetuneSettings
+
+    regime = knobs.get("regime")
+    if regime is None:
+        return
+    try:
+        implied = FinetuneSettings(method="lora", regime=regime)
+    except ValidationError:
+        return  # not a regime: the settings' own check names it
+    for other in ("precision", "master_weights_fp32"):
+        given = knobs.get(other)
+        if given is not None and given != getattr(implied, other):
+            raise BadValue.of("bad.conflict", name="regime", value=regime, other=other,
+                              implied=_said(getattr(implied, other)), given=_said(given))
+
+
+def _said(value: Any) -> str:
+    """A knob's value as a flag or JSON spells it: `true`, not Python's `True`."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 class ModelsRequest(Request):

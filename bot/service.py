@@ -10,16 +10,28 @@ import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache, cached_property
+from pathlib import Path
 from typing import Any
 
+import estimator
 from bot.huggingface_client import HubClient, HubError
-from bot.params import BadValue, format_tokens
+from bot.params import BadValue, Typed
+from bot.render.text import format_tokens
 from bot.requests import FitRequest, RankRequest
 from catalog.resolve import NotFound, Resolver
 from catalog.schema import GPU, Model, QuantFormat
 from catalog.store import Catalog, load_catalog
 from estimator import ESTIMATOR_VERSION
-from estimator.engines import DEFAULT_FORMAT, DEFAULT_LEVELS, runs_format, supports
+from estimator.engines import (
+    DEFAULT_FORMAT,
+    DEFAULT_LEVELS,
+    engine_floor,
+    format_runs_on,
+    runs_format,
+    splits_over,
+    supports,
+    tensor_parallel_sizes,
+)
 from estimator.memory import memory
 from estimator.query import (
     ENGINES,
@@ -55,10 +67,17 @@ class Service:
     extra_models: dict[str, Model] = field(default_factory=dict)
     hub: HubClient | None = None
 
+    def needs_hub(self, text: str) -> bool:
+        """Whether `text` is an `hf:org/name` only the Hub can answer: not read yet, and not a repo the
+        catalog lists (that one is answered from the catalog, with no network and its curated figures)."""
+        key = text.strip()
+        return (key.lower().startswith("hf:") and key not in self.extra_models
+                and self.resolver.hf_model(key) is None)
+
     async def resolve_hf(self, text: str) -> None:
         """`hf:org/name` → fetched (and cached) into extra_models under that exact text."""
         key = text.strip()
-        if key.lower().startswith("hf:") and key not in self.extra_models:
+        if self.needs_hub(key):
             if self.hub is None:
                 raise BadValue.of("bad.hf_off")
             try:
@@ -76,7 +95,7 @@ class Service:
         any of them retires cached answers."""
         from bot.render.version import render_digest
 
-        return f"{self.catalog.version}+{ESTIMATOR_VERSION}+{constants_digest()}+{render_digest()}"
+        return f"{self.catalog.version}+{ESTIMATOR_VERSION}.{estimator_digest()}+{constants_digest()}+{render_digest()}"
 
     # --- parsing ----------------------------------------------------------------------------------
 
@@ -92,7 +111,7 @@ class Service:
         count = self.gpus(gpus)
         if setup.count > 1:
             if count not in (1, setup.count):
-                raise BadValue.of("gpus.conflict", text=text.strip()[:40], written=setup.count, option=count)
+                raise BadValue.of("gpus.conflict", text=Typed(text.strip()[:40]), written=setup.count, option=count)
             count = self.gpus(setup.count)
         if not setup.is_family:
             return GpuChoice(gpu=setup.options[0], count=count)
@@ -107,6 +126,9 @@ class Service:
         key = text.strip()
         if key in self.extra_models:
             return self.extra_models[key], None
+        listed = self.resolver.hf_model(key) if key.lower().startswith("hf:") else None
+        if listed is not None:
+            return listed, None
         choice = self.resolver.model(text)
         return choice.model, choice.quant
 
@@ -124,20 +146,30 @@ class Service:
         if fmt is None:
             levels = ", ".join(DEFAULT_FORMAT[engine])
             formats = ", ".join(q.name for q in self.catalog.quants if runs_format(engine, q))
-            raise BadValue.of("bad.quant", got=repr(text[:30]), levels=levels, formats=formats)
-        if not runs_format(engine, fmt):
-            own = ", ".join(q.name for q in self.catalog.quants if runs_format(engine, q))
-            runs_on = [e for e in ENGINES if runs_format(e, fmt)]
-            if runs_on:
-                raise BadValue.of("quant.other_engine", quant=fmt.name, engines=engine_names(fmt.engines),
-                                  engine=engine, suggestion=runs_on[0], formats=own)
-            raise BadValue.of("quant.no_engine", quant=fmt.name, engines=engine_names(fmt.engines), engine=engine,
-                              formats=own)
+            raise BadValue.of("bad.quant", got=Typed(repr(text[:30])), levels=levels, formats=formats)
+        self.check_format(fmt, engine)
         return fmt
 
-    def formats(self, engine: Engine, quant: str | None) -> list[QuantFormat]:
+    def check_format(self, fmt: QuantFormat, engine: Engine) -> None:
+        """Refuse a format the engine does not load, naming the engines that do and the engine's own formats."""
+        if runs_format(engine, fmt):
+            return
+        own = ", ".join(q.name for q in self.catalog.quants if runs_format(engine, q))
+        runs_on = [e for e in ENGINES if runs_format(e, fmt)]
+        if runs_on:
+            raise BadValue.of("quant.other_engine", quant=fmt.name, engines=engine_names(fmt.engines),
+                              engine=engine, suggestion=runs_on[0], formats=own)
+        raise BadValue.of("quant.no_engine", quant=fmt.name, engines=engine_names(fmt.engines), engine=engine,
+                          formats=own)
+
+    def formats(self, engine: Engine, quant: str | None, tagged: QuantFormat | None = None) -> list[QuantFormat]:
+        """The asked format; else the one a model tag names (an Ollama tag's `-q4_K_M`), checked like an asked
+        one; else the engine's default levels."""
         if quant:
             return [self.quant(quant, engine)]
+        if tagged is not None:
+            self.check_format(tagged, engine)
+            return [tagged]
         return default_formats(self.catalog, engine)
 
     # --- questions --------------------------------------------------------------------------------
@@ -146,7 +178,7 @@ class Service:
         """For /fit, a chip family answers with the smallest memory option on which some format runs."""
         model, tagged = self.model(req.model)
         engine = req.engine
-        formats = self.formats(engine, req.quant) if req.quant or tagged is None else [tagged]
+        formats = self.formats(engine, req.quant, tagged)
 
         def runs(gpu: GPU, count: int) -> bool:
             if not supports(engine, gpu):
@@ -163,7 +195,12 @@ class Service:
         model, tagged = self.model(req.model)
         engine = req.engine
         check_engine(engine, gpu)
-        formats = self.formats(engine, req.quant) if req.quant or tagged is None else [tagged]
+        formats = self.formats(engine, req.quant, tagged)
+        check_split(engine, model, choice.count)
+        runnable = [f for f in formats if format_runs_on(f, gpu)]
+        if not runnable:
+            check_format_on(formats[0], gpu)
+        formats = runnable
         self.check_context(model, req.ctx)
         q = Query(
             gpu=gpu,
@@ -190,13 +227,21 @@ class Service:
         q, formats = self.base_query(req)
         return fit(q, formats)
 
+    def rank_formats(self, engine: Engine, quant: str | None, gpu: GPU) -> list[QuantFormat]:
+        """The formats a ranking compares, once the engine and each asked format are known to run on `gpu`."""
+        check_engine(engine, gpu)
+        formats = self.formats(engine, quant)
+        if quant:
+            check_format_on(formats[0], gpu)
+        return [f for f in formats if format_runs_on(f, gpu)]
+
     def rank(self, req: RankRequest) -> tuple[GPU, list[RankRow]]:
         choice = self.gpu_choice(req.gpu, req.gpus)
         gpu = choice.gpu
-        check_engine(req.engine, gpu)
+        formats = self.rank_formats(req.engine, req.quant, gpu)
         rows = rank(
             self.catalog.models,
-            self.formats(req.engine, req.quant),
+            formats,
             gpu,
             gpus=choice.count,
             ctx=req.ctx,
@@ -214,16 +259,49 @@ ENGINE_NAMES = {"llama.cpp": "llama.cpp (Ollama, LM Studio)", "vllm": "vLLM/SGLa
 
 
 def check_engine(engine: Engine, gpu: GPU) -> None:
-    """Refuse, with the reason, an engine that does not run on this GPU (MLX off Apple, ExLlamaV3 before Ampere)."""
-    if supports(engine, gpu):
+    """Refuse, with the reason, an engine that does not run on this GPU (MLX off Apple, ExLlamaV3 before Ampere,
+    vLLM before Turing or on a ROCm target its builds leave out)."""
+    floor = engine_floor(engine, gpu)
+    if floor is None:
         return
-    key = ("bad.engine_gpu_apple" if gpu.vendor == "apple" else
-           "bad.engine_gpu_ampere" if engine == "exllamav3" and gpu.vendor == "nvidia" else "bad.engine_gpu")
-    raise BadValue.of(key, engine=engine, gpu=gpu.name)
+    reason, figures = floor
+    if gpu.vendor == "apple":
+        raise BadValue.of("bad.engine_gpu_apple", engine=engine, gpu=gpu.name)
+    if reason == "cc" and engine == "exllamav3":
+        raise BadValue.of("bad.engine_gpu_ampere", engine=engine, gpu=gpu.name)
+    key = {"cc": "bad.engine_gpu_cc", "rocm_target": "bad.engine_gpu_rocm"}.get(reason, "bad.engine_gpu_vendor")
+    raise BadValue.of(key, engine=engine, gpu=gpu.name, **figures)
+
+
+def check_split(engine: Engine, model: Model, gpus: int) -> None:
+    """Refuse a tensor-parallel group the model's attention heads do not shard over, with the sizes that do."""
+    if splits_over(engine, model, gpus):
+        return
+    options = " / ".join(str(n) for n in tensor_parallel_sizes(engine, model, MAX_GPUS) if n > 1) or "1"
+    raise BadValue.of("bad.tp_heads", engine=engine, model=model.name, heads=model.attention_heads,
+                      kv=model.kv_heads, gpus=gpus, options=options)
+
+
+def check_format_on(fmt: QuantFormat, gpu: GPU) -> None:
+    """Refuse a checkpoint format the GPU cannot run (FP8 without FP8 units or weight-only kernels, NVFP4 off
+    NVIDIA)."""
+    if format_runs_on(fmt, gpu):
+        return
+    raise BadValue.of("bad.quant_gpu_nvfp4" if fmt.id == "nvfp4" else "bad.quant_gpu_fp8", quant=fmt.name,
+                      gpu=gpu.name)
 
 
 def engine_names(engines: tuple[str, ...]) -> str:
     return "/".join(ENGINE_NAMES.get(e, e) for e in engines)
+
+
+@cache
+def estimator_digest() -> str:
+    """The estimator's code: a changed rule (a default prompt, a kernel choice) retires the answers the old one
+    computed, as a refit does through the constants' digest."""
+    from bot.render.version import tree_digest
+
+    return tree_digest((Path(estimator.__file__).resolve().parent,))
 
 
 @cache

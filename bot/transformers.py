@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import discord
 from discord import app_commands
 
-from bot.params import BadValue, parse_engine, parse_kv, parse_tokens
+from bot.params import BadValue, Typed, parse_engine, parse_kv, parse_tokens
 from catalog.resolve import GPUSetup
 from catalog.schema import Model, QuantFormat
 from estimator.engines import DEFAULT_FORMAT, DEFAULT_LEVELS, runs_format
@@ -66,7 +66,7 @@ def _service(interaction: discord.Interaction[RigBot]) -> Service:
 
 async def prefetch_model(interaction: discord.Interaction, svc: Service, text: str) -> None:
     """Fetch an `hf:org/name` model (cached after the first time) before the answer is computed."""
-    if not text.strip().lower().startswith("hf:") or text.strip() in svc.extra_models:
+    if not svc.needs_hub(text):
         return
     task = asyncio.ensure_future(svc.resolve_hf(text))
     done, _ = await asyncio.wait({task}, timeout=HF_DEFER_AFTER_S)
@@ -115,7 +115,7 @@ class QuantTransformer(app_commands.Transformer["RigBot"]):
             return value
         engine = _engine_asked(interaction)
         formats = ", ".join(q.name for q in svc.catalog.quants if runs_format(engine, q))
-        raise BadValue.of("bad.quant", got=repr(value[:30]), levels=", ".join(DEFAULT_FORMAT[engine]),
+        raise BadValue.of("bad.quant", got=Typed(repr(value[:30])), levels=", ".join(DEFAULT_FORMAT[engine]),
                           formats=formats)
 
     async def autocomplete(self, interaction: discord.Interaction[RigBot], value: int | float | str, /

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Generic, Literal, TypeVar
 
@@ -27,20 +28,38 @@ E = TypeVar("E", GPU, Model)
 Kind = Literal["gpu", "model"]
 
 
+def fold(text: str) -> str:
+    """Compatibility forms as their plain letters (NFKC), case folded: a full-width 'ｒｔｘ４０９０' (a CJK input
+    method's default), a ligature or a superscript digit is the name it looks like."""
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
 def normalise(text: str) -> str:
-    """Lowercase, keep letters, digits, dots, ':' and '+': 'RTX-4090' and 'rtx 4090' both become 'rtx4090'.
+    """Fold, keep letters, digits, dots, ':' and '+': 'RTX-4090' and 'rtx 4090' both become 'rtx4090'.
 
     ':' stays because an Ollama tag names one exact build ('deepseek-r1:8b' is not 'DeepSeek R1 8B'),
     '+' because 'Command R+' is not 'Command R'.
     """
-    return _SPLIT.sub("", text.lower()).strip(".")
+    return _SPLIT.sub("", fold(text)).strip(".")
+
+
+def _compatible(text: str) -> str:
+    """NFKC only (case kept, for what is shown back): the count, memory size and tag patterns below see
+    '２× ４０９０', '２４ＧＢ' and 'qwen3：8b' as the ASCII they stand for."""
+    return unicodedata.normalize("NFKC", text)
+
+
+def has_word(text: str) -> bool:
+    """Whether `text` holds a letter or digit a name could share: only then is "did you mean" worth saying
+    (for '🤖' or '!!!' any suggestion would be arbitrary)."""
+    return any(c.isalnum() for c in normalise(text))
 
 
 _WORDS = re.compile(r"[^a-z0-9.+]+")
 
 
 def tokens(text: str) -> tuple[str, ...]:
-    return tuple(t.strip(".") for t in _WORDS.split(text.lower()) if t.strip("."))
+    return tuple(t.strip(".") for t in _WORDS.split(fold(text)) if t.strip("."))
 
 
 @dataclass(frozen=True)
@@ -187,11 +206,15 @@ class _Index(Generic[E]):
     def suggest(self, ids: list[str]) -> list[Suggestion]:
         return [Suggestion(i, self.label(i)) for i in ids]
 
+    def hints(self, query: str) -> list[Suggestion]:
+        """"Did you mean" for a name not found: the best few, none when the text shares no letter or digit
+        with any name (an empty prefix ranks everything alphabetically, which suits autocomplete only)."""
+        return self.suggest(self.ranked(query)[:5]) if has_word(query) else []
+
     def find(self, text: str, suggest: bool = True) -> E:
         query = text.strip()[: MAX_QUERY_CHARS + 1]
         if not normalise(query) or len(query) > MAX_QUERY_CHARS:
-            hints = self.suggest(self.ranked(query)[:5]) if suggest else []
-            raise NotFound(self.kind, text[:MAX_QUERY_CHARS], hints)
+            raise NotFound(self.kind, text[:MAX_QUERY_CHARS], self.hints(query) if suggest else [])
         key = normalise(query)
         hits = self.exact.get(key, set())
         if len(hits) > 1 and len(self.primary.get(key, set())) == 1:
@@ -208,7 +231,7 @@ class _Index(Generic[E]):
         if hits:
             ordered = sorted(hits, key=lambda i: (len(self.label(i)), self.label(i)))
             raise NotFound(self.kind, query, self.suggest(ordered[:10]), ambiguous=True)
-        raise NotFound(self.kind, query, self.suggest(self.ranked(query)[:5]) if suggest else [])
+        raise NotFound(self.kind, query, self.hints(query) if suggest else [])
 
     def by_tokens(self, query: str) -> set[str]:
         """Entries one of whose names contains every word typed (vendor words optional)."""
@@ -254,13 +277,14 @@ class Resolver:
         self._gpus = _Index[GPU]("gpu", catalog.gpus)
         self._models = _Index[Model]("model", catalog.models)
         self._not_releases = {normalise(n): r for r in catalog.not_releases for n in (r.name, *r.aliases)}
+        self._hf_repos = {m.hf_repo.casefold(): m for m in catalog.models if m.hf_repo}
         self._quants: dict[str, QuantFormat] = {}
         for q in catalog.quants:
             for name in (q.id, q.name, *q.aliases):
                 self._quants.setdefault(normalise(name), q)
 
     def gpu(self, text: str) -> GPU:
-        return self._find_gpu(text)
+        return self._find_gpu(_compatible(text))
 
     def _find_gpu(self, text: str) -> GPU:
         """`_gpus.find`, also taking a trailing memory size that only restates the GPU's own ('RTX 4090 24GB')."""
@@ -283,6 +307,7 @@ class Resolver:
 
         The whole text is tried first, so a name that happens to end in digits keeps its meaning.
         """
+        text = _compatible(text)
         try:
             return self._setup(text, 1)
         except NotFound as whole:
@@ -331,6 +356,7 @@ class Resolver:
 
         A name the catalog lists as no public release raises NotARelease (a NotFound) saying so.
         """
+        text = _compatible(text)
         try:
             return self._model(text)
         except NotFound:
@@ -339,6 +365,14 @@ class Resolver:
                 raise NotARelease(text.strip(), listed.name, listed.reason) from None
             raise
 
+    def hf_model(self, text: str) -> Model | None:
+        """The catalog's model for `hf:org/name` when that repo is one the catalog lists (the Hub treats repo
+        ids case-insensitively, so does this); None otherwise, when the Hub has to be asked."""
+        repo = _compatible(text).strip()
+        if repo[:3].lower() == "hf:":
+            repo = repo[3:].strip()
+        return self._hf_repos.get(repo.casefold())
+
     def _model(self, text: str) -> ModelChoice:
         try:
             return ModelChoice(self._models.find(text, suggest=":" not in text), None)
@@ -346,8 +380,7 @@ class Resolver:
             if ":" not in text:
                 raise
             base, _, tag = text.partition(":")
-            quant = self._quant_in_tag(tag)
-            words = [w for w in tag.split("-") if w and self.quant_or_none(w) is None]
+            quant, words = self._quant_in_tag(tag)
             size = [w for w in words if re.fullmatch(r"[a-z]?\d+(\.\d+)?[bm](-a\d+b)?|e\d+b|\d+x\d+b", w.lower())]
             rest = [w for w in words if w.lower() not in _TAG_FILLER and w not in size]
             # Most specific first: 'qwen3:4b-instruct-2507' is the 2507 Instruct build, not Qwen3-4B.
@@ -362,15 +395,18 @@ class Resolver:
                     continue
             if first.ambiguous:
                 raise first from None
-            hints = self._models.suggest(self._models.ranked(text)[:5])
-            raise NotFound("model", text.strip()[:MAX_QUERY_CHARS], hints) from None
+            raise NotFound("model", text.strip()[:MAX_QUERY_CHARS], self._models.hints(text)) from None
 
-    def _quant_in_tag(self, tag: str) -> QuantFormat | None:
-        for part in reversed(tag.split("-")):
-            quant = self.quant_or_none(part)
-            if quant is not None:
-                return quant
-        return None
+    def _quant_in_tag(self, tag: str) -> tuple[QuantFormat | None, list[str]]:
+        """The format a tag names and the tag's other words. A format name may itself hold dashes
+        (`exl2-4.65bpw`, `ud-q4_k_xl`), so runs of words are tried, longest and last first."""
+        parts = [p for p in tag.split("-") if p]
+        for length in range(len(parts), 0, -1):
+            for start in range(len(parts) - length, -1, -1):
+                quant = self.quant_or_none("-".join(parts[start:start + length]))
+                if quant is not None:
+                    return quant, parts[:start] + parts[start + length:]
+        return None, parts
 
     def quant_or_none(self, text: str) -> QuantFormat | None:
         found = self._quants.get(normalise(text))
@@ -383,7 +419,7 @@ class Resolver:
         return None if template is None else bpw_variant(template, asked[1], float(asked[2]))
 
     def complete_gpu(self, prefix: str, limit: int = 25) -> list[Suggestion]:
-        prefix = split_gpu_count(prefix[:MAX_QUERY_CHARS])[0]
+        prefix = split_gpu_count(_compatible(prefix[:MAX_QUERY_CHARS]))[0]
         return self._gpus.suggest(self._gpus.ranked(prefix[:MAX_QUERY_CHARS], limit))
 
     def complete_model(self, prefix: str, limit: int = 25) -> list[Suggestion]:

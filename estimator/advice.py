@@ -14,6 +14,7 @@ from estimator import finetune
 from estimator.capability import (
     CHART_CLASSES,
     LargestModel,
+    has_matrix_units,
     largest_class_that_fits,
     largest_that_fits,
     reference_models,
@@ -51,7 +52,8 @@ class Recommendation(BaseModel):
 
 
 def reference_speed(gpu: GPU, model: Model, fmt: QuantFormat, engine: Engine = "llama.cpp") -> ReferenceSpeed:
-    q = Query(gpu=gpu, model=model, quant=fmt, engine=engine, ctx=4096, prompt_tokens=512)
+    # At /fit's defaults (8k context, decode after a 2k prompt), so the card and /fit quote one figure.
+    q = Query(gpu=gpu, model=model, quant=fmt, engine=engine)
     s = speed(q)
     return ReferenceSpeed(model=model, quant=fmt, decode_tps=s.decode_tps, decode_tps_low=s.decode_tps_low,
                           decode_tps_high=s.decode_tps_high, fits=memory(q).verdict != "does_not_fit")
@@ -144,11 +146,16 @@ def what_to_change(result: FitResult, catalog: Catalog) -> list[Tip]:
     return tips
 
 
+def offload_format(result: FitResult) -> QuantFormat:
+    """The format a partial offload is planned in: the smallest, the one that leaves the most on the GPU."""
+    return smallest_option(result).quant
+
+
 def partial_offload(result: FitResult) -> OffloadPlan | None:
-    """llama.cpp with some layers in system RAM, for the smallest format, when no format fits at all."""
+    """llama.cpp with some layers in system RAM, for `offload_format`, when no format fits at all."""
     if overall_verdict(result) != "does_not_fit" or family(result.query.engine) != "llama.cpp":
         return None
-    return offload_plan(result.query.model_copy(update={"quant": smallest_option(result).quant}))
+    return offload_plan(result.query.model_copy(update={"quant": offload_format(result)}))
 
 
 class FitAnswer(BaseModel):
@@ -161,13 +168,16 @@ class FitAnswer(BaseModel):
     verdict: Verdict
     changes: tuple[Tip, ...]
     offload: OffloadPlan | None
+    offload_quant: QuantFormat | None  # the format `offload` is planned in
     curves: VramCurves
 
 
 def fit_answer(q: Query, formats: list[QuantFormat], catalog: Catalog) -> FitAnswer:
     result = fit(q, formats)
+    offload = partial_offload(result)
     return FitAnswer(result=result, verdict=overall_verdict(result), changes=tuple(what_to_change(result, catalog)),
-                     offload=partial_offload(result), curves=vram_curves(q, formats))
+                     offload=offload, offload_quant=offload_format(result) if offload else None,
+                     curves=vram_curves(q, formats))
 
 
 # --- a GPU's card -----------------------------------------------------------------------------------------
@@ -203,6 +213,7 @@ class GpuCard(BaseModel):
     levels: tuple[LevelCapability, ...]  # int4, int8, fp16
     finetune: dict[finetune.Method, Model | None]  # largest trainable per method, per-GPU peak against one GPU's memory
     precision: str  # the 16-bit format a trainer uses on it
+    matrix_units: bool  # FP16 matrix units: the catalog's FP16 figure is their rate, else the vector rate
     recommendation: Recommendation
 
 
@@ -229,7 +240,8 @@ def gpu_card(catalog: Catalog, gpu: GPU, *, ctx: int = DEFAULT_CTX, gpus: int = 
     q8 = catalog.quant(DEFAULT_FORMAT[engine]["int8"])
     refs = tuple(m for i in REFERENCE_SPEED_MODELS for m in models if m.id == i)
     return GpuCard(gpu=gpu, gpus=gpus, ctx=ctx, usable_bytes=usable, levels=tuple(levels), finetune=best,
-                   precision=training_precision(gpu), recommendation=recommend(gpu, models, q4, q8, refs, engine))
+                   precision=training_precision(gpu), matrix_units=has_matrix_units(gpu),
+                   recommendation=recommend(gpu, models, q4, q8, refs, engine))
 
 
 def class_curves(catalog: Catalog, gpu: GPU, *, ctx: int = DEFAULT_CTX, gpus: int = 1,

@@ -7,6 +7,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from catalog.schema import GPU, Model, QuantFormat
+from estimator.calibration.model import compute_capability
+from estimator.engines import has_neural_accelerators
 from estimator.memory import memory
 from estimator.query import DEFAULT_CTX, Engine, KVDtype, Query
 
@@ -95,9 +97,45 @@ def supports_bf16(gpu: GPU) -> bool:
     return gpu.bf16_tflops is not None
 
 
+# FlashAttention-2 (Dao-AILab/flash-attention README): NVIDIA Ampere, Ada and Hopper or newer ("Turing GPUs:
+# use FlashAttention 1.x for now"); on ROCm its composable-kernel backend runs on MI200/MI300/MI350 and its
+# Triton backend on RDNA 3/4 as well. Elsewhere trainers take PyTorch's SDPA (memory-efficient kernel).
+FLASH_ATTENTION_2_MIN_CC = 8.0
+FLASH_ATTENTION_2_ROCM = ("gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1101", "gfx1200", "gfx1201")
+
+
+def supports_flash_attention_2(gpu: GPU) -> bool:
+    if gpu.vendor == "nvidia":
+        cc = compute_capability(gpu)
+        return cc is None or cc >= FLASH_ATTENTION_2_MIN_CC
+    if gpu.vendor == "amd":
+        return any(target in gpu.architecture for target in FLASH_ATTENTION_2_ROCM)
+    return False
+
+
 def training_precision(gpu: GPU) -> Literal["bf16", "fp16"]:
     """The 16-bit format a trainer uses on this GPU by default."""
     return "bf16" if supports_bf16(gpu) else "fp16"
+
+
+# The first NVIDIA generation with tensor cores (Volta, compute capability 7.0); AMD's matrix cores arrive with
+# CDNA (MFMA) and RDNA 3 (WMMA).
+TENSOR_CORES_MIN_CC = 7.0
+AMD_MATRIX_ARCHITECTURES = ("CDNA", "RDNA 3", "RDNA 4")
+
+
+def has_matrix_units(gpu: GPU) -> bool:
+    """Whether the GPU has FP16 matrix units (tensor cores, MFMA/WMMA, Intel's XMX, Apple's neural accelerators),
+    which its FP16 figure then rates. Pascal, GCN and RDNA 1/2 have none: the catalog lists their packed vector
+    FP16 rate there (see the entries' notes)."""
+    if gpu.vendor == "nvidia":
+        cc = compute_capability(gpu)
+        return cc is None or cc >= TENSOR_CORES_MIN_CC
+    if gpu.vendor == "amd":
+        return gpu.architecture.startswith(AMD_MATRIX_ARCHITECTURES)
+    if gpu.vendor == "apple":
+        return has_neural_accelerators(gpu)
+    return True  # every Intel Arc part in the catalog (Xe-HPG, Xe2) has XMX engines
 
 
 # The size classes people compare cards by, each stood for by one well-known model of that size

@@ -83,29 +83,99 @@ UNFITTED_BAND_WIDEN = 1.5
 
 
 EXLLAMAV3_MIN_CC = 8.0
+# The serving engines' hardware floors, from their own pages. vLLM's GPU installation page (docs.vllm.ai, current):
+# NVIDIA compute capability 7.5 or higher (V100 ran on releases through v0.14, whose page said 7.0); on ROCm the
+# MI200s (gfx90a), MI300 (gfx942), MI350 (gfx950), Radeon RX 7900 (gfx1100/1101), RX 9000 (gfx1200/1201) and
+# Ryzen AI MAX / AI 300 (gfx1151/1150); on Intel the Data Center and Arc GPUs. SGLang's ROCm builds target the
+# MI300 and MI350 series. TensorRT-LLM's support matrix lists Ampere (SM80/86) and newer.
+VLLM_MIN_CC = 7.5
+VLLM_ROCM_TARGETS = frozenset({"gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1101", "gfx1200", "gfx1201",
+                               "gfx1150", "gfx1151"})
+SGLANG_ROCM_TARGETS = frozenset({"gfx942", "gfx950"})
+TRT_LLM_MIN_CC = 8.0
+# vLLM runs FP8 checkpoints as W8A8 on FP8 matrix units and as weight-only W8A16 through FP8 Marlin from compute
+# capability 7.5 (its FP8 W8A8 page); off NVIDIA only where the GPU has FP8 units. NVFP4 is NVIDIA's format.
+FP8_WEIGHT_ONLY_MIN_CC = 7.5
 
 
 def family(engine: str) -> str:
     return ENGINE_FAMILY.get(engine, engine)
 
 
-def supports(engine: Engine, gpu: GPU) -> bool:
+def amd_target(gpu: GPU) -> str | None:
+    """The gfx id the catalog's AMD architecture name carries ('RDNA 3 (Navi 31, gfx1100)'); None if unnamed."""
+    found = re.search(r"gfx[0-9a-f]+", gpu.architecture)
+    return found.group(0) if found else None
+
+
+EngineFloor = tuple[str, dict[str, object]]  # why an engine does not run on a GPU, and the figures that say so
+
+
+def engine_floor(engine: Engine, gpu: GPU) -> EngineFloor | None:
+    """None where the engine runs on the GPU; otherwise the reason ('vendor', 'cc', 'rocm_target') and its
+    figures, so a refusal can say what the engine needs."""
+    cc = compute_capability(gpu)
     if engine == "mlx":
-        return gpu.vendor == "apple"
+        return None if gpu.vendor == "apple" else ("vendor", {"vendors": "Apple"})
     if family(engine) == "server":
-        return gpu.vendor == "nvidia" if engine == "trt-llm" else gpu.vendor in ("nvidia", "amd", "intel")
+        floor = TRT_LLM_MIN_CC if engine == "trt-llm" else VLLM_MIN_CC
+        if gpu.vendor == "nvidia":
+            # An architecture newer than the table counts as new enough.
+            return None if (cc or floor) >= floor else ("cc", {"need": floor, "have": cc})
+        targets = SGLANG_ROCM_TARGETS if engine == "sglang" else VLLM_ROCM_TARGETS
+        if gpu.vendor == "amd" and engine != "trt-llm":
+            ok = amd_target(gpu) in targets
+            return None if ok else ("rocm_target", {"targets": ", ".join(sorted(targets))})
+        if gpu.vendor == "intel" and engine == "vllm":
+            return None
+        return ("vendor", {"vendors": "NVIDIA" if engine == "trt-llm" else "NVIDIA, AMD" if engine == "sglang"
+                           else "NVIDIA, AMD, Intel"})
     if engine == "exllamav3":
         # TabbyAPI's hardware check (common/hardware.py at e632af41): "ExLlamaV3 requires compute capability 8.0
         # (Ampere) or higher and doesn't support ROCm"; an architecture newer than the table counts as Ampere+.
-        return gpu.vendor == "nvidia" and (compute_capability(gpu) or EXLLAMAV3_MIN_CC) >= EXLLAMAV3_MIN_CC
+        if gpu.vendor != "nvidia":
+            return ("vendor", {"vendors": "NVIDIA"})
+        return None if (cc or EXLLAMAV3_MIN_CC) >= EXLLAMAV3_MIN_CC else ("cc", {"need": EXLLAMAV3_MIN_CC, "have": cc})
     if family(engine) == "exllama":
-        return gpu.vendor in ("nvidia", "amd")
+        return None if gpu.vendor in ("nvidia", "amd") else ("vendor", {"vendors": "NVIDIA, AMD"})
+    return None
+
+
+def supports(engine: Engine, gpu: GPU) -> bool:
+    return engine_floor(engine, gpu) is None
+
+
+def format_runs_on(fmt: QuantFormat, gpu: GPU) -> bool:
+    """Whether a serving engine can run this checkpoint format on this GPU (see FP8_WEIGHT_ONLY_MIN_CC)."""
+    if fmt.id == "nvfp4":
+        return gpu.vendor == "nvidia"
+    if fmt.id == "fp8":
+        if gpu.vendor == "nvidia":
+            return (compute_capability(gpu) or FP8_WEIGHT_ONLY_MIN_CC) >= FP8_WEIGHT_ONLY_MIN_CC
+        return gpu.fp8
     return True
 
 
 def tensor_parallel(engine: str) -> bool:
     """vLLM, SGLang and TensorRT-LLM shard every layer over the GPUs; llama.cpp and ExLlama split by layer."""
     return family(engine) == "server"
+
+
+def splits_over(engine: str, model: Model, gpus: int) -> bool:
+    """Whether the engine can shard this model over `gpus` cards. Tensor parallelism gives each card whole
+    attention heads: vLLM requires the query heads to divide by the group size ("Total number of attention heads
+    must be divisible by tensor parallel size") and the KV heads either to divide by it or, when there are fewer
+    KV heads than cards, to divide it (each KV head is then replicated)."""
+    if gpus <= 1 or not tensor_parallel(engine):
+        return True
+    kv = model.kv_heads
+    kv_ok = kv % gpus == 0 if gpus <= kv else gpus % kv == 0
+    return model.attention_heads % gpus == 0 and kv_ok
+
+
+def tensor_parallel_sizes(engine: str, model: Model, most: int) -> list[int]:
+    """The GPU counts from 1 to `most` the engine can shard this model over."""
+    return [n for n in range(1, most + 1) if splits_over(engine, model, n)]
 
 
 def micro_batch_tokens(engine: str) -> int | None:

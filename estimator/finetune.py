@@ -44,7 +44,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from catalog.arch import attention_params_per_layer, embedding_params
 from catalog.schema import GPU, Model
-from estimator.capability import training_precision
+from estimator.capability import supports_flash_attention_2, training_precision
 from estimator.constants import TORCH_CUDA_CONTEXT_BYTES
 from estimator.curve import curve_points
 from estimator.finetune_presets import FRAMEWORKS, Framework, preset_values
@@ -403,7 +403,19 @@ def settings_on(gpu: GPU, **request: Any) -> FinetuneSettings:
     regime, that is the regime there, whatever a framework would pick on newer cards."""
     if training_precision(gpu) == "fp16" and request.get("precision") is None and request.get("regime") is None:
         request["regime"] = "amp_fp16"
+    if not supports_flash_attention_2(gpu) and request.get("attention") is None and "flash_attention" not in request:
+        request["attention"] = "sdpa"  # what a trainer falls back to; it keeps no score matrix either
     return FinetuneSettings(**request)
+
+
+def hardware_conflict(gpu: GPU, settings: FinetuneSettings) -> str | None:
+    """What the request asks of `gpu` that it cannot do: "bf16" (bfloat16 training on a card without it) or
+    "flash" (FlashAttention-2 where it does not run); None when nothing."""
+    if settings.precision == "bf16" and training_precision(gpu) == "fp16":
+        return "bf16"
+    if settings.attention_used == "flash" and not supports_flash_attention_2(gpu):
+        return "flash"
+    return None
 
 
 class FinetuneMemory(BaseModel):

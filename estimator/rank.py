@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from catalog.schema import GPU, Model, QuantFormat
+from estimator.engines import format_runs_on, splits_over
 from estimator.memory import MemoryBreakdown, memory_of, total_bytes, usable_vram_bytes
 from estimator.query import DEFAULT_CTX, Engine, KVDtype
 from estimator.speed import Speed, speed_of
@@ -105,8 +106,12 @@ def rank(
     for model in models:
         if model.context_fit(ctx).status == "too_long":
             continue  # past every documented window; a RoPE-scaled one counts
+        if not splits_over(engine, model, gpus):
+            continue  # its attention heads do not shard over this many cards
         fitting: list[RankedFormat] = []
         for fmt in formats:
+            if not format_runs_on(fmt, gpu):
+                continue
             if total_bytes(model, fmt, gpu, engine, ctx, kv, 1, gpus) > capacity:
                 continue  # only what fits gets the full breakdown and a speed
             mem = memory_of(model, fmt, gpu, gpus, engine, ctx, kv, 1)

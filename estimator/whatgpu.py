@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from pydantic import BaseModel, ConfigDict
 
 from catalog.schema import GPU, Model, QuantFormat
-from estimator.engines import runs_format, supports, tensor_parallel
+from estimator.engines import format_runs_on, runs_format, supports, tensor_parallel, tensor_parallel_sizes
 from estimator.memory import MemoryBreakdown, memory
 from estimator.query import MAX_GPUS, Engine, KVDtype, Query
 from estimator.speed import Speed, speed
@@ -59,10 +59,7 @@ def _counts(gpu: GPU, model: Model, engine: Engine, max_gpus: int) -> Iterable[i
     if gpu.vendor == "apple" or gpu.unified_memory:
         yield 1  # one machine's unified memory; Macs are not pooled
         return
-    for n in range(1, min(max_gpus, MAX_GPUS) + 1):
-        if tensor_parallel(engine) and model.attention_heads % n:
-            continue  # vLLM's tensor parallel size must divide the attention heads
-        yield n
+    yield from tensor_parallel_sizes(engine, model, min(max_gpus, MAX_GPUS))
 
 
 def what_gpu(
@@ -90,7 +87,7 @@ def what_gpu(
         if not supports(engine, gpu):
             continue
         for fmt in formats:
-            if not runs_format(engine, fmt):
+            if not runs_format(engine, fmt) or not format_runs_on(fmt, gpu):
                 continue
             setup = _first_that_fits(model, fmt, gpu, ctx=ctx, engine=engine, kv=kv, min_tps=min_tps,
                                      max_gpus=max_gpus, prompt_tokens=prompt_tokens)

@@ -8,6 +8,7 @@ from typing import Any
 
 from bot.cli.common import CliError, column_names, fetch_hf, lang, print_json, table
 from bot.params import format_tokens
+from bot.render.text import t
 from bot.service import Service
 from catalog.resolve import NotFound
 
@@ -51,7 +52,7 @@ def cmd_catalog(svc: Service, args: argparse.Namespace) -> int:
         if not text:
             raise CliError.of("cli.catalog.import_needs_repo")
         key = text if text.lower().startswith("hf:") else f"hf:{text}"
-        fetch_hf(svc, key)
+        fetch_hf(svc, key, catalog_first=False)
         sys.stdout.write(catalog_entry_toml(svc.extra_models[key]))
         return 0
     if args.action == "list":
@@ -115,7 +116,11 @@ def cmd_catalog(svc: Service, args: argparse.Namespace) -> int:
                 entry = svc.resolver.quant_or_none(text)
                 if entry is None:
                     # 'h100' names several GPUs: say which, rather than that no model is called that.
-                    raise (not_gpu if not_gpu.ambiguous and not not_model.ambiguous else not_model) from None
+                    if not_gpu.ambiguous and not not_model.ambiguous:
+                        raise not_gpu from None
+                    if not_model.ambiguous:
+                        raise not_model from None
+                    raise nothing_named(text, not_gpu, not_model, lang(args)) from None
         data = entry.model_dump(mode="json")
         if args.json:
             print_json(data)
@@ -132,6 +137,17 @@ def cmd_catalog(svc: Service, args: argparse.Namespace) -> int:
         print(table(column_names(loc, "cli.col.kind", "cli.col.id", "cli.col.name"),
                     [[h["kind"], h["id"], h["name"]] for h in hits]))
     return 0
+
+
+def nothing_named(text: str, not_gpu: NotFound, not_model: NotFound, locale: str | None) -> CliError:
+    """`catalog show` looked through GPUs, models and formats: say all three, with what it may have been."""
+    shown = repr(text if len(text) <= 60 else text[:57] + "…")
+    refusal = t(locale, "cli.catalog.no_entry", query=shown)
+    names = t(locale, "list_sep").join([s.label for s in not_gpu.suggestions[:3]]
+                                       + [s.label for s in not_model.suggestions[:3]])
+    if names:
+        return CliError.of("cli.did_you_mean", refusal=refusal, names=names)
+    return CliError(refusal)
 
 
 def register(sub: Any) -> None:

@@ -48,27 +48,35 @@ def column_names(locale: str | None, *keys: str) -> list[str]:
 
 
 
+# What a fit question holds: `fit`'s flags and a batch line's keys.
+FIT_KEYS = ("gpu", "model", "quant", "engine", "ctx", "prompt", "kv", "gpus", "batch")
+
+
 def fit_request(d: dict[str, Any]) -> FitRequest:
     if not d.get("gpu") or not d.get("model"):
         raise CliError.of("cli.need_gpu_and_model")
-    # An empty engine, context or KV cache is "not given"; a count of 0 is refused like any out of range.
-    return FitRequest.of(gpu=str(d["gpu"]), model=str(d["model"]), quant=d.get("quant"), engine=d.get("engine") or None,
-                      ctx=d.get("ctx") or None, prompt=d.get("prompt"), kv=d.get("kv") or None, gpus=d.get("gpus"),
-                      batch=d.get("batch"))
+    # Only a value left out (a flag not passed, a key absent or JSON null) takes the default: an empty `--ctx ""`,
+    # a `"ctx": 0` or a `"model": ["x"]` is refused as typed, never quietly answered for something else.
+    return FitRequest.of(**{key: d.get(key) for key in FIT_KEYS})
 
 
-def fetch_hf(svc: Service, text: str) -> None:
-    """`hf:org/name` → read its config from the hub (cached in the data dir) into the service."""
-    if not text.strip().lower().startswith("hf:") or text.strip() in svc.extra_models:
+def fetch_hf(svc: Service, text: str, *, catalog_first: bool = True) -> None:
+    """`hf:org/name` → read its config from the hub (cached in the data dir) into the service. A repo the
+    catalog lists is answered from the catalog unless `catalog_first` is off (`catalog import-hf` derives
+    the entry from the Hub's config whatever the catalog holds)."""
+    key = text.strip()
+    if not key.lower().startswith("hf:") or key in svc.extra_models:
+        return
+    if catalog_first and not svc.needs_hub(key):
         return
     from bot.huggingface_client import HubClient
     from bot.settings import Settings
 
     async def go() -> Any:
         async with HubClient.from_settings(Settings()) as hub:
-            return await hub.get_or_fetch(text.strip())
+            return await hub.get_or_fetch(key)
 
-    svc.extra_models[text.strip()] = asyncio.run(go())
+    svc.extra_models[key] = asyncio.run(go())
 
 
 def at_least_one(text: str) -> int:

@@ -8,9 +8,19 @@ import sys
 from typing import Any
 
 from bot.cli import json_shapes
-from bot.cli.common import CliError, at_least_one, column_names, fetch_hf, fit_request, lang, print_json, table
+from bot.cli.common import (
+    FIT_KEYS,
+    CliError,
+    at_least_one,
+    column_names,
+    fetch_hf,
+    fit_request,
+    lang,
+    print_json,
+    table,
+)
 from bot.params import BadValue, format_tokens, people_text
-from bot.render.text import t
+from bot.render.text import t, tps_text
 from bot.requests import DEFAULT_SORT, DEFAULT_WHATGPU_LIMIT, GpuRequest, RankRequest, WhatGpuRequest
 from bot.service import Service
 from catalog.resolve import NotFound
@@ -19,7 +29,9 @@ from estimator.query import DEFAULT_CTX, DEFAULT_ENGINE, DEFAULT_KV, DEFAULT_PRO
 
 def tps_cell(d: dict[str, Any]) -> str:
     """A table cell with the estimate and its 80 % range, from one JSON shape's keys."""
-    return f"~{d['decode_tps']:g} ({d['decode_tps_low']:g}–{d['decode_tps_high']:g})"
+    point = d["decode_tps"]
+    return (f"~{tps_text(point)} ({tps_text(d['decode_tps_low'], like=point)}–"
+            f"{tps_text(d['decode_tps_high'], like=point)})")
 
 
 def seconds_text(s: float) -> str:
@@ -49,8 +61,9 @@ def cmd_fit(svc: Service, args: argparse.Namespace) -> int:
             o["memory_gb"]["kv_cache"],
             o["memory_gb"]["overhead"],
             f"{o['memory_gb']['total']} / {o['memory_gb']['usable']}",
-            tps_cell(o),
-            ttft_cell(o),
+            # A format that does not fit has no all-on-GPU speed to show (--json keeps the figures).
+            tps_cell(o) if o["verdict"] != "does_not_fit" else "-",
+            ttft_cell(o) if o["verdict"] != "does_not_fit" else "-",
             _max_ctx(loc, o["max_ctx"], o.get("max_ctx_scaled")),
         ]
         for o in data["options"]
@@ -86,8 +99,8 @@ def cmd_rank(svc: Service, args: argparse.Namespace) -> int:
         print_json(data)
         return 0
     loc = lang(args)
-    print(t(loc, "cli.rank.title", count=args.gpus, gpu=gpu.name, ctx=format_tokens(data["ctx"]),
-            sort=t(loc, f"sort.{args.sort}")))
+    print(t(loc, "cli.rank.title", count=req.gpus, gpu=gpu.name, ctx=format_tokens(data["ctx"]),
+            sort=t(loc, f"sort.{req.sort}")))
     print(
         table(
             column_names(loc, "col.rank", "col.model", "col.params", "col.format", "col.tps", "cli.col.ttft_s",
@@ -169,7 +182,7 @@ def cmd_gpu(svc: Service, args: argparse.Namespace) -> int:
 BATCH_LINE_EXAMPLE = '{"gpu": "t4", "model": "qwen3-8b", "ctx": "16k"}'
 # What a `fit` line may hold (`fit_request` reads these); a misspelt key ("contex") would otherwise be dropped
 # silently and the answer be for the default.
-BATCH_FIT_KEYS = ("gpu", "model", "quant", "engine", "ctx", "prompt", "kv", "gpus", "batch")
+BATCH_FIT_KEYS = FIT_KEYS
 
 
 def batch_query(number: int, line: str) -> dict[str, Any]:
@@ -189,9 +202,17 @@ def batch_query(number: int, line: str) -> dict[str, Any]:
 
 
 def cmd_batch(svc: Service, args: argparse.Namespace) -> int:
+    """One answer line per input line, so answer N is line N's: a blank line gets an error too. Blank lines
+    at the very end (a file's trailing newlines) ask nothing and get nothing, which keeps that true."""
+    blank: list[int] = []
     for number, line in enumerate(sys.stdin, start=1):
         if not line.strip():
+            blank.append(number)  # answered once a query follows it
             continue
+        for empty in blank:
+            print_json({"error": people_text(CliError.of("cli.batch.blank", number=empty,
+                                                         example=BATCH_LINE_EXAMPLE))})
+        blank.clear()
         try:
             query = batch_query(number, line)
             if "finetune" in query:
@@ -216,7 +237,7 @@ def cmd_whatgpu(svc: Service, args: argparse.Namespace) -> int:
     fetch_hf(svc, req.model)
     model, tagged = svc.model(req.model)
     engine = req.engine
-    formats = svc.formats(engine, req.quant) if req.quant or tagged is None else [tagged]
+    formats = svc.formats(engine, req.quant, tagged)
     if not req.quant and tagged is None:
         formats = [svc.quant("int4", engine)]
     rows = what_gpu(model, formats, svc.catalog.gpus, ctx=req.ctx, engine=engine, kv=req.kv,
@@ -241,6 +262,8 @@ def cmd_whatgpu(svc: Service, args: argparse.Namespace) -> int:
 
 
 def add_fit_flags(p: argparse.ArgumentParser) -> None:
+    """`fit`'s flags. Counts (`--gpus`, `--batch`) stay text here, as `--sort` does in `rank`: the request reads
+    them and says what is wrong in the catalog's words and `--lang`, not in argparse's."""
     p.add_argument("--gpu", required=True, help="GPU as people type it: 't4', 'rtx 4090', 'a100 40gb'")
     p.add_argument("--model", required=True, help="model: 'qwen3-8b', 'Qwen/Qwen3-8B', 'llama3.1:8b-instruct-q4_K_M'")
     p.add_argument("--quant", help="format (Q4_K_M, Q8_0, AWQ …) or level (int4, int8, fp16); default: compare three")
@@ -248,8 +271,8 @@ def add_fit_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ctx", default=format_tokens(DEFAULT_CTX), help="context length: 8192, 32k, 128K, 1M")
     p.add_argument("--prompt", default=str(DEFAULT_PROMPT_TOKENS), help="prompt tokens for TTFT (0 = empty context)")
     p.add_argument("--kv", default=DEFAULT_KV, help="KV cache precision: f16, q8_0, q4_0, fp8")
-    p.add_argument("--gpus", type=int, default=1, help="number of GPUs (1-8)")
-    p.add_argument("--batch", type=int, default=1, help="concurrent sequences")
+    p.add_argument("--gpus", default=1, help="number of GPUs (1-8)")
+    p.add_argument("--batch", default=1, help="concurrent sequences")
     p.add_argument("--json", action="store_true")
 
 
@@ -262,9 +285,9 @@ def register(sub: Any) -> None:
     p = sub.add_parser("rank", help="the best models that fit a GPU setup")
     p.add_argument("--gpu", required=True)
     p.add_argument("--ctx", default=format_tokens(DEFAULT_CTX))
-    p.add_argument("--sort", default=DEFAULT_SORT, choices=["quality", "speed", "size"])
+    p.add_argument("--sort", default=DEFAULT_SORT, metavar="{quality,speed,size}")
     p.add_argument("--kv", default=DEFAULT_KV)
-    p.add_argument("--gpus", type=int, default=1)
+    p.add_argument("--gpus", default=1)
     p.add_argument("--engine", default=DEFAULT_ENGINE)
     p.add_argument("--quant")
     p.add_argument("--limit", type=at_least_one)
@@ -274,7 +297,7 @@ def register(sub: Any) -> None:
     p = sub.add_parser("gpu", help="a GPU's spec card: capability, fine-tuning, recommendation")
     p.add_argument("--gpu", required=True)
     p.add_argument("--ctx", default=format_tokens(DEFAULT_CTX))
-    p.add_argument("--gpus", type=int, default=1)
+    p.add_argument("--gpus", default=1)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_gpu)
 
@@ -288,7 +311,7 @@ def register(sub: Any) -> None:
     p.add_argument("--ctx", default=format_tokens(DEFAULT_CTX))
     p.add_argument("--kv", default=DEFAULT_KV)
     p.add_argument("--min-tps", type=float, dest="min_tps", help="at least this many tokens/s")
-    p.add_argument("--max-gpus", type=int, default=8, dest="max_gpus")
+    p.add_argument("--max-gpus", default=8, dest="max_gpus")
     p.add_argument("--budget", type=float, help="most you would spend, USD (launch prices)")
     p.add_argument("--limit", type=at_least_one, default=DEFAULT_WHATGPU_LIMIT)
     p.add_argument("--json", action="store_true")

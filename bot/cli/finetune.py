@@ -170,8 +170,8 @@ def register(sub: Any) -> None:
     p.add_argument("--method", default=DEFAULT_METHOD, choices=choices(ft.Method))
     p.add_argument("--framework", choices=list(FRAMEWORKS), help="take every unset knob from this framework")
     p.add_argument("--seq", default=str(DEFAULT_FINETUNE_SEQ), help="sequence length (2048, 8k, 32k)")
-    p.add_argument("--batch", type=int, default=1, help="micro-batch per GPU")
-    p.add_argument("--gpus", type=int, default=1)
+    p.add_argument("--batch", default=1, help="micro-batch per GPU")  # counts are read (and refused) by the request
+    p.add_argument("--gpus", default=1)
     p.add_argument("--sharding", choices=choices(ft.Sharding))
     p.add_argument("--offload", choices=choices(ft.Offload), help="CPU offload of optimizer state or parameters")
     p.add_argument("--rank", type=int)

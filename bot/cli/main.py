@@ -8,8 +8,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import sys
 from collections.abc import Sequence
+from typing import Any, NoReturn
 
 from bot.cli import catalog as catalog_cli
 from bot.cli import estimate, finetune, reports, run, state
@@ -24,15 +26,39 @@ from catalog.resolve import NotARelease, NotFound
 FAMILIES = (estimate, catalog_cli, run, finetune, trigger, state, reports)
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse refusing a flag (`--limit 0`, a missing `--gpu`, an unknown command) as every other refusal
+    here: one line on stderr and status 2, not the usage text (`--help` still prints that)."""
+
+    def __init__(self, *args: Any, lang: str | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lang = lang
+
+    def error(self, message: str) -> NoReturn:
+        print(f"rigcheck: {t(self.lang, 'cli.usage_error', error=message, prog=self.prog)}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
 def build_parser(lang: str | None = None) -> argparse.ArgumentParser:
     """Every command's flags; their help in `lang` where its catalog translates it."""
-    parser = argparse.ArgumentParser(prog="rigcheck", description="Does this LLM run on that GPU, and how fast?")
+    parser = Parser(prog="rigcheck", description="Does this LLM run on that GPU, and how fast?", lang=lang)
     parser.add_argument("--lang", metavar="LANG", help=t(lang, "cli.lang_help", locales=", ".join(LOCALES)))
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     for family in FAMILIES:
         family.register(sub)
+    speak(parser, lang)
     translate_help(parser, cli_help_texts(lang))
     return parser
+
+
+def speak(parser: argparse.ArgumentParser, lang: str | None) -> None:
+    """`lang` for the refusals of the parser and every subcommand's."""
+    if isinstance(parser, Parser):
+        parser.lang = lang
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for subparser in action.choices.values():
+                speak(subparser, lang)
 
 
 def translate_help(parser: argparse.ArgumentParser, texts: dict[str, str]) -> None:
@@ -56,7 +82,7 @@ def translate_help(parser: argparse.ArgumentParser, texts: dict[str, str]) -> No
 def _lang_anywhere(argv: Sequence[str] | None) -> list[str]:
     """`--lang` before or after the command (`rigcheck fit … --lang zh-CN`): moved in front, where the
     top-level parser reads it."""
-    pre = argparse.ArgumentParser(prog="rigcheck", add_help=False, allow_abbrev=False)
+    pre = Parser(prog="rigcheck", add_help=False, allow_abbrev=False)
     pre.add_argument("--lang")
     known, rest = pre.parse_known_args(sys.argv[1:] if argv is None else list(argv))
     return ["--lang", known.lang, *rest] if known.lang else rest
@@ -72,9 +98,22 @@ def not_found_text(exc: NotFound, locale: str | None) -> str:
     return t(locale, "cli.did_you_mean", refusal=refusal, names=names) if names else refusal
 
 
+def spoken(lang: str) -> bool:
+    """Whether `--lang` names a language the catalog has, by its language subtag: 'en-US' and 'zh_CN' do."""
+    def language(tag: str) -> str:
+        return re.split(r"[-_]", tag.strip().lower(), maxsplit=1)[0]
+
+    return language(lang) in {language(locale) for locale in LOCALES}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     given = _lang_anywhere(argv)
-    parser = build_parser(given[1] if given[:1] == ["--lang"] else None)
+    lang = given[1] if given[:1] == ["--lang"] else None
+    if lang is not None and not spoken(lang):
+        # Said in English: the language asked for is the one thing not known.
+        print(f"rigcheck: {t(None, 'cli.bad_lang', got=repr(lang), locales=', '.join(LOCALES))}", file=sys.stderr)
+        return EXIT_USAGE
+    parser = build_parser(lang)
     args = parser.parse_args(given)
     try:
         return int(args.func(Service(), args) or 0)

@@ -3,8 +3,11 @@ sort choices, echoing user text safely."""
 
 from __future__ import annotations
 
-import discord
 from discord import app_commands
+
+# How a reply repeats what a person typed: the cogs, the error handler and the refusals worded with `Typed`
+# values share the one helper, which lives with the option parsing.
+from bot.params import ECHO_MAX_CHARS, echo
 
 # The hub deadline and the context transformer are part of what a command's options mean; they are named
 # here too because the commands' tests reach them through this module.
@@ -16,18 +19,7 @@ HEAVY_COMMAND_PER_S = 60.0
 SORT_CHOICES = [app_commands.Choice(name=n, value=n) for n in ("quality", "speed", "size")]
 
 
-ECHO_MAX_CHARS = 40
-
-
-def echo(text: str, limit: int = ECHO_MAX_CHARS) -> str:
-    """User text shown back in a public embed: bounded, with markdown (masked links included) and mentions
-    made inert, so an option cannot post a link or a wall of text under the bot's name."""
-    clipped = " ".join(text.split())
-    clipped = clipped[:limit] + ("…" if len(clipped) > limit else "")
-    return discord.utils.escape_mentions(discord.utils.escape_markdown(clipped))
-
-
-__all__ = ["HEAVY_COMMAND_PER_S", "HEAVY_COMMAND_RATE", "HF_DEFER_AFTER_S", "SORT_CHOICES", "TokensTransformer",
-           "echo"]
+__all__ = ["ECHO_MAX_CHARS", "HEAVY_COMMAND_PER_S", "HEAVY_COMMAND_RATE", "HF_DEFER_AFTER_S", "SORT_CHOICES",
+           "TokensTransformer", "echo"]
 
 

@@ -14,8 +14,8 @@ from discord.ext import commands
 
 from bot.daily.delivery import DailyJob, parse_webhook_url
 from bot.i18n import interaction_locale
-from bot.params import BadValue, format_tokens
-from bot.render.text import t
+from bot.params import BadValue
+from bot.render.text import format_tokens, t
 from bot.requests import DailyPreviewRequest, DailyRequest, DailyUnsubscribeRequest, Request
 
 if TYPE_CHECKING:

@@ -16,8 +16,8 @@ from discord.ext import commands
 
 from bot.cogs.common import echo
 from bot.i18n import interaction_locale
-from bot.params import BadValue, format_tokens
-from bot.render.text import t, tps_text
+from bot.params import BadValue
+from bot.render.text import format_tokens, t, tps_text
 from bot.reports.rules import BUILD_MAX_CHARS, NOTES_MAX_CHARS, OUTLIER_FACTOR, is_outlier, reporter_hash, summarize
 from bot.requests import (
     REPORT_ID_MAX,
@@ -171,7 +171,8 @@ class ReportCog(commands.GroupCog, group_name="report",
              + (f" · {t(locale, 'report.build', build=echo(build_text, BUILD_MAX_CHARS))}" if build_text else "")
              + (f" · {t(locale, 'report.ctx', ctx=format_tokens(ctx_tokens))}" if ctx_tokens else "")),
             (t(locale, "report.estimate"), t(locale, "report.estimate_line", tps=tps_text(sp.decode_tps),
-                                             low=tps_text(sp.decode_tps_low), high=tps_text(sp.decode_tps_high))),
+                                             low=tps_text(sp.decode_tps_low, sp.decode_tps),
+                                             high=tps_text(sp.decode_tps_high, sp.decode_tps))),
         ]
         if request.notes:
             fields.append((t(locale, "report.notes"), echo(request.notes, NOTES_MAX_CHARS)))
@@ -295,7 +296,7 @@ async def community_field(bot: RigBot, guild_id: int | None, q: Query, formats: 
             continue
         key = "report.community_one" if found.count == 1 else "report.community_many"
         lines.append(t(locale, key, quant=fmt.name, tps=tps_text(found.median_tps), count=found.count,
-                       low=tps_text(found.low_tps), high=tps_text(found.high_tps)))
+                       low=tps_text(found.low_tps, found.median_tps), high=tps_text(found.high_tps, found.median_tps)))
     if not lines:
         return None
     return {"name": t(locale, "report.community_title"), "value": "\n".join(lines)[:1024], "inline": False}
@@ -328,7 +329,8 @@ async def rank_community_field(bot: RigBot, guild_id: int | None, gpu_id: str, g
     for summary, label in found[:RANK_COMMUNITY_LINES]:
         key = "report.community_one" if summary.count == 1 else "report.community_many"
         lines.append(t(locale, key, quant=label, tps=tps_text(summary.median_tps), count=summary.count,
-                       low=tps_text(summary.low_tps), high=tps_text(summary.high_tps)))
+                       low=tps_text(summary.low_tps, summary.median_tps),
+                       high=tps_text(summary.high_tps, summary.median_tps)))
     if not lines:
         return None
     return {"name": t(locale, "report.community_title"), "value": "\n".join(lines)[:1024], "inline": False}

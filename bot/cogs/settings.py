@@ -13,12 +13,16 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.params import format_tokens
+from bot.params import BadValue
 from bot.render.replies import error_reply
-from bot.render.text import t
+from bot.render.text import Message, format_tokens, t
 from bot.requests import STORED_KEYS, Built, Scope, SettingsRequest, stored_values
+from bot.service import check_engine
 from bot.store.records import GuildSettings, UserSettings
 from bot.transformers import EngineOption, GpuOption, KvOption, Tokens, given
+from catalog.schema import GPU
+from estimator.engines import supports
+from estimator.query import Engine
 
 if TYPE_CHECKING:
     from bot.client import RigBot
@@ -40,6 +44,16 @@ def defaults_note(built: Built[Any], locale: str, label: Mapping[str, str] | Non
 
 def _shown(key: str, value: Any) -> str:
     return format_tokens(int(value)) if key == "ctx" else str(value)
+
+
+def _engine_refusal(engine: Engine, gpu: GPU) -> Message:
+    """Why `engine` does not run on `gpu`, worded as a command refusing it words it."""
+    try:
+        check_engine(engine, gpu)
+    except BadValue as err:
+        if err.key is not None:
+            return Message(err.key, err.values)
+    return Message("bad.engine_gpu", {"engine": engine, "gpu": gpu.name})
 
 
 def join_notes(*notes: str | None) -> str | None:
@@ -131,6 +145,8 @@ class SettingsCog(commands.GroupCog, group_name="settings", group_description="D
             await interaction.response.send_message(text, ephemeral=True)
             return
         record = record.model_copy(update=update)
+        if {"gpu_ids", "engine"} & update.keys():
+            await self._refuse_mismatch(interaction, scope, record)
         if isinstance(record, GuildSettings):
             assert interaction.guild_id is not None
             await self.bot.state.set_guild_settings(interaction.guild_id, record)
@@ -138,6 +154,19 @@ class SettingsCog(commands.GroupCog, group_name="settings", group_description="D
             await self.bot.state.set_user_settings(interaction.user.id, record)
         text = t(locale, "settings.saved", scope=scope_name, values=self._describe(locale, stored_values(record)))
         await interaction.response.send_message(text, ephemeral=True)
+
+    async def _refuse_mismatch(self, interaction: discord.Interaction, scope: Scope,
+                               record: GuildSettings | UserSettings) -> None:
+        """Refuse, saving nothing, defaults whose engine does not run on their GPU: every later command would
+        fail on options the asker never typed. Yours are checked as commands will use them, over the server's."""
+        values = stored_values(record)
+        if scope == "me" and interaction.guild_id and self.bot.state is not None:
+            values = {**stored_values(await self.bot.state.get_guild_settings(interaction.guild_id)), **values}
+        gpu = next((g for g in self.bot.service.catalog.gpus if g.id == values.get("gpu")), None)
+        engine = values.get("engine")
+        if gpu is None or engine is None or supports(engine, gpu):
+            return
+        raise BadValue.of("settings.mismatch", reason=_engine_refusal(engine, gpu), cmd=scope)
 
     server = _setter("server", "Defaults for everyone in this server (Manage Server)")
     me = _setter("me", "Your own defaults (override the server's)")

@@ -33,11 +33,12 @@ from urllib.parse import urlsplit
 import aiohttp
 import discord
 
-from bot.params import BadValue, format_tokens
+from bot.params import BadValue
 from bot.render import charts
 from bot.render.embeds import COLORS, FOOTER_MAX, render_embed
 from bot.render.replies import range_note, rank_rows_view
 from bot.render.reply import Reply, ReplyFile
+from bot.render.text import format_tokens
 from bot.requests import DAILY_MAX_GPUS, RankRequest
 from bot.service import Service
 from catalog.resolve import NotFound

@@ -39,8 +39,7 @@ from matplotlib.patches import Patch
 from matplotlib.text import Text
 from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLocator
 
-from bot.params import format_tokens
-from bot.render.text import drawable_locale, t, tps_text
+from bot.render.text import TOKEN_UNITS, drawable_locale, format_tokens, t, tps_text
 from estimator.curve import VramCurves
 from estimator.rank import RankRow
 from estimator.units import GIB
@@ -167,9 +166,20 @@ def _style(theme: Theme, locale: str) -> _Style:
 
 # --- formatting ------------------------------------------------------------------------------------
 
+CTX_LABEL_CHARS = 7
+
+
 def ctx_label(tokens: float) -> str:
-    """Axis and legend labels use the same rule as every reply's text."""
-    return format_tokens(tokens)
+    """Axis and legend labels say a count as the replies' text does while it stays short (64k, 128,000, 50,944);
+    a longer exact count is cut down to tenths of its binary unit (10,115,072 → 9.6M), rounded down as a largest
+    context must be."""
+    exact = format_tokens(tokens)
+    if len(exact) <= CTX_LABEL_CHARS:
+        return exact
+    count = max(0, math.floor(tokens))
+    unit, size = next(((u, n) for u, n in TOKEN_UNITS if count >= n), ("", 1))
+    value = count / size
+    return f"{math.floor(value) if value >= 100 else math.floor(value * 10) / 10:g}{unit}"
 
 
 def _gib(value: float) -> str:

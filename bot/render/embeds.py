@@ -22,9 +22,8 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, pass_context, select_autoescape
 from jinja2.runtime import Context
 
-from bot.params import format_tokens
-from bot.render.text import TEMPLATES, locale_key, t, tps_text
-from estimator.units import gib_text
+from bot.render.text import TEMPLATES, format_tokens, locale_key, t, tps_text
+from estimator.units import MIB, gib_text
 
 TITLE_MAX = 256
 DESCRIPTION_MAX = 4096
@@ -154,8 +153,10 @@ def parse_sections(text: str, more: str) -> dict[str, Any]:
     return builder.build()
 
 
-def _secs(value: float) -> str:
-    return f"{value * 1000:.0f} ms" if value < 1 else f"{value:.1f} s"
+def _secs(value: float, high: float | None = None) -> str:
+    """A time in ms below a second, else in s; beside a range, in the range's unit (its `high` end decides), so
+    a figure and its range never mix units: "0.8 s (0.6–1.2 s)", not "820 ms (0.6–1.2 s)"."""
+    return f"{value * 1000:.0f} ms" if (value if high is None else high) < 1 else f"{value:.1f} s"
 
 
 def _secs_span(low: float, high: float) -> str:
@@ -163,6 +164,24 @@ def _secs_span(low: float, high: float) -> str:
     if high < 1:
         return f"{low * 1000:.0f}–{high * 1000:.0f} ms"
     return f"{low:.1f}–{high:.1f} s"
+
+
+def _over_by(memory: Any) -> str:
+    """MiB past the usable memory, for a total that does not fit yet prints as the usable figure ("15.0 of
+    15.0"): the verdict then says why. Empty otherwise."""
+    over = memory.total_bytes - memory.usable_bytes
+    if over <= 0 or gib_text(memory.total_bytes) != gib_text(memory.usable_bytes):
+        return ""
+    mib = over / MIB
+    return f"{mib:.1f}" if mib < 10 else f"{mib:.0f}"
+
+
+def _scaled_ctx(option: Any) -> str:
+    """The largest context with RoPE scaling, where it says more than the native one; empty otherwise."""
+    scaled = option.max_ctx_scaled
+    if not scaled or format_tokens(scaled) == format_tokens(option.max_ctx):
+        return ""
+    return format_tokens(scaled)
 
 
 # The locale a template is rendered for, as its context holds it (filters that word something read it).
@@ -193,7 +212,7 @@ def environment() -> Environment:
         keep_trailing_newline=True,
     )
     env.filters.update(gib=gib_text, tps=tps_text, secs=_secs, secs_span=_secs_span, tokens=format_tokens,
-                       params=_params)
+                       params=_params, over_by=_over_by, scaled_ctx=_scaled_ctx)
     return env
 
 

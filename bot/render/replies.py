@@ -3,15 +3,25 @@ CLI, the sandbox and the daily job render exactly what the bot sends."""
 
 from __future__ import annotations
 
+import difflib
 import math
+import re
 from typing import Any
 
-from bot.params import format_tokens
 from bot.render import charts
 from bot.render.embeds import COLORS, render_embed
 from bot.render.reply import Reply, ReplyFile
-from bot.render.table import Column, render_table, setup_label, short_gpu_name, short_model_name
-from bot.render.text import t, tps_text
+from bot.render.table import (
+    CODE_BLOCK_MAX,
+    Column,
+    display_width,
+    render_table,
+    setup_label,
+    short_format_name,
+    short_gpu_name,
+    short_model_name,
+)
+from bot.render.text import format_tokens, t, tps_text
 from bot.requests import (
     CompareRequest,
     FinetuneRequest,
@@ -27,7 +37,7 @@ from catalog.schema import GPU, QuantFormat
 from estimator.advice import Recommendation, Tip, class_curves, fit_answer, gpu_card
 from estimator.curve import VramCurves
 from estimator.offload import OffloadPlan
-from estimator.query import Query
+from estimator.query import DEFAULT_PROMPT_TOKENS, Query
 from estimator.rank import RankRow
 from estimator.speed import Speed
 from estimator.units import GIB, gib_text
@@ -83,16 +93,21 @@ def context_note(q: Query, locale: str) -> str | None:
 
 
 def prompt_note(q: Query, asked: int, locale: str) -> str | None:
-    """A prompt longer than the context is answered at the context; say so rather than change it silently."""
-    if asked <= q.prompt_tokens:
+    """A prompt someone asked for that is longer than the context is answered at the context; say so rather than
+    change it silently. The default prompt is nobody's request: it just shrinks to a short context."""
+    if asked <= q.prompt_tokens or asked == DEFAULT_PROMPT_TOKENS:
         return None
     return t(locale, "prompt.capped", asked=format_tokens(asked), ctx=format_tokens(q.ctx), prompt=q.prompt_tokens)
 
 
 def offload_text(plan: OffloadPlan | None, locale: str) -> str | None:
+    """The split in words. When every repeating layer fits, what stays in RAM is the embedding and output
+    weights (llama.cpp's `-ngl` counts repeating layers), which is what has to be said, not "N of N layers"."""
     if plan is None:
         return None
-    return t(locale, "offload", on=plan.gpu_layers, total=plan.total_layers, tps=f"{plan.decode_tps:.1f}")
+    key = "offload.all_layers" if plan.gpu_layers >= plan.total_layers else "offload"
+    return t(locale, key, on=plan.gpu_layers, total=plan.total_layers, cpu=plan.total_layers - plan.gpu_layers,
+             ram=gib_text(plan.ram_bytes), tps=tps_text(plan.decode_tps))
 
 
 def fit_reply(svc: Service, req: FitRequest, *, locale: str, theme: charts.Theme = "dark") -> Reply:
@@ -120,6 +135,9 @@ def fit_reply(svc: Service, req: FitRequest, *, locale: str, theme: charts.Theme
         color=COLORS[verdict],
         advice=advice(answer.changes, q, locale),
         offload=offload,
+        # The format the offload plan is for: its field quotes the split's speed, not an all-in-VRAM one.
+        offload_for=answer.offload_quant.id if answer.offload_quant else None,
+        offload_tps=answer.offload.decode_tps if answer.offload else None,
         notes=[n for n in (context_note(q, locale), prompt_note(q, req.prompt, locale)) if n],
         image="vram.png",
     )
@@ -303,8 +321,8 @@ def recommendation_text(rec: Recommendation, locale: str) -> str:
     if lc:
         lines.append(t(locale, "rec.long", model=lc.name))
     speeds = t(locale, "list_sep").join(
-        t(locale, "rec.speed", model=r.model.name, tps=tps_text(r.decode_tps), low=tps_text(r.decode_tps_low),
-          high=tps_text(r.decode_tps_high))
+        t(locale, "rec.speed", model=r.model.name, tps=tps_text(r.decode_tps),
+          low=tps_text(r.decode_tps_low, r.decode_tps), high=tps_text(r.decode_tps_high, r.decode_tps))
         + ("" if r.fits else t(locale, "rec.if_fitted"))
         for r in rec.reference_speeds
     )
@@ -332,6 +350,7 @@ def gpu_reply(svc: Service, req: GpuRequest, *, locale: str, theme: charts.Theme
         capability=capability,
         finetune=ft,
         precision=card.precision,
+        matrix_units=card.matrix_units,
         recommendation=recommendation_text(card.recommendation, locale),
         image="vram.png",
     )
@@ -349,6 +368,14 @@ def gpu_reply(svc: Service, req: GpuRequest, *, locale: str, theme: charts.Theme
         png = charts.vram_chart(base.model_copy(update={"curves": tuple(curves)}), title=title,
                                 gpu_label=gpu.name, locale=locale, theme=theme)
     return Reply(embeds=[embed], files=[ReplyFile(filename="vram.png", data=png)])
+
+
+def compare_why(asked: bool, options: list[Any]) -> str:
+    """Why both sides are in this format: asked for, the best that fits both, or (nothing fitting both) the
+    smallest, which must not be called one that fits."""
+    if asked:
+        return "compare.asked"
+    return "compare.shared" if all(o.fits for o in options) else "compare.none_fits"
 
 
 def compare_reply(svc: Service, req: CompareRequest, *, locale: str, theme: charts.Theme = "dark") -> Reply:
@@ -376,7 +403,8 @@ def compare_reply(svc: Service, req: CompareRequest, *, locale: str, theme: char
             limits.append(charts.Limit(label=setup, usable_bytes=curve.usable_bytes,
                                        per_gpu_bytes=curve.usable_per_gpu_bytes if q.gpus > 1 else None))
         c = curve.curves[0]
-        label = f"{short_model_name(q.model, 18)} · {setup_label(q.gpu, q.gpus, short=True, width=16)}"
+        short_setup = setup_label(q.gpu, q.gpus, short=True, width=16, among=svc.catalog.gpus)
+        label = f"{short_model_name(q.model, 18)} · {short_setup}"
         curves.append(charts.Series(label=label, x=c.ctx, y_bytes=c.total_bytes, max_x=c.max_ctx,
                                     limit=limit_of[key]))
     first = queries[0][0]
@@ -390,7 +418,7 @@ def compare_reply(svc: Service, req: CompareRequest, *, locale: str, theme: char
         ctx=first.ctx,
         kv=first.kv,
         fmt=fmt,
-        why=t(locale, "compare.asked" if asked else "compare.shared", fmt=fmt.name),
+        why=t(locale, compare_why(asked, [s["option"] for s in sides]), fmt=fmt.name),
         verdicts=verdict_words(locale),
         image="vram.png",
     )
@@ -474,31 +502,27 @@ def _change_value(change: Any) -> str:
 
 
 WHATGPU_PAGE = 10
-WHATGPU_PER_COUNT = 5
-WHATGPU_SETUP_WIDTH = 20
+WHATGPU_FORMAT_MAX = 10  # the widest format column; longer names lose whole words
 
 
-def rows_per_count(setups: list[Any], limit: int | None = None) -> list[Any]:
-    """The best few setups of each GPU count first, in the list's own order, so a long list of single
-    cards does not hide that two or four smaller ones would also do; then every other setup."""
-    seen: dict[int, int] = {}
-    first, rest = [], []
-    for s in setups:
-        if seen.get(s.count, 0) < WHATGPU_PER_COUNT:
-            seen[s.count] = seen.get(s.count, 0) + 1
-            first.append(s)
-        else:
-            rest.append(s)
-    ordered = first + rest
-    return ordered[:limit] if limit is not None else ordered
+def whatgpu_columns(shown: list[Any], locale: str) -> list[Column]:
+    """The setup column takes whatever the phone-wide line leaves: the format column is only as wide as the
+    formats on the page, so most pages name each board in full words."""
+    fixed = [Column(t(locale, "col.tps"), 5, ">"), Column(t(locale, "col.ttft"), 5, ">"),
+             Column(t(locale, "col.free"), 8, ">")]
+    header = t(locale, "col.format")
+    fmt_width = max([display_width(header), *(display_width(short_format_name(s.quant, WHATGPU_FORMAT_MAX))
+                                              for s in shown)])
+    setup_width = CODE_BLOCK_MAX - fmt_width - sum(c.width for c in fixed) - len(fixed) - 1
+    return [Column(t(locale, "col.setup"), setup_width), Column(header, fmt_width), *fixed]
 
 
-def whatgpu_table(shown: list[Any], locale: str) -> list[str]:
-    columns = [Column(t(locale, "col.setup"), WHATGPU_SETUP_WIDTH), Column(t(locale, "col.format"), 8),
-               Column(t(locale, "col.tps"), 5, ">"), Column(t(locale, "col.ttft"), 5, ">"),
-               Column(t(locale, "col.free"), 8, ">")]
-    rows = [[setup_label(s.gpu, s.count, short=True, width=WHATGPU_SETUP_WIDTH), s.quant.name[:8],
-             _tps_cell(s.decode_tps), _ttft_cell(s.ttft_s), gib_text(s.headroom_bytes)] for s in shown]
+def whatgpu_table(shown: list[Any], locale: str, gpus: tuple[GPU, ...]) -> list[str]:
+    columns = whatgpu_columns(shown, locale)
+    setup_width, fmt_width = columns[0].width, columns[1].width
+    rows = [[setup_label(s.gpu, s.count, short=True, width=setup_width, among=gpus),
+             short_format_name(s.quant, fmt_width), _tps_cell(s.decode_tps), _ttft_cell(s.ttft_s),
+             gib_text(s.headroom_bytes)] for s in shown]
     return render_table(columns, rows)
 
 
@@ -508,21 +532,21 @@ def whatgpu_reply(svc: Service, req: WhatGpuRequest, page: int = 1, *, locale: s
 
     ctx, quant, min_tps, budget, engine = req.ctx, req.quant, req.min_tps, req.budget, req.engine
     model, tagged = svc.model(req.model)
-    formats = svc.formats(engine, quant) if quant or tagged is None else [tagged]
+    formats = svc.formats(engine, quant, tagged)
     if not quant and tagged is None:
         formats = [svc.quant("int4", engine)]
-    setups = rows_per_count(what_gpu(model, formats, svc.catalog.gpus, ctx=ctx, engine=engine, min_tps=min_tps,
-                                     budget_usd=budget))
+    # In the estimator's order (fewest GPUs, then price, power, speed), which the reply says it follows.
+    setups = what_gpu(model, formats, svc.catalog.gpus, ctx=ctx, engine=engine, min_tps=min_tps, budget_usd=budget)
     pages = max(1, math.ceil(len(setups) / WHATGPU_PAGE))
     page = min(max(1, page), pages)
     shown = setups[(page - 1) * WHATGPU_PAGE : page * WHATGPU_PAGE]
     embed = render_embed("whatgpu", locale, model=model, ctx=ctx, engine=engine,
                          formats=", ".join(f.name for f in formats), min_tps=min_tps, budget=budget,
-                         total=len(setups), table=whatgpu_table(shown, locale) if shown else [],
+                         total=len(setups), table=whatgpu_table(shown, locale, svc.catalog.gpus) if shown else [],
                          ranges=range_note([s.speed for s in shown], locale),
                          page=t(locale, "page", page=page, pages=pages), image="whatgpu.png")
-    bars = [(f"{setup_label(s.gpu, s.count, short=True)} · {s.quant.name}", s.decode_tps, s.headroom_bytes / GIB)
-            for s in shown]
+    bars = [(f"{setup_label(s.gpu, s.count, short=True, among=svc.catalog.gpus)} · {s.quant.name}", s.decode_tps,
+             s.headroom_bytes / GIB) for s in shown]
     png = charts.setups_chart(bars, title=f"{model.name} · {format_tokens(ctx)}", locale=locale, theme=theme)
     return Reply(embeds=[embed], files=[ReplyFile(filename="whatgpu.png", data=png)], meta={"pages": pages})
 
@@ -531,13 +555,45 @@ MODELS_PAGE = 20
 GPUS_PAGE = 20
 
 
+FAMILY_SUGGESTIONS = 8
+
+
+def family_key(name: str) -> str:
+    """A family name as matched: case, spaces, hyphens and underscores aside ('qwen3 vl' is Qwen3-VL)."""
+    return re.sub(r"[\s_-]+", "", name).casefold()
+
+
+def related_families(families: set[str], asked: str) -> list[str]:
+    """Families a name may have meant besides its exact match: those it begins or is part of (qwen3 →
+    Qwen3-2507, Qwen3-VL), then spellings close to it (qwen3vi → Qwen3-VL)."""
+    key = family_key(asked)
+    others = sorted(f for f in families if family_key(f) != key)
+    starts = [f for f in others if family_key(f).startswith(key)]
+    within = [f for f in others if key in family_key(f) and f not in starts]
+    keys = {family_key(f): f for f in others}
+    close = [keys[k] for k in difflib.get_close_matches(key, list(keys), n=FAMILY_SUGGESTIONS, cutoff=0.75)]
+    return list(dict.fromkeys(starts + within + close))
+
+
+def family_note(families: set[str], asked: str, label: str, matched: bool, locale: str) -> str:
+    """What to say about families beside the one asked: the near ones, as a did-you-mean when none matched."""
+    near = related_families(families, asked)
+    if not near:
+        return t(locale, "list.models.no_family_near", family=label) if not matched else ""
+    names = t(locale, "list_sep").join(f"`{f}`" for f in near[:FAMILY_SUGGESTIONS])
+    if len(near) > FAMILY_SUGGESTIONS:
+        names += t(locale, "list_sep") + "…"
+    return t(locale, "list.models.related" if matched else "list.models.no_family", family=label, names=names)
+
+
 def models_reply(svc: Service, req: ModelsRequest, page: int = 1, *, locale: str,
                  family_label: str | None = None) -> Reply:
-    """`family_label` is the family as shown back (bounded and escaped by the caller)."""
+    """`family_label` is the family as shown back (bounded and escaped by the caller). A family matches by
+    its whole name (`family_key`): qwen3 is Qwen3, not Qwen3.5; the near ones are named instead."""
     family, max_params = req.family, req.max_params
-    needle = (family or "").lower().replace(" ", "")
+    needle = family_key(family or "")
     picked = sorted((m for m in svc.catalog.models
-                     if (not needle or needle in m.family.lower().replace(" ", ""))
+                     if (not needle or family_key(m.family) == needle)
                      and (max_params is None or m.params_b <= max_params)), key=lambda m: (m.family, m.params_b))
     pages = max(1, math.ceil(len(picked) / MODELS_PAGE))
     page = min(max(1, page), pages)
@@ -547,7 +603,13 @@ def models_reply(svc: Service, req: ModelsRequest, page: int = 1, *, locale: str
     rows = [[short_model_name(m, 26),
              f"{m.params_b:g}B" + (f" ({m.active_params_b:g}A)" if m.active_params_b < m.params_b else ""),
              format_tokens(m.max_context)] for m in shown]
-    intro = t(locale, "list.models.intro", n=len(picked)) + (f" · {family_label}" if family_label else "")
+    intro = t(locale, "list.models.intro_one" if len(picked) == 1 else "list.models.intro", n=len(picked))
+    intro += f" · {family_label}" if family_label else ""
+    if family:
+        families = {m.family for m in svc.catalog.models}
+        matched = any(family_key(f) == needle for f in families)
+        note = family_note(families, family, family_label or family, matched, locale)
+        intro += f"\n{note}" if note else ""
     footer = t(locale, "list.footer", page=t(locale, "page", page=page, pages=pages))
     reply = list_reply(t(locale, "list.models.title"), intro, render_table(columns, rows) if rows else ["—"],
                        footer, locale)
@@ -563,7 +625,7 @@ def gpus_reply(svc: Service, req: GpusRequest, page: int = 1, *, locale: str) ->
     shown = picked[(page - 1) * GPUS_PAGE : page * GPUS_PAGE]
     columns = [Column(t(locale, "col.gpu"), 28), Column(t(locale, "col.vram"), 7, ">"),
                Column(t(locale, "col.bandwidth"), 6, ">")]
-    rows = [[short_gpu_name(g, 28), f"{g.vram_gb:g} GB", f"{g.bandwidth_gbs:.0f}"] for g in shown]
+    rows = [[short_gpu_name(g, 28, svc.catalog.gpus), f"{g.vram_gb:g} GB", f"{g.bandwidth_gbs:.0f}"] for g in shown]
     intro = t(locale, "list.gpus.intro", n=len(picked)) + (f" · {vendor}" if vendor else "")
     footer = t(locale, "list.footer", page=t(locale, "page", page=page, pages=pages))
     reply = list_reply(t(locale, "list.gpus.title"), intro, render_table(columns, rows) if rows else ["—"],

@@ -11,9 +11,10 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
-from catalog.schema import GPU, Model
+from catalog.schema import GPU, Model, QuantFormat
 
 CODE_BLOCK_MAX = 56
 
@@ -108,32 +109,121 @@ def short_model_name(model: Model, width: int) -> str:
     return sizes if display_width(sizes) <= width else sizes.split(" ")[0]
 
 
+def short_format_name(fmt: QuantFormat, width: int) -> str:
+    """A format's name in whole words: the note in parentheses goes, then words from the end ('FP8 (W8A8)' →
+    'FP8', 'EXL2 4.0 bpw' → 'EXL2 4.0'), never 'FP8 (W8A'."""
+    words = _PARENS.sub("", fmt.name).split() or [fmt.name]
+    while len(words) > 1 and display_width(" ".join(words)) > width:
+        words.pop()
+    text = " ".join(words)
+    return text if display_width(text) <= width else text[: width - 1] + "…"
+
+
 _GPU_VENDOR_WORDS = {"nvidia", "geforce", "amd", "intel", "apple", "tesla"}
 _MEMORY_PAREN = re.compile(r"\([^()]*?(\d+(?:\.\d+)?)\s*GB(?: unified memory)?\)", re.IGNORECASE)
 _CORES_PAREN = re.compile(r"\((\d+)-core GPU[^)]*\)", re.IGNORECASE)
 
 
-def short_gpu_name(gpu: GPU, width: int = 24) -> str:
-    """'RTX 3090', 'M3 Max 40c 128GB', 'Radeon RX 7900 XTX': vendor words and notes go, memory stays."""
+# Words that never tell two boards apart on their own; they go first.
+_GENERIC_GPU_WORDS = {"gpu", "edition", "generation", "graphics"}
+
+
+def _gpu_words(gpu: GPU) -> list[str]:
+    """The name's words, vendor words, generic words and notes gone, memory and core counts kept ('M3 Max 40c
+    128GB', 'RTX 4060 Laptop')."""
     name = _CORES_PAREN.sub(lambda m: f"{m.group(1)}c", gpu.name)
     name = _MEMORY_PAREN.sub(lambda m: f"{m.group(1)}GB", name)
     name = _PARENS.sub("", name)
     split = name.split()
-    words = [
+    return [
         w for i, w in enumerate(split)
-        if w.lower() not in _GPU_VENDOR_WORDS
+        if w.lower() not in _GPU_VENDOR_WORDS | _GENERIC_GPU_WORDS
         # 'Radeon RX 7900 XTX' reads as 'RX 7900 XTX'; a bare 'Radeon 8060S' keeps its brand.
         and not (w.lower() == "radeon" and i + 1 < len(split) and split[i + 1].lower() in ("rx", "instinct", "pro"))
     ] or split
-    while display_width(" ".join(words)) > width and len(words) > 1:
-        # Model numbers and memory sizes (R9700, 3090, 144GB) tell boards apart, so a plain word goes
-        # first, the last one; only then the last word.
-        plain = [i for i, w in enumerate(words) if not any(c.isdigit() for c in w)]
-        del words[plain[-1] if plain and len(plain) < len(words) else -1]
-    return " ".join(words)
 
 
-def setup_label(gpu: GPU, count: int, *, short: bool = False, width: int = 24) -> str:
-    """'RTX 3090' for one card, '2× RTX 3090' for two."""
-    name = short_gpu_name(gpu, width - (3 if count > 1 else 0)) if short else gpu.name
+def _has_digit(word: str) -> bool:
+    return any(c.isdigit() for c in word)
+
+
+def _numbered(words: list[str]) -> list[int]:
+    return [i for i, w in enumerate(words) if _has_digit(w)]
+
+
+def _drop_order(words: list[str], siblings: list[set[str]], *, line_first: bool = False) -> list[int]:
+    """Which words go first when a name is too wide. Model numbers and memory sizes (R9700, 3090, 144GB) tell
+    boards apart, so they go last, the last one first. Before them the product line ahead of the number ('RTX
+    PRO', 'Instinct'). First the words behind it, those that tell it from the fewest `siblings` first ('Blackwell'
+    of three RTX PRO 6000s before 'Max-Q'), the last one first. `line_first` gives up the product line before
+    the words that tell it from the most siblings: 'RTX 6000 Max-Q' where 'RTX PRO 6000' would name three."""
+    numbered = _numbered(words)
+    first_number = numbered[0] if numbered else len(words)
+    behind = [i for i in range(first_number + 1, len(words)) if not _has_digit(words[i])]
+    ahead = [i for i in range(first_number) if not _has_digit(words[i])][::-1]
+
+    def telling(i: int) -> int:
+        return sum(1 for other in siblings if words[i].lower() not in other)
+
+    behind.sort(key=lambda i: (telling(i), -i))
+    if not line_first or not behind:
+        return behind + ahead + numbered[::-1]
+    most = max(telling(i) for i in behind)
+    weak = [i for i in behind if telling(i) < most]
+    return weak + ahead + [i for i in behind if i not in weak] + numbered[::-1]
+
+
+def _shorten(words: list[str], width: int, siblings: list[set[str]], *, line_first: bool = False) -> str:
+    kept = list(words)
+    for i in _drop_order(words, siblings, line_first=line_first):
+        if display_width(" ".join(kept)) <= width or len(kept) == 1:
+            break
+        kept.remove(words[i])
+    return " ".join(kept)
+
+
+def short_gpu_name(gpu: GPU, width: int = 24, among: Sequence[GPU] = ()) -> str:
+    """'RTX 3090', 'M3 Max 40c 128GB', 'Radeon RX 7900 XTX': vendor words and notes go, memory stays. With the
+    catalog as `among`, a name no other board there gets: 'RTX PRO 6000 Max-Q' beside 'RTX PRO 6000 Server',
+    not 'RTX PRO 6000' three times (see `distinct_gpu_names`)."""
+    if among:
+        return distinct_gpu_names(tuple(among), width).get(gpu.id) or short_gpu_name(gpu, width)
+    return _shorten(_gpu_words(gpu), width, [])
+
+
+@lru_cache(maxsize=16)
+def distinct_gpu_names(gpus: tuple[GPU, ...], width: int) -> dict[str, str]:
+    """Each board's short name (GPU id → name), no two alike where the width allows. Boards that still read
+    alike get, in turn, their memory size where theirs differ ('MI250X 64GB'), then the words that tell them
+    apart kept over their product line ('RTX 6000 Max-Q')."""
+    words = {g.id: _gpu_words(g) for g in gpus}
+    lowered = {g.id: {w.lower() for w in words[g.id]} for g in gpus}
+
+    def siblings(g: GPU) -> list[set[str]]:
+        # The boards of its product line and number: the other RTX PRO 6000s, not the RTX 6000 Ada.
+        numbered = _numbered(words[g.id])
+        line = {w.lower() for w in words[g.id][: numbered[-1] + 1]} if numbered else lowered[g.id]
+        return [lowered[o.id] for o in gpus if o.id != g.id and line <= lowered[o.id]]
+
+    def with_memory(g: GPU) -> list[str]:
+        memory = f"{g.vram_gb:g}GB"
+        return words[g.id] if memory.lower() in lowered[g.id] else [*words[g.id], memory]
+
+    names = {g.id: _shorten(words[g.id], width, siblings(g)) for g in gpus}
+    for name in {n for n in names.values() if list(names.values()).count(n) > 1}:
+        alike = [g for g in gpus if names[g.id] == name]
+        distinct_memory = len({g.vram_gb for g in alike}) == len(alike)
+        tries = [lambda g: _shorten(with_memory(g), width, siblings(g))] if distinct_memory else []
+        tries.append(lambda g: _shorten(words[g.id], width, siblings(g), line_first=True))
+        for rename in tries:
+            renamed = {g.id: rename(g) for g in alike}
+            if len(set(renamed.values())) == len(alike):
+                names.update(renamed)
+                break
+    return names
+
+
+def setup_label(gpu: GPU, count: int, *, short: bool = False, width: int = 24, among: Sequence[GPU] = ()) -> str:
+    """'RTX 3090' for one card, '2× RTX 3090' for two (short names distinct `among` those boards, if given)."""
+    name = short_gpu_name(gpu, width - (3 if count > 1 else 0), among) if short else gpu.name
     return f"{count}× {name}" if count > 1 else name

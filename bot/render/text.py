@@ -11,6 +11,7 @@ other locale translates it in its `[commands]` table. `rigcheck --help` texts ar
 
 from __future__ import annotations
 
+import math
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -98,8 +99,31 @@ def missing_keys() -> dict[str, set[str]]:
     return {loc: en - set(catalog(loc)) for loc in LOCALES if loc != DEFAULT_LOCALE}
 
 
-def tps_text(value: float) -> str:
+def tps_text(value: float, like: float | None = None) -> str:
     """Tokens per second as every reply prints them: whole numbers from 10 up, one decimal below, so that a slow
-    estimate's range (4.4–5.4) stays a range."""
+    estimate's range (4.4–5.4) stays a range. A range's ends pass their estimate as `like` and take its precision,
+    so "~58 (51–71)" never reads "~58 (50.8–71)"."""
     # Decided on the rounded figure: 9.96 prints "10", not "10.0".
-    return f"{value:.0f}" if round(value, 1) >= 10 else f"{value:.1f}"
+    whole = round(value if like is None else like, 1) >= 10
+    return f"{value:.0f}" if whole else f"{value:.1f}"
+
+
+TOKEN_UNITS = (("M", 1024 * 1024), ("k", 1024))
+
+
+def format_tokens(tokens: float) -> str:
+    """Token counts as people type them back: k is 1024 and M is 1024², as `bot.params.parse_tokens` reads them, so
+    a count that is a whole (or half) number of those units reads as one (65536 → 64k, 1536 → 1.5k, 1048576 → 1M);
+    any other count is printed exactly (128,000; 50,000; a largest context of 50,895), so no shown figure is a
+    rounding of another, nor a k that means 1000 to one reader and 1024 to the next.
+
+    >>> format_tokens(65536), format_tokens(131072), format_tokens(128000), format_tokens(50000)
+    ('64k', '128k', '128,000', '50,000')
+    """
+    count = max(0, math.floor(tokens))
+    if count % 1000 == 0 and count >= 1000:
+        return f"{count:,}"  # 128,000 is also 125 × 1024, but a card that says 128,000 means thousands
+    for unit, size in TOKEN_UNITS:
+        if count >= size and count % (size // 2) == 0:
+            return f"{count / size:g}{unit}"
+    return f"{count:,}"

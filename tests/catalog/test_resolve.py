@@ -377,6 +377,9 @@ def test_completion_ignores_a_typed_count() -> None:
         ("Qwen3-30B-A3B-Instruct-2507", "qwen3-30b-a3b-instruct-2507", None),
         ("qwen3:4b", "qwen3-4b", None),
         ("qwen3:4b-q4_K_M", "qwen3-4b", "q4_k_m"),
+        # A format whose name holds a dash is read whole from the tag, not dropped.
+        ("qwen3:8b-exl2-4.65bpw", "qwen3-8b", "exl2-4.65bpw"),
+        ("qwen3:30b-a3b-ud-q4_k_xl", "qwen3-30b-a3b", "ud-q4_k_xl"),
         ("qwen2.5 7b 1m", "qwen2.5-7b-instruct-1m", None),
         ("llama 33b", "llama-1-33b", None),
         ("huggyllama/llama-30b", "llama-1-33b", None),
@@ -446,3 +449,55 @@ def test_exllama_formats_at_any_bitrate_in_range(typed: str, fid: str, bpw: floa
 @pytest.mark.parametrize("typed", ["exl2-9bpw", "exl2-1.5bpw", "exl3-0.5bpw", "exl3-12bpw", "exl4-4bpw"])
 def test_exllama_bitrates_outside_the_converters_range_are_unknown(typed: str) -> None:
     assert Resolver(load_catalog()).quant_or_none(typed) is None
+
+
+# --- Unicode: what an input method types is the name it looks like -------------------------------------------
+
+
+@pytest.mark.parametrize(("text", "gpu_id", "count"), [
+    ("ｒｔｘ４０９０", "nvidia-rtx-4090", 1),  # full-width, a CJK input method's default
+    ("ＲＴＸ　４０９０", "nvidia-rtx-4090", 1),  # with an ideographic space
+    ("２× ４０９０", "nvidia-rtx-4090", 2),
+    ("ＲＴＸ ４０９０ ２４ＧＢ", "nvidia-rtx-4090", 1),
+    ("Ｔ４", "nvidia-t4", 1),
+])
+def test_full_width_and_compatibility_forms_name_the_gpu(text: str, gpu_id: str, count: int) -> None:
+    setup = R.gpu_setup(text)
+    assert (setup.gpu.id, setup.count) == (gpu_id, count)
+    assert R.gpu(text.replace("２× ", "")).id == gpu_id
+
+
+@pytest.mark.parametrize(("text", "model_id", "quant_id"), [
+    ("ｑｗｅｎ３-８ｂ", "qwen3-8b", None),
+    ("Ｑｗｅｎ／Ｑｗｅｎ３-８Ｂ", "qwen3-8b", None),
+    ("qwen3：8b-q8_0", "qwen3-8b", "q8_0"),  # a full-width colon in an Ollama tag
+])
+def test_full_width_and_compatibility_forms_name_the_model(text: str, model_id: str, quant_id: str | None) -> None:
+    choice = R.model(text)
+    assert (choice.model.id, choice.quant.id if choice.quant else None) == (model_id, quant_id)
+
+
+@pytest.mark.parametrize("text", ["🤖", "!!!", "—", "🤖:", "   ", "「」"])
+def test_text_with_no_letter_or_digit_gets_no_arbitrary_suggestions(text: str) -> None:
+    for find in (R.gpu_setup, R.model):
+        with pytest.raises(NotFound) as err:
+            find(text)
+        assert err.value.suggestions == [], (find, text)
+
+
+def test_a_typo_still_gets_suggestions() -> None:
+    with pytest.raises(NotFound) as err:
+        R.gpu("ｒｔｘ ４９００")
+    assert "nvidia-rtx-4090" in [s.id for s in err.value.suggestions]
+
+
+@pytest.mark.parametrize("text", ["hf:Qwen/Qwen3-8B", " HF: qwen/QWEN3-8b ", "Qwen/Qwen3-8B",
+                                  "hf:Ｑｗｅｎ/Ｑｗｅｎ３-８Ｂ"])
+def test_a_hugging_face_repo_the_catalog_lists_is_its_entry(text: str) -> None:
+    found = R.hf_model(text)
+    assert found is not None and found.id == "qwen3-8b"
+
+
+@pytest.mark.parametrize("text", ["hf:nobody/unlisted", "hf:Qwen/Qwen3-8B-Extra", "hf:", "qwen3-8b"])
+def test_a_repo_the_catalog_does_not_list_is_left_to_the_hub(text: str) -> None:
+    assert R.hf_model(text) is None

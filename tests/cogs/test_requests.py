@@ -59,7 +59,7 @@ def test_options_left_out_take_the_defaults_stated_once() -> None:
     (RankRequest, {"gpu": "T4", "sort": "fame"}, "sort must be one of quality, speed, size"),
     (GpuRequest, {"gpu": "T4", "ctx": "-1"}, "ctx must be a token count"),
     (CompareRequest, {"gpu": "T4", "model": "qwen3-8b"}, "give gpu2 (to compare GPUs) or model2"),
-    (WhatGpuRequest, {"model": "qwen3-8b", "max_gpus": 9}, "gpus must be between 1 and 8"),
+    (WhatGpuRequest, {"model": "qwen3-8b", "max_gpus": 9}, "max_gpus must be between 1 and 8 (got 9)"),
     (WhatGpuRequest, {"model": "qwen3-8b", "min_tps": float("nan")}, "min_tps must be a number"),
     (WhatGpuRequest, {"model": "qwen3-8b", "min_tps": 0.0}, "min_tps must be between 0.1 and 10000 (got 0)"),
     (WhatGpuRequest, {"model": "qwen3-8b", "budget": -3.0}, "budget must be between 1 and 10000000 (got -3)"),
@@ -144,7 +144,7 @@ def test_the_cli_and_a_command_ask_the_same_question_the_same_way() -> None:
     from bot.cli.common import fit_request
     from bot.cli.finetune import finetune_request
 
-    typed = fit_request({"gpu": "T4", "model": "qwen3-8b", "ctx": "32k", "kv": "", "gpus": "2"})
+    typed = fit_request({"gpu": "T4", "model": "qwen3-8b", "ctx": "32k", "kv": None, "gpus": "2"})
     assert typed == FitRequest.build(gpu="T4", model="qwen3-8b", ctx=32768, kv=None, gpus=2).request
     assert typed.kv == "f16" and typed.gpus == 2
     tuned = finetune_request({"gpu": "4090", "model": "qwen3-8b", "seq": "4k", "optimizer": "adamw8bit", "rank": None})

@@ -329,3 +329,17 @@ async def test_a_cache_that_cannot_be_written_still_answers(hub, tmp_path):
     c = HubClient(hub.base, None, cache_path=blocked / "hf.sqlite3", total_timeout_s=5.0)
     async with c:
         assert (await c.get_or_fetch("ok/Qwen3-8B")).layers == 36
+
+
+async def test_an_unreachable_hub_is_said_without_the_exception_class(tmp_path):
+    import socket
+
+    with socket.socket() as sock:  # a loopback port nothing listens on: the connection is refused
+        sock.bind(("127.0.0.1", 0))
+        base = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    async with HubClient(base, None, cache_path=tmp_path / "hf.sqlite3", backoff_s=0.05) as c:
+        with pytest.raises(HubError) as info:
+            await c.get_or_fetch("nobody/unlisted")
+    assert str(info.value) == "could not connect to Hugging Face; try again later"
+    assert info.value.text("zh-CN") == "无法连接 Hugging Face，请稍后再试"
+    assert rows(tmp_path) == []

@@ -70,3 +70,62 @@ async def test_every_message_the_bot_sends_disables_mentions(sb: Sandbox) -> Non
     bodies = [r.json_body for r in reply.requests if isinstance(r.json_body, dict)]
     datas = [b.get("data", b) for b in bodies]
     assert datas and all(d.get("allowed_mentions") == {"parse": []} for d in datas), datas
+
+
+# --- what a person typed, repeated in a refusal ------------------------------------------------------------
+
+ESCAPE = re.compile(r"\\(.)")
+
+
+def shown(text: str) -> str:
+    """The text as Discord shows it: a backslash before a character shows the bare character."""
+    return ESCAPE.sub(r"\1", text)
+
+
+def live_markup(text: str) -> str:
+    """What is left that Discord would read as markup once every escaped character is taken out."""
+    return "".join(c for c in ESCAPE.sub("", text) if c in "`*_~|[<")
+
+
+@pytest.mark.parametrize(("options", "typed", "title"), [
+    ([opt("gpu", "T4"), opt("model", "a` **x** `b")], "a` **x** `b", "Unknown model"),
+    ([opt("gpu", "```x"), opt("model", "qwen3-8b")], "```x", "Unknown GPU"),
+    ([opt("gpu", "||x|| ~~y~~ __z__"), opt("model", "qwen3-8b")], "||x|| ~~y~~ __z__", "Unknown GPU"),
+    ([opt("gpu", "[click](https://evil.example)"), opt("model", "qwen3-8b")], "[click](https://evil.example)",
+     "Unknown GPU"),
+])
+async def test_a_name_not_found_is_repeated_as_typed_and_cannot_break_out(
+        sb: Sandbox, options: list[dict[str, Any]], typed: str, title: str) -> None:
+    reply = await sb.driver.invoke_raw("fit", options)
+    assert_private_and_readable(reply, title)
+    description = reply.embeds[0]["description"]
+    sentence = description.splitlines()[0]
+    assert shown(sentence) == f"“{typed}” is not in the catalog.", sentence
+    assert live_markup(sentence) == "", sentence
+    assert "https://" not in description, "the echo must not form a link"
+
+
+async def test_a_refusal_in_chinese_escapes_the_same_way(sb: Sandbox) -> None:
+    reply = await sb.driver.invoke_raw("fit", [opt("gpu", "T4"), opt("model", "a` **x** `b")], locale="zh-CN")
+    sentence = reply.embeds[0]["description"].splitlines()[0]
+    assert shown(sentence) == "“a` **x** `b”不在目录中。" and live_markup(sentence) == "", sentence
+
+
+@pytest.mark.parametrize(("options", "typed"), [
+    ([opt("gpu", "T4"), opt("model", "qwen3-8b"), opt("quant", "**q**_x_")], "'**q**_x_'"),
+    ([opt("gpu", "T4"), opt("model", "qwen3-8b"), opt("ctx", "`lots`")], "'`lots`'"),
+])
+async def test_a_bad_value_is_repeated_as_typed_and_cannot_break_out(
+        sb: Sandbox, options: list[dict[str, Any]], typed: str) -> None:
+    reply = await sb.driver.invoke_raw("fit", options)
+    description = assert_private_and_readable(reply)
+    assert typed in shown(description), description
+    assert live_markup(description.split("(got ")[-1].split(";")[0]) == "" and "**q**" not in description
+
+
+@pytest.mark.parametrize("typed", ["@everyone", "@here x", "<@123456789012345678>", "<@&123456789012345678>"])
+async def test_mentions_in_a_name_not_found_are_made_inert(sb: Sandbox, typed: str) -> None:
+    reply = await sb.driver.invoke_raw("fit", [opt("gpu", "T4"), opt("model", typed)])
+    description = reply.embeds[0]["description"]
+    assert "@everyone" not in description and "@here" not in description, description
+    assert re.search(r"(?<!\\)<@", description) is None, "an escaped '<' shows the text, not a mention"

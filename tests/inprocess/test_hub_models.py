@@ -16,7 +16,7 @@ import pytest_asyncio
 from aiohttp import web
 
 from bot.cogs.common import HF_DEFER_AFTER_S
-from bot.render.replies import WHATGPU_PAGE, WHATGPU_SETUP_WIDTH, rows_per_count
+from bot.render.replies import WHATGPU_PAGE, whatgpu_columns
 from bot.render.table import setup_label
 from bot.sandbox import Sandbox
 from bot.sandbox.models import Reply
@@ -33,6 +33,9 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "hf"
 HF_TIMEOUT_S = 3.0
 SLOW_S = HF_TIMEOUT_S + 2.0  # the slow repo answers well after the bot has given up
 QWEN = "Qwen/Qwen3-8B"
+# A repo the catalog does not list that serves Qwen/Qwen3-8B's config.json: asked for, it has to be read from
+# the Hub (Qwen/Qwen3-8B itself is the catalog's hf_repo, answered without the Hub).
+MIRROR = "mirror/Qwen3-8B"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
@@ -64,7 +67,7 @@ class LoopbackHub:
             return await stream_chunked(request, b" " * (20 * 1024 * 1024))
         if org == "hugelength":  # 20 MB with its Content-Length
             return web.Response(body=b" " * (20 * 1024 * 1024))
-        path = DATA / f"{org}__{name}" / filename
+        path = DATA / f"{'Qwen' if org == 'mirror' else org}__{name}" / filename
         if path.is_file():
             return web.Response(body=path.read_bytes(), content_type="application/json")
         return web.Response(status=404, text="Repository not found")
@@ -144,12 +147,15 @@ def last_digit_step(shown: str) -> float:
 
 
 def table_rows(embed: dict) -> list[dict[str, str]]:
-    """The whatgpu code block (columns of 20, 8, 5, 5 and 8) → setup, format, tok/s, TTFT, free GiB."""
+    """The whatgpu code block → setup, format, tok/s, TTFT, free GiB. The setup and format columns are as wide as
+    the page needs (the format column starts under its header); tok/s, TTFT and free GiB are right-aligned columns
+    of 5, 5 and 8 that end the line."""
     block = embed["description"].split("```")[1]
     lines = [line for line in block.splitlines() if line.strip()]
     assert lines[0].split() == ["setup", "format", "tok/s", "TTFT", "free", "GiB"]
-    return [{"setup": line[:20].rstrip(), "quant": line[21:29].strip(), "tps": line[30:35].strip(),
-             "ttft": line[36:41].strip(), "free": line[42:].strip()} for line in lines[1:]]
+    fmt_at = lines[0].index("format")
+    return [{"setup": line[:fmt_at].rstrip(), "quant": line[fmt_at:-21].strip(), "tps": line[-20:-15].strip(),
+             "ttft": line[-14:-9].strip(), "free": line[-8:].strip()} for line in lines[1:]]
 
 
 def error_text(reply: Reply) -> str:
@@ -160,7 +166,7 @@ def error_text(reply: Reply) -> str:
 
 
 async def test_fit_with_hub_model_matches_catalog_entry(world: World) -> None:
-    hf = await world.sb.invoke(f"/fit gpu:T4 model:hf:{QWEN}")
+    hf = await world.sb.invoke(f"/fit gpu:T4 model:hf:{MIRROR}")
     assert hf.ok and not hf.ephemeral, hf.reason or hf.error
     embed = hf.embeds[0]
     assert embed["title"] == "Qwen3-8B on 1× NVIDIA T4"
@@ -170,8 +176,8 @@ async def test_fit_with_hub_model_matches_catalog_entry(world: World) -> None:
     hf_numbers = fit_numbers(embed)
     assert set(hf_numbers) == {"Q4_K_M · fits", "Q8_0 · fits", "F16 · does not fit"}
     assert all("GiB" in f["value"] and "**Total" in f["value"] for f in embed["fields"] if f["name"] in hf_numbers)
-    assert world.hub.hits.get(f"{QWEN}/config.json", 0) >= 1
-    assert QWEN.lower() in world.cached_repos()
+    assert world.hub.hits.get(f"{MIRROR}/config.json", 0) >= 1
+    assert MIRROR.lower() in world.cached_repos()
 
     catalog = await world.sb.invoke("/fit gpu:T4 model:qwen3-8b")
     assert catalog.ok and not catalog.ephemeral
@@ -233,15 +239,15 @@ async def test_gated_repo_is_a_private_error(world: World) -> None:
 
 
 async def test_known_hub_model_is_answered_while_the_hub_is_down(world: World) -> None:
-    first = await world.sb.invoke(f"/fit gpu:T4 model:hf:{QWEN}")
+    first = await world.sb.invoke(f"/fit gpu:T4 model:hf:{MIRROR}")
     assert first.ok and not first.ephemeral
-    assert world.cached_model(QWEN)["layers"] == 36
+    assert world.cached_model(MIRROR)["layers"] == 36
     before = dict(world.hub.hits)
     world.hub.fail_everything = True
     try:
-        again = await world.sb.invoke(f"/fit gpu:T4 model:hf:{QWEN}")
+        again = await world.sb.invoke(f"/fit gpu:T4 model:hf:{MIRROR}")
         # not in the reply cache (another context), so it is computed from the model already read
-        other = await world.sb.invoke(f"/fit gpu:T4 model:hf:{QWEN} ctx:16k")
+        other = await world.sb.invoke(f"/fit gpu:T4 model:hf:{MIRROR} ctx:16k")
     finally:
         world.hub.fail_everything = False
     assert world.hub.hits == before  # the Hub was not asked at all
@@ -249,6 +255,22 @@ async def test_known_hub_model_is_answered_while_the_hub_is_down(world: World) -
     assert other.ok and not other.ephemeral
     assert other.embeds[0]["title"] == "Qwen3-8B on 1× NVIDIA T4" and "context 16k" in other.embeds[0]["description"]
     assert other.files and other.files[0].data[:8] == PNG_MAGIC
+
+
+@pytest.mark.parametrize("typed", [QWEN, "qwen/QWEN3-8b"])
+async def test_a_repo_the_catalog_lists_is_answered_from_the_catalog_without_the_hub(world: World,
+                                                                                    typed: str) -> None:
+    before = dict(world.hub.hits)
+    world.hub.fail_everything = True
+    try:
+        hf = await world.sb.invoke(f"/fit gpu:T4 model:hf:{typed} ctx:4k")
+    finally:
+        world.hub.fail_everything = False
+    assert world.hub.hits == before, "the Hub was asked for a model the catalog lists"
+    assert typed.lower() not in world.cached_repos()
+    assert hf.ok and not hf.ephemeral, error_text(hf)
+    catalog = await world.sb.invoke("/fit gpu:T4 model:qwen3-8b ctx:4k")
+    assert hf.embeds == catalog.embeds
 
 
 # --- /whatgpu ------------------------------------------------------------------------------------------
@@ -266,9 +288,10 @@ async def test_whatgpu_rows_are_the_estimators_and_all_fit(world: World, svc: Se
     q4 = svc.quant("int4", "llama.cpp")
     expected = what_gpu(model, [q4], svc.catalog.gpus, ctx=32768, engine="llama.cpp")
     assert f"{len(expected)} setups" in embed["description"]
-    shown = rows_per_count(expected, WHATGPU_PAGE)
-    assert [r["setup"] for r in rows] == [setup_label(s.gpu, s.count, short=True, width=WHATGPU_SETUP_WIDTH)
-                                          for s in shown]
+    shown = expected[:WHATGPU_PAGE]
+    width = whatgpu_columns(shown, "en-US")[0].width
+    assert [r["setup"] for r in rows] == [setup_label(s.gpu, s.count, short=True, width=width,
+                                                      among=svc.catalog.gpus) for s in shown]
     assert {r["quant"] for r in rows} == {q4.name}
 
     for row, setup in zip(rows, shown, strict=True):
@@ -283,10 +306,33 @@ async def test_whatgpu_rows_are_the_estimators_and_all_fit(world: World, svc: Se
     assert big_single, "no single card with at least 80 GB among the rows shown"
 
 
-async def test_whatgpu_embed_names_a_multi_gpu_setup(world: World) -> None:
-    reply = await world.sb.invoke("/whatgpu model:llama-3.3-70b ctx:32k")
+def gpu_count(setup: str) -> int:
+    counted = re.match(r"([2-8])× ", setup)
+    return int(counted.group(1)) if counted else 1
+
+
+async def test_whatgpu_pages_list_fewest_gpus_first_as_they_say(world: World) -> None:
+    # The reply says "fewest GPUs first" and "Ordered by GPU count, then launch price": no two-card setup may
+    # come before a single card, on any page (it used to list 2× RTX 5090 among the single H100s and H200s).
+    first = await world.sb.invoke("/whatgpu model:llama-3.1-70b min_tps:30")
+    assert "fewest GPUs first" in first.embeds[0]["description"]
+    setups = [r["setup"] for r in table_rows(first.embeds[0])]
+    page = first
+    while any(b.get("custom_id") == "whatgpu:next" and not b.get("disabled")
+              for row in page.components for b in row.get("components", [])):
+        page = await world.sb.driver.click(first, "whatgpu:next")
+        assert page.ok, page.reason
+        setups += [r["setup"] for r in table_rows(page.embeds[0])]
+    counts = [gpu_count(s) for s in setups]
+    assert counts == sorted(counts), setups
+    assert "2× RTX 5090" in setups and 1 in counts, setups
+
+
+async def test_whatgpu_under_a_budget_shows_single_cards_before_three(world: World) -> None:
+    reply = await world.sb.invoke("/whatgpu model:qwen3-8b budget:1000")
     setups = [r["setup"] for r in table_rows(reply.embeds[0])]
-    assert any(re.match(r"[2-8]× ", s) for s in setups), setups
+    assert len(setups) == WHATGPU_PAGE and all(gpu_count(s) == 1 for s in setups), setups
+    assert "RTX 4060" in setups and not any("GTX 1050 Ti" in s for s in setups), setups
 
 
 async def test_whatgpu_cli_lists_multi_gpu_and_big_single_setups(capsys: pytest.CaptureFixture[str],

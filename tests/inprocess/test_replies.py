@@ -300,7 +300,7 @@ async def test_chinese_errors_offload_and_footers(sb: Sandbox) -> None:
     quant = await sb.invoke("/fit gpu:T4 model:qwen3-8b quant:q9_z", locale=zh)
     assert "未知的量化" in quant.embeds[0]["description"]
     engine = await sb.invoke("/fit gpu:T4 model:qwen3-8b engine:mlx", locale=zh)
-    assert "不能在 NVIDIA T4 上运行" in engine.embeds[0]["description"]
+    assert "只能在 Apple 显卡上运行，不支持 NVIDIA T4" in engine.embeds[0]["description"]
     big = await sb.invoke("/fit gpu:T4 model:llama-3.3-70b quant:Q4_K_M", locale=zh)
     fields = {f["name"]: f["value"] for f in big.embeds[0]["fields"]}
     offload = next((v for k, v in fields.items() if "卸载" in k or "-ngl" in v), "")

@@ -89,3 +89,13 @@ def test_a_prompt_longer_than_the_context_is_said_to_be_capped(svc: Service) -> 
 def test_a_prompt_within_the_context_has_no_cap_note(svc: Service) -> None:
     text = fit_reply(svc, FitRequest(gpu="t4", model="qwen3-8b", quant="Q4_K_M", prompt="8k"), locale="en-US")
     assert "capped" not in text.embeds[0]["description"]
+
+
+def test_the_longest_context_is_said_as_it_can_be_asked_for(svc: Service) -> None:
+    # Mistral NeMo documents 128,000 tokens; `ctx:128k` is 131,072. It answered "128k is past … (128k); ask for
+    # at most 128k", which asked again is refused again.
+    with pytest.raises(BadValue) as err:
+        svc.base_query(FitRequest(gpu="h100 sxm", model="mistral-nemo", ctx="128k"))
+    assert str(err.value).endswith("longest documented context (128,000); ask for at most 128,000")
+    q, _ = svc.base_query(FitRequest(gpu="h100 sxm", model="mistral-nemo", ctx="128,000"))
+    assert q.ctx == 128000

@@ -30,3 +30,31 @@ def test_gpu_reply_names_what_the_cli_card_names(gpu: str, capsys: pytest.Captur
         model = card["capability"][level]["model"]
         if model is not None:
             assert f"largest in catalog: {model['name']} " in largest, (level, largest)
+
+
+@pytest.mark.parametrize(("gpu", "label", "zh"), [
+    ("rx 580", "FP16 (vector units)", "FP16 算力（向量单元）"),  # GCN 4: no matrix units
+    ("rx 6800", "FP16 (vector units)", "FP16 算力（向量单元）"),  # RDNA 2
+    ("p100 pcie", "FP16 (vector units)", "FP16 算力（向量单元）"),  # Pascal: no tensor cores
+    ("rtx 4090", "Tensor FP16", "FP16 张量算力"),
+    ("rx 7900 xtx", "Tensor FP16", "FP16 张量算力"),  # RDNA 3's WMMA
+])
+def test_the_fp16_figure_is_called_tensor_only_where_there_are_matrix_units(gpu: str, label: str, zh: str) -> None:
+    names = [f["name"] for f in gpu_reply(SVC, GpuRequest.of(gpu=gpu), locale="en-US").embeds[0]["fields"]]
+    assert label in names and ("Tensor FP16" in names) == (label == "Tensor FP16"), names
+    assert zh in [f["name"] for f in gpu_reply(SVC, GpuRequest.of(gpu=gpu), locale="zh-CN").embeds[0]["fields"]]
+
+
+def test_the_matrix_unit_rule_agrees_with_the_catalogs_notes() -> None:
+    import re
+
+    from estimator.capability import has_matrix_units
+
+    # The catalog marks a listed FP16 rate that is a vector rate in the entry's notes ("no matrix units", "No
+    # Tensor Cores"); the rule that labels /gpu's figure must agree with every such mark.
+    marked = re.compile(r"no (matrix (units|cores)|tensor cores)", re.IGNORECASE)
+    for gpu in SVC.catalog.gpus:
+        if gpu.fp16_tflops and marked.search(gpu.notes):
+            assert not has_matrix_units(gpu), gpu.name
+        if gpu.vendor == "nvidia" and gpu.architecture.startswith(("Turing", "Ampere", "Hopper", "Blackwell")):
+            assert has_matrix_units(gpu), gpu.name

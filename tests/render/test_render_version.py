@@ -48,3 +48,12 @@ def test_compiled_caches_do_not_count(tmp_path: Path) -> None:
 
 def test_the_service_version_carries_the_render_digest() -> None:
     assert Service().version.endswith("+" + render_digest())
+
+
+def test_the_service_version_carries_the_estimator_code_digest() -> None:
+    """A changed estimator rule retires cached answers as a refit or a reworded template does."""
+    import estimator
+    from bot.service import estimator_digest
+
+    assert estimator_digest() == tree_digest((Path(estimator.__file__).resolve().parent,))
+    assert f".{estimator_digest()}+" in Service().version

@@ -8,8 +8,10 @@ from bot.render.table import (
     CODE_BLOCK_MAX,
     Column,
     display_width,
+    distinct_gpu_names,
     render_table,
     setup_label,
+    short_format_name,
     short_gpu_name,
     short_model_name,
 )
@@ -66,3 +68,38 @@ def test_gpu_names_drop_vendor_words(gpu_id: str, short: str) -> None:
 def test_every_gpu_name_fits() -> None:
     for gpu in CATALOG.gpus:
         assert display_width(short_gpu_name(gpu, 20)) <= 20, gpu.name
+
+
+# The setup column of /whatgpu is 22 to 28 wide (less 3 for "2× "); /compare's chart labels take 16.
+NAME_WIDTHS = (16, 19, 20, 21, 22, 24, 25, 28)
+
+
+@pytest.mark.parametrize("width", NAME_WIDTHS)
+def test_no_two_boards_get_the_same_short_name(width: int) -> None:
+    names = distinct_gpu_names(CATALOG.gpus, width)
+    alike = {n for n in names.values() if list(names.values()).count(n) > 1}
+    assert not alike, sorted(alike)
+    assert all(display_width(n) <= width for n in names.values())
+
+
+@pytest.mark.parametrize(("gpu_id", "width", "short"), [
+    ("nvidia-rtx-pro-6000-blackwell-max-q", 21, "RTX PRO 6000 Max-Q"),
+    ("nvidia-rtx-pro-6000-blackwell-server", 21, "RTX PRO 6000 Server"),
+    ("nvidia-rtx-pro-6000-blackwell-max-q", 16, "RTX 6000 Max-Q"),
+    ("nvidia-rtx-pro-4000-sff-blackwell", 19, "RTX PRO 4000 SFF"),
+    ("nvidia-rtx-5070-ti-laptop", 19, "RTX 5070 Ti Laptop"),
+    ("nvidia-rtx-3090", 19, "RTX 3090"),
+])
+def test_short_names_keep_the_words_that_tell_boards_apart(gpu_id: str, width: int, short: str) -> None:
+    gpu = next(g for g in CATALOG.gpus if g.id == gpu_id)
+    assert short_gpu_name(gpu, width, CATALOG.gpus) == short
+    assert setup_label(gpu, 2, short=True, width=width + 3, among=CATALOG.gpus) == f"2× {short}"
+
+
+def test_format_names_shorten_by_whole_words_and_stay_distinct() -> None:
+    names = {q.id: short_format_name(q, 10) for q in CATALOG.quants}
+    assert names["fp8"] == "FP8" and names["exl2-4.0bpw"] == "EXL2 4.0" and names["ud-q4_k_xl"] == "UD-Q4_K_XL"
+    assert len(set(names.values())) == len(names), names
+    for q in CATALOG.quants:
+        assert display_width(names[q.id]) <= 10
+        assert set(names[q.id].split()) <= set(q.name.split()), (q.name, names[q.id])  # never "FP8 (W8A"

@@ -6,10 +6,10 @@ import pytest
 from pydantic import BaseModel, Field, ValidationError
 
 from bot.daily.delivery import CatalogChanges, compose
-from bot.params import BadValue, format_tokens, people_text
+from bot.params import BadValue, parse_tokens, people_text
 from bot.render.replies import fit_reply
 from bot.render.table import display_width
-from bot.render.text import catalog, missing_keys, t
+from bot.render.text import catalog, format_tokens, missing_keys, t
 from bot.requests import FitRequest
 from bot.service import Service
 
@@ -27,13 +27,26 @@ def test_bad_value_speaks_the_askers_language() -> None:
     assert t("zh", "settings.scope.me") == "你的"
 
 
+# k is 1024 and M is 1024², as `ctx:` reads them; a count that is no whole (or half) number of those is printed
+# exactly, and 128,000 stays 128,000 (it is also 125 × 1024, but a card that says it means thousands).
 @pytest.mark.parametrize(("tokens", "shown"), [
-    (512, "512"), (1000, "1k"), (1536, "1.5k"), (8192, "8k"), (40960, "40k"), (65536, "64k"), (67072, "65k"),
-    (128000, "128k"), (131072, "128k"), (163840, "160k"), (262144, "256k"), (1000000, "1M"), (1048576, "1M"),
-    (10115072, "9.6M"),
+    (512, "512"), (1000, "1,000"), (1536, "1.5k"), (8192, "8k"), (40960, "40k"), (65536, "64k"), (67072, "65.5k"),
+    (128000, "128,000"), (131072, "128k"), (163840, "160k"), (262144, "256k"), (1000000, "1,000,000"),
+    (1048576, "1M"), (10115072, "9878k"), (50000, "50,000"), (50944, "50,944"), (51000, "51,000"),
 ])
-def test_context_as_people_say_it(tokens: int, shown: str) -> None:
+def test_context_as_people_type_it(tokens: int, shown: str) -> None:
     assert format_tokens(tokens) == shown
+
+
+def test_a_shown_context_keeps_the_order_of_the_counts_and_can_be_asked_for() -> None:
+    # One convention for every figure: a largest context at or above the asked one never reads below it (it read
+    # "50k" asked beside "49k" that holds it, from 1000 for round numbers and 1024 for others), and what is
+    # shown, typed back, is the count itself.
+    counts = sorted({*range(900, 140_000, 97), *range(0, 10_000_000, 9_973), 50_000, 50_944, 128_000, 10**6})
+    shown = [format_tokens(n) for n in counts]
+    typed = [parse_tokens(s, allow_zero=True) for s in shown]
+    assert typed == sorted(typed)
+    assert typed == counts
 
 
 def test_a_pydantic_error_reaching_a_person_is_worded_by_the_catalog() -> None:
@@ -91,8 +104,9 @@ def test_the_gpu_cards_reference_speeds_carry_their_range(locale: str) -> None:
     assert len(found) == 2, text
     for point, low, high in found:
         assert float(low) < float(point) < float(high)
-        # Below 10 tok/s a whole number would fold the range into its point ("5 (4–5)"): one decimal there.
-        assert all(("." in x) == (float(x) < 10) for x in (point, low, high)), text
+        # Below 10 tok/s a whole number would fold the range into its point ("5 (4–5)"): one decimal there; a
+        # range is rounded as its point is ("11 (9–13)", not "11 (8.8–13)").
+        assert all(("." in x) == (float(point) < 10) for x in (point, low, high)), text
 
 
 @pytest.mark.parametrize(("value", "text"), [(9.94, "9.9"), (9.96, "10"), (10.4, "10"), (123.6, "124")])
@@ -100,3 +114,11 @@ def test_a_speed_that_rounds_to_ten_prints_as_a_whole_number(value: float, text:
     from bot.render.text import tps_text
 
     assert tps_text(value) == text
+
+
+@pytest.mark.parametrize(("value", "point", "text"), [(8.84, 10.88, "9"), (50.8, 58.0, "51"), (99.4, 130.0, "99"),
+                                                      (10.4, 9.2, "10.4"), (4.44, 5.0, "4.4")])
+def test_a_range_end_is_rounded_as_its_point(value: float, point: float, text: str) -> None:
+    from bot.render.text import tps_text
+
+    assert tps_text(value, point) == text

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bot.render.replies import whatgpu_reply
+from bot.render.table import CODE_BLOCK_MAX, display_width
 from bot.requests import WhatGpuRequest
 from bot.service import Service
 
@@ -33,3 +34,27 @@ def test_setups_still_come_as_a_table(svc: Service) -> None:
     text = str(whatgpu_reply(svc, WhatGpuRequest.of(model="qwen3-8b", ctx=8192, engine="llama.cpp"),
                              locale="en-US").embeds[0]["description"])
     assert text.count("```") == 2 and "RTX" in text
+
+
+def rows(reply_text: str) -> list[str]:
+    return [line for line in reply_text.split("```")[1].splitlines() if line.strip()][1:]
+
+
+def test_every_row_names_its_board_and_format_in_whole_words(svc: Service) -> None:
+    # Three RTX PRO 6000 editions read "RTX PRO 6000" three times, and the format column "FP8 (W8A".
+    reply = whatgpu_reply(svc, WhatGpuRequest.of(model="llama-3.1-70b", engine="vllm", quant="fp8"),
+                          locale="en-US")
+    lines = rows(str(reply.embeds[0]["description"]))
+    fmt_at = str(reply.embeds[0]["description"]).split("```")[1].strip("\n").splitlines()[0].index("format")
+    setups = [line[:fmt_at].rstrip() for line in lines]
+    assert len(set(setups)) == len(setups), setups
+    assert {"RTX PRO 6000 Max-Q", "RTX PRO 6000 Server"} <= set(setups), setups
+    assert all(line[fmt_at:].split()[0] == "FP8" and "(W8A" not in line for line in lines), lines
+
+
+@pytest.mark.parametrize("locale", ["en-US", "zh-CN"])
+def test_the_table_still_fits_a_phone(svc: Service, locale: str) -> None:
+    for req in (WhatGpuRequest.of(model="llama-3.1-70b", engine="vllm", quant="fp8"),
+                WhatGpuRequest.of(model="qwen3-8b", engine="exllamav2", quant="exl2-4.0bpw")):
+        text = str(whatgpu_reply(svc, req, locale=locale).embeds[0]["description"])
+        assert all(display_width(line) <= CODE_BLOCK_MAX for line in text.split("```")[1].splitlines()), text

@@ -1,0 +1,74 @@
+"""Stored defaults that cannot work together are refused when stored, and a refusal caused by a stored default
+says which default it was and how to change it: through the real bot and the loopback Discord."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.sandbox import Sandbox
+from bot.sandbox.models import Reply
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+MANAGE_GUILD = 1 << 5
+
+
+def refusal(reply: Reply) -> str:
+    assert reply.error is None, reply.error
+    assert reply.ephemeral and not reply.deferred, "a refusal is private and comes before any 'thinking…'"
+    assert reply.embeds, reply.content
+    return str(reply.embeds[0].get("description", ""))
+
+
+async def test_an_engine_the_stored_gpu_does_not_run_is_not_stored(sb: Sandbox) -> None:
+    user = 6101
+    saved = await sb.invoke("/settings me gpu:T4", user=user, dm=True)
+    assert saved.ephemeral and "NVIDIA T4" in (saved.content or "")
+    said = refusal(await sb.invoke("/settings me engine:mlx", user=user, dm=True))
+    assert said.startswith("Not saved: mlx") and "NVIDIA T4" in said and "/settings me gpu:… engine:…" in said
+    shown = await sb.invoke("/settings me", user=user, dm=True)
+    assert "NVIDIA T4" in (shown.content or "") and "mlx" not in (shown.content or "")
+    fit = await sb.invoke("/fit model:qwen3-8b", user=user, dm=True)
+    assert fit.error is None and not fit.ephemeral
+
+
+async def test_a_gpu_the_stored_engine_does_not_run_on_is_not_stored(sb: Sandbox) -> None:
+    user = 6102
+    assert "mlx" in ((await sb.invoke("/settings me engine:mlx", user=user, dm=True)).content or "")
+    said = refusal(await sb.invoke("/settings me gpu:T4", user=user, dm=True))
+    assert said.startswith("Not saved: mlx") and "NVIDIA T4" in said
+    zh = refusal(await sb.invoke("/settings me gpu:T4", user=user, dm=True, locale="zh-CN"))
+    assert zh.startswith("未保存：mlx") and "NVIDIA T4" in zh
+    both = refusal(await sb.invoke("/settings me gpu:T4 engine:exllamav3", user=user, dm=True))
+    assert both.startswith("Not saved: exllamav3 needs an Ampere or newer GPU") and "NVIDIA T4" in both
+    apple = await sb.invoke("/settings me gpu:apple-m1-max-64gb", user=user, dm=True)
+    assert apple.error is None and "M1 Max" in (apple.content or "") and "mlx" in (apple.content or "")
+    # Both given together replace both: a GPU and an engine that do work together are stored.
+    switched = await sb.invoke("/settings me gpu:T4 engine:llama.cpp", user=user, dm=True)
+    assert "NVIDIA T4" in (switched.content or "") and "llama.cpp" in (switched.content or "")
+
+
+async def test_a_refusal_caused_by_your_stored_engine_says_so(sb: Sandbox) -> None:
+    user = 6103
+    await sb.invoke("/settings me engine:mlx", user=user, dm=True)
+    said = refusal(await sb.invoke("/fit gpu:T4 model:qwen3-8b", user=user, dm=True))
+    assert said.startswith("mlx ") and "NVIDIA T4" in said
+    assert "engine mlx is your stored default" in said and "`/settings me engine:…`" in said
+    zh = refusal(await sb.invoke("/fit gpu:T4 model:qwen3-8b", user=user, dm=True, locale="zh-CN"))
+    assert "引擎 mlx 是你保存的默认值" in zh and "`/settings me engine:…`" in zh
+    # Given in the command, the engine is the asker's own: no word about defaults.
+    typed = refusal(await sb.invoke("/fit gpu:T4 model:qwen3-8b engine:mlx", user=user, dm=True))
+    assert "stored default" not in typed and "/settings" not in typed
+    assert (await sb.invoke("/fit gpu:T4 model:qwen3-8b engine:llama.cpp", user=user, dm=True)).error is None
+
+
+async def test_a_refusal_caused_by_the_servers_stored_gpu_says_so(sb: Sandbox) -> None:
+    manager, member = 6104, 6105
+    stored = await sb.invoke("/settings server gpu:T4", user=manager, member_permissions=MANAGE_GUILD)
+    assert "NVIDIA T4" in (stored.content or "")
+    said = refusal(await sb.invoke("/fit model:qwen3-8b engine:mlx", user=member))
+    assert "GPU NVIDIA T4 is this server's stored default" in said and "`/settings server gpu:…`" in said
+    # Your own engine default over the server's GPU would fail every command the same way: refused.
+    mine = refusal(await sb.invoke("/settings me engine:mlx", user=member))
+    assert mine.startswith("Not saved: mlx") and "NVIDIA T4" in mine
+    await sb.invoke("/settings reset scope:server", user=manager, member_permissions=MANAGE_GUILD)

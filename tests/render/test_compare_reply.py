@@ -1,0 +1,42 @@
+"""/compare names the one format both sides are read in, and says so truthfully when it does not fit both."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.render.replies import compare_reply
+from bot.requests import CompareRequest
+from bot.service import Service
+
+SVC = Service()
+
+
+def embed(locale: str = "en-US", **options: str) -> dict:
+    return compare_reply(SVC, CompareRequest.of(**options), locale=locale).embeds[0]
+
+
+@pytest.mark.parametrize("options", [
+    {"gpu": "t4", "model": "qwen3-8b", "model2": "llama-3.1-70b"},  # one side does not fit
+    {"gpu": "rtx 4090", "model": "llama-3.1-70b", "gpu2": "rtx 3090"},  # neither does
+])
+def test_no_format_fitting_both_is_not_called_one_that_fits(options: dict[str, str]) -> None:
+    en = embed(**options)
+    assert "No format fits both; both shown in Q4_K_M, the smallest" in en["description"]
+    assert "the highest precision that fits both" not in en["description"]
+    zh = embed("zh-CN", **options)
+    assert "没有哪种格式两边都放得下；两边都按最小的 Q4_K_M 显示" in zh["description"]
+    assert "两者都放得下的最高精度" not in zh["description"]
+    # The rest of the answer stays: both sides, each with its verdict.
+    assert len(en["fields"]) == 2 and any("does not fit" in f["value"] for f in en["fields"])
+
+
+def test_a_format_that_fits_both_is_still_said_to() -> None:
+    en = embed(gpu="rtx 4090", model="qwen3-8b", gpu2="rtx 3090")
+    assert "Both in F16: the highest precision that fits both" in en["description"]
+
+
+def test_the_side_that_does_not_fit_quotes_no_speed() -> None:
+    sides = {f["name"]: f["value"] for f in embed(gpu="t4", model="qwen3-8b", model2="llama-3.1-70b")["fields"]}
+    big = sides["Llama 3.1 70B · NVIDIA T4"]
+    assert "Speed —: it does not fit in VRAM" in big and "tok/s" not in big and "TTFT" not in big
+    assert "tok/s" in sides["Qwen3-8B · NVIDIA T4"]

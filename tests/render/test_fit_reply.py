@@ -1,0 +1,147 @@
+"""/fit says only what holds together: a format that does not fit quotes no all-in-VRAM speed, an offload with
+every layer on the GPU says what stays in RAM, and each figure reads like the one beside it."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from bot.render.replies import fit_reply
+from bot.render.text import format_tokens, tps_text
+from bot.requests import FitRequest
+from bot.service import Service
+from estimator.advice import fit_answer
+
+SVC = Service()
+
+
+def fields(req: FitRequest, locale: str = "en-US") -> dict[str, str]:
+    return {f["name"]: f["value"] for f in fit_reply(SVC, req, locale=locale).embeds[0]["fields"]}
+
+
+def description(req: FitRequest, locale: str = "en-US") -> str:
+    return str(fit_reply(SVC, req, locale=locale).embeds[0]["description"])
+
+
+# --- a format that does not fit --------------------------------------------------------------------------
+
+
+def test_a_format_that_does_not_fit_quotes_the_offload_speed_not_an_all_in_vram_one() -> None:
+    req = FitRequest.of(gpu="rtx 4090", model="llama-3.1-70b")
+    plan = fit_answer(*SVC.base_query(req), SVC.catalog).offload
+    assert plan is not None
+    got = fields(req)
+    q4, q8 = got["Q4_K_M · does not fit"], got["Q8_0 · does not fit"]
+    assert f"~{tps_text(plan.decode_tps)} tok/s only with partial offload (below)" in q4
+    assert "TTFT" not in q4 and "(" not in q4.split("tok/s")[0], q4  # no 80 % band of a speed it cannot reach
+    assert "Speed —: it does not fit in VRAM" in q8 and "tok/s" not in q8 and "TTFT" not in q8
+    zh = fields(req, "zh-CN")
+    assert f"约 {tps_text(plan.decode_tps)} tok/s，仅在部分卸载时" in zh["Q4_K_M · 显存不足"]
+    assert "速度 —：显存放不下" in zh["Q8_0 · 显存不足"] and "首字延迟" not in zh["Q8_0 · 显存不足"]
+
+
+def test_a_format_that_fits_keeps_its_speed_and_band() -> None:
+    got = fields(FitRequest.of(gpu="rtx 4090", model="qwen3-8b", quant="Q4_K_M"))["Q4_K_M · fits"]
+    assert re.search(r"~\d+ tok/s \(\d+–\d+\)", got) and "TTFT" in got
+
+
+# --- partial offload ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("gpu", "model", "quant", "layers"), [
+    ("t4", "llama-3.1-8b", "fp16", 32),
+    ("t4", "qwen3-8b", "fp16", 36),
+])
+def test_an_offload_with_every_layer_on_the_gpu_says_what_stays_in_ram(gpu: str, model: str, quant: str,
+                                                                        layers: int) -> None:
+    req = FitRequest.of(gpu=gpu, model=model, quant=quant)
+    plan = fit_answer(*SVC.base_query(req), SVC.catalog).offload
+    assert plan is not None and plan.gpu_layers == plan.total_layers == layers
+    text = fields(req)["Partial offload"]
+    assert f"{layers} of {layers}" not in text and "the rest" not in text, text
+    assert f"fits with all {layers} layers on the GPU; only the embedding and output weights" in text
+    assert f"({plan.ram_bytes / 2**30:.1f} GiB) go to system RAM" in text and f"`-ngl {layers}`" in text
+    zh = fields(req, "zh-CN")["部分卸载"]
+    assert f"全部 {layers} 层放在显卡上" in zh and "嵌入层和输出层权重" in zh
+
+
+def test_a_partial_offload_counts_the_layers_left_in_ram() -> None:
+    text = fields(FitRequest.of(gpu="rtx 4090", model="llama-3.1-70b"))["Partial offload"]
+    found = re.search(r"with (\d+) of (\d+) layers on the GPU; the other (\d+) layers", text)
+    assert found, text
+    on, total, cpu = map(int, found.groups())
+    assert on + cpu == total == 80 and f"`-ngl {on}`" in text
+
+
+# --- context figures -----------------------------------------------------------------------------------------
+
+
+def figure(text: str, label: str) -> str:
+    found = re.search(rf"{label} ([\d.,]+[kM]?)", text)
+    assert found, (label, text)
+    return found.group(1)
+
+
+def tokens_of(shown: str) -> float:
+    return float(shown.rstrip("kM").replace(",", "")) * {"k": 1024, "M": 1024**2}.get(shown[-1], 1)
+
+
+@pytest.mark.parametrize(("ctx", "headline", "field"), [(50000, "Runs, with little headroom", "Q8_0 · tight"),
+                                                         (51000, "Does not fit", "Q8_0 · does not fit")])
+def test_the_largest_context_reads_in_the_asked_contexts_units(ctx: int, headline: str, field: str) -> None:
+    req = FitRequest.of(gpu="t4", model="llama-3.1-8b", ctx=ctx, quant="q8_0")
+    text = description(req)
+    option = fit_answer(*SVC.base_query(req), SVC.catalog).result.options[0]
+    asked, largest = figure(text, "context"), figure(fields(req)[field], "Max context")
+    assert headline in text and asked == format_tokens(ctx) and largest == format_tokens(option.max_ctx)
+    # It ran at 50000 with "context 50k" beside "Max context 49k"; the shown figures keep the counts' order.
+    assert (tokens_of(largest) >= tokens_of(asked)) == (option.max_ctx >= ctx), (asked, largest)
+
+
+def test_a_rope_window_the_memory_cuts_to_the_native_figure_is_not_repeated() -> None:
+    got = fields(FitRequest.of(gpu="rtx 3060 12gb", model="qwen3-14b", quant="Q4_K_M"))["Q4_K_M · fits"]
+    assert re.search(r"Max context [\d.]+k\n|Max context [\d.]+k$", got) and "RoPE" not in got, got
+
+
+# --- smaller words ----------------------------------------------------------------------------------------------
+
+
+def test_one_unit_per_time_and_its_range() -> None:
+    # Q4_K_M's TTFT here is under a second and its band reaches one: it read "686 ms (0.5–1.0 s)".
+    got = fields(FitRequest.of(gpu="t4", model="qwen3-8b", ctx="1k"))
+    times = [m for value in got.values() for m in re.findall(r"TTFT [\d.]+ (ms|s) \([\d.]+–[\d.]+ (ms|s)\)", value)]
+    assert len(times) == 2 and all(unit == span_unit for unit, span_unit in times), times
+    assert re.search(r"TTFT 0\.\d s \(0\.\d–1\.\d s\)", got["Q4_K_M · fits"]), got["Q4_K_M · fits"]
+
+
+def test_a_speed_range_is_rounded_as_its_point() -> None:
+    req = FitRequest.of(gpu="p40", model="gemma-3-27b", quant="Q4_K_M")
+    speed = fit_answer(*SVC.base_query(req), SVC.catalog).result.options[0].speed
+    assert speed.decode_tps_low < 10 <= speed.decode_tps, "the case needs a point of 10+ with a low end under 10"
+    found = re.search(r"~([\d.]+) tok/s \(([\d.]+)–([\d.]+)\)", fields(req)["Q4_K_M · fits"])
+    assert found and "." not in "".join(found.groups()), found  # it read "~11 (8.8–13)"
+
+
+@pytest.mark.parametrize(("prompt", "words"), [("1", "prompt 1 token ·"), ("0", "prompt 0 tokens ·"),
+                                               ("2k", "prompt 2048 tokens ·")])
+def test_a_prompt_of_one_token_is_singular(prompt: str, words: str) -> None:
+    assert words in description(FitRequest.of(gpu="t4", model="qwen3-8b", quant="Q4_K_M", prompt=prompt))
+
+
+@pytest.mark.parametrize("locale", ["en-US", "zh-CN"])
+def test_the_default_prompt_shrinks_to_a_short_context_without_a_note(locale: str) -> None:
+    text = description(FitRequest.of(gpu="t4", model="qwen3-8b", quant="Q4_K_M", ctx="1k"), locale)
+    assert ("prompt 1024 tokens" if locale == "en-US" else "提示 1024 tokens") in text
+    assert "capped" not in text and "2k" not in text and "截断" not in text, text
+
+
+def test_a_total_that_prints_as_the_usable_memory_says_by_how_much_it_is_over() -> None:
+    req = FitRequest.of(gpu="t4", model="llama-3.1-8b", ctx=51000, quant="q8_0")
+    option = fit_answer(*SVC.base_query(req), SVC.catalog).result.options[0]
+    over = (option.memory.total_bytes - option.memory.usable_bytes) / 2**20
+    assert 0 < over < 10 and f"{option.memory.total_bytes / 2**30:.1f}" == f"{option.memory.usable_bytes / 2**30:.1f}"
+    assert f"**Total 15.0 GiB** ({over:.1f} MiB more than usable)" in fields(req)["Q8_0 · does not fit"]
+    assert f"（比可用显存多 {over:.1f} MiB）" in fields(req, "zh-CN")["Q8_0 · 显存不足"]
+    roomy = fields(FitRequest.of(gpu="t4", model="llama-3.1-8b", quant="q8_0"))["Q8_0 · fits"]
+    assert "more than usable" not in roomy
