@@ -591,6 +591,8 @@ def _label_crossings(ax: Axes, crossings: list[tuple[float, float, str]], xlim: 
     span = math.log2(xlim[1]) - math.log2(xlim[0])
     slots: dict[bool, float] = {True: -math.inf, False: -math.inf}  # right edge of the last label, px
     for x, usable, color in sorted(crossings):
+        if not xlim[0] <= x <= xlim[1]:
+            continue  # a maximum left of the first tick (512 on an axis from 1k) is in the legend alone
         text = st.text("chart.max", ctx=ctx_label(x))
         width = _text_width_px(text, NOTE_PT) + 10
         centre = (math.log2(x) - math.log2(xlim[0])) / span * axes_px

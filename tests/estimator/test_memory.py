@@ -526,3 +526,20 @@ def test_active_weight_bits_split_the_always_read_weights_from_the_routed_expert
     dense_params = body["attention"] + body["ffn"] + body["other"]
     tables = body["output"] * ud.output_bits + body.get("token_embd", 0.0) * ud.embedding_bits
     assert (dense_params * dense + routed_params * routed + tables) / 8 == pytest.approx(weight_bytes(m, ud))
+
+
+def test_llamacpp_keeps_the_token_embedding_in_system_memory() -> None:
+    """llama.cpp loads every layer and the LM head to the GPU but keeps the input embedding (a row lookup) on the
+    CPU: Llama 3 8B Q4_K_M's log prints a 4403.49 MiB CUDA0 weight buffer for its 4.58 GiB file
+    (estimator/calibration/data/kv_cache.toml). vLLM holds the whole file; a tied table is also the head."""
+    from estimator.memory import gpu_weight_bytes
+
+    m, q, g = CAT.model("llama-3-8b"), CAT.quant("q4_k_m"), CAT.gpu("nvidia-rtx-4090")
+    assert gpu_weight_bytes(m, q, g, "llama.cpp") / 2**20 == pytest.approx(4403.49, rel=0.005)
+    assert gpu_weight_bytes(m, q, g, "ollama") == gpu_weight_bytes(m, q, g, "llama.cpp")
+    bf16 = CAT.quant("bf16")
+    assert gpu_weight_bytes(m, bf16, g, "vllm") == weight_bytes(m, bf16)
+    tied = CAT.model("gemma-3-1b")
+    assert tied.tied_embeddings and gpu_weight_bytes(tied, q, g, "llama.cpp") == weight_bytes(tied, q)
+    mac = CAT.gpu("apple-m4-max-128gb")
+    assert gpu_weight_bytes(m, q, mac, "llama.cpp") == weight_bytes(m, q)

@@ -67,9 +67,9 @@ def _max_context_lines(svc: Service, ctx: str, locale: str) -> list[str]:
 def test_largest_context_does_not_move_with_the_asked_context(svc: Service) -> None:
     short = _max_context_lines(svc, "8k", "en-US")
     assert short == _max_context_lines(svc, "128k", "en-US")
-    assert short == ["Max context 32k (67k with RoPE scaling)"]
+    assert short == ["Max context 32k (70,912 with RoPE scaling)"]
     zh = _max_context_lines(svc, "8k", "zh-CN")
-    assert zh == _max_context_lines(svc, "128k", "zh-CN") == ["最大上下文 32k（启用 RoPE 缩放时 67k）"]
+    assert zh == _max_context_lines(svc, "128k", "zh-CN") == ["最大上下文 32k（启用 RoPE 缩放时 70,912）"]
 
 
 def test_no_scaled_figure_without_a_documented_extension(svc: Service) -> None:
