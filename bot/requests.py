@@ -331,6 +331,9 @@ class FitRequest(_Options):
             "engine": q.engine,
             "ctx": q.ctx,
             "prompt": q.prompt_tokens,
+            # The prompt as asked too: one longer than the context is cut to it and the reply says so, a default one
+            # silently; the two replies differ though the cut prompt is the same.
+            "prompt_asked": self.prompt,
             "kv": q.kv,
             "batch": q.batch,
         }

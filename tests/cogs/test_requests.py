@@ -149,3 +149,12 @@ def test_the_cli_and_a_command_ask_the_same_question_the_same_way() -> None:
     assert typed.kv == "f16" and typed.gpus == 2
     tuned = finetune_request({"gpu": "4090", "model": "qwen3-8b", "seq": "4k", "optimizer": "adamw8bit", "rank": None})
     assert tuned == FinetuneRequest.of(gpu="4090", model="qwen3-8b", seq=4096, knobs={"optimizer": "adamw8bit"})
+
+
+def test_a_prompt_cut_to_the_context_keeps_its_own_cached_answer() -> None:
+    """ctx:1k cuts both the default 2k prompt and an asked 4k one to 1k; only the asked one is said to be cut, so
+    the two replies differ and may not share a cached answer."""
+    default = FitRequest.of(gpu="t4", model="qwen3-8b", ctx="1k")
+    asked = FitRequest.of(gpu="t4", model="qwen3-8b", ctx="1k", prompt="4k")
+    assert default.cache_key(SVC)["prompt"] == asked.cache_key(SVC)["prompt"] == 1024
+    assert default.cache_key(SVC) != asked.cache_key(SVC)
