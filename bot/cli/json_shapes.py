@@ -44,6 +44,8 @@ def fit_json(result: FitResult) -> dict[str, Any]:
                     "total": to_gib(o.memory.total_bytes),
                     "usable": to_gib(o.memory.usable_bytes),
                     "headroom": to_gib(o.memory.headroom_bytes),
+                    # Weights the engine keeps in system RAM (llama.cpp's token embedding); not in `total`.
+                    "host_weights": to_gib(o.memory.host_weights_bytes),
                 },
                 **speed_json(o.speed),
                 "aggregate_tps": round(o.speed.aggregate_tps, 1),

@@ -44,7 +44,7 @@ MEMORY_KEYS = {"weights", "kv_cache", "overhead", "total"}
 FIT_EXTRA = {"batch"}
 OPTION_EXTRA = {"quant_name", "verdict", "max_ctx_scaled", "aggregate_tps", "decode_tps_low", "decode_tps_high",
                 "prefill_tps_low", "prefill_tps_high", "ttft_s_low", "ttft_s_high"}
-MEMORY_EXTRA = {"usable", "headroom"}
+MEMORY_EXTRA = {"usable", "headroom", "host_weights"}
 
 
 def test_fit_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
@@ -68,6 +68,8 @@ def test_fit_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
         assert mem["total"] == pytest.approx(mem["weights"] + mem["kv_cache"] + mem["overhead"], abs=0.02)
         assert option["decode_tps"] > 0
         assert option["fits"] == (mem["total"] <= mem["usable"])
+        # llama.cpp keeps Qwen3-8B's untied token embedding (151,936 × 4,096) in system RAM.
+        assert 0 < mem["host_weights"] < mem["weights"]
 
 
 def test_fit_contract_keys_are_the_documented_subset(capsys: pytest.CaptureFixture[str]) -> None:
