@@ -21,7 +21,7 @@ from estimator.capability import (
     training_precision,
 )
 from estimator.curve import VramCurves, vram_curves
-from estimator.engines import DEFAULT_FORMAT, DEFAULT_LEVELS, family
+from estimator.engines import DEFAULT_FORMAT, DEFAULT_LEVELS, family, splits_over
 from estimator.memory import Verdict, memory, usable_vram_bytes
 from estimator.offload import OffloadPlan, offload_plan
 from estimator.query import DEFAULT_CTX, MAX_GPUS, Engine, Query
@@ -134,15 +134,22 @@ def what_to_change(result: FitResult, catalog: Catalog) -> list[Tip]:
     kv_q8 = q.model_copy(update={"quant": smallest.quant, "kv": "q8_0"})
     if q.kv in ("f16", "bf16") and memory(kv_q8).verdict == "fits":
         tips.append(Tip(kind="kv", quant=smallest.quant))
-    if smallest.max_ctx >= MIN_SUGGESTED_CTX:
-        tips.append(Tip(kind="ctx", quant=smallest.quant, ctx=smallest.max_ctx))
+    # A context past the native window was asked with RoPE scaling, so the largest one it allows is the answer.
+    scaled = q.ctx > q.model.max_context and smallest.max_ctx_scaled
+    largest_ctx = smallest.max_ctx_scaled if scaled and smallest.max_ctx_scaled else smallest.max_ctx
+    if largest_ctx >= MIN_SUGGESTED_CTX:
+        tips.append(Tip(kind="ctx", quant=smallest.quant, ctx=largest_ctx))
     if q.gpus < MAX_GPUS and not q.gpu.unified_memory:
         for count in range(q.gpus + 1, MAX_GPUS + 1):
+            if not splits_over(q.engine, q.model, count):
+                continue  # a tensor-parallel group the heads do not split over is refused, so never offered
             if memory(q.model_copy(update={"quant": smallest.quant, "gpus": count})).verdict != "does_not_fit":
                 tips.append(Tip(kind="gpus", quant=smallest.quant, gpus=count))
                 break
     if not tips:
-        tips.append(Tip(kind="need", quant=smallest.quant, need_bytes=smallest.memory.total_bytes))
+        # What one card would have to hold: the setup's total counts every card's runtime buffers.
+        one_card = memory(q.model_copy(update={"quant": smallest.quant, "gpus": 1})).total_bytes
+        tips.append(Tip(kind="need", quant=smallest.quant, need_bytes=one_card))
     return tips
 
 

@@ -420,11 +420,12 @@ def context_window(q: Query) -> int:
 
 
 def max_context(q: Query, with_scaling: bool | None = None) -> int:
-    """Largest context (multiple of CTX_STEP, at most the window of `context_window`) whose total fits;
-    0 if none. `with_scaling` picks the window outright (native or RoPE-scaled) instead of letting the
+    """Largest context (in tokens, at most the window of `context_window`) whose total fits; 0 if none fits
+    CTX_STEP tokens. `with_scaling` picks the window outright (native or RoPE-scaled) instead of letting the
     asked context choose it, for a figure that must not move with the asked context.
 
-    Memory grows monotonically with context, so a bisection over CTX_STEP multiples finds the edge.
+    Memory grows monotonically with context, so a bisection finds the edge: over CTX_STEP multiples, then to
+    the token, so any asked context up to the figure fits and none above it does.
     """
     usable = usable_vram_bytes(q.gpu, q.engine) * q.gpus
     cap = context_window(q) if with_scaling is None else q.model.context_limit(with_scaling=with_scaling)
@@ -440,4 +441,11 @@ def max_context(q: Query, with_scaling: bool | None = None) -> int:
             lo = mid
         else:
             hi = mid
-    return lo * CTX_STEP
+    lo, hi = lo * CTX_STEP, min(hi * CTX_STEP, cap)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if total_bytes_at(q, mid) <= usable:
+            lo = mid
+        else:
+            hi = mid
+    return lo

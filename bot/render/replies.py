@@ -97,7 +97,8 @@ def prompt_note(q: Query, asked: int, locale: str) -> str | None:
     change it silently. The default prompt is nobody's request: it just shrinks to a short context."""
     if asked <= q.prompt_tokens or asked == DEFAULT_PROMPT_TOKENS:
         return None
-    return t(locale, "prompt.capped", asked=format_tokens(asked), ctx=format_tokens(q.ctx), prompt=q.prompt_tokens)
+    return t(locale, "prompt.capped", asked=format_tokens(asked), ctx=format_tokens(q.ctx),
+             prompt=format_tokens(q.prompt_tokens))
 
 
 def offload_text(plan: OffloadPlan | None, locale: str) -> str | None:

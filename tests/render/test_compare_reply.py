@@ -21,10 +21,11 @@ def embed(locale: str = "en-US", **options: str) -> dict:
 ])
 def test_no_format_fitting_both_is_not_called_one_that_fits(options: dict[str, str]) -> None:
     en = embed(**options)
-    assert "No format fits both; both shown in Q4_K_M, the smallest" in en["description"]
+    said = "None of the 4-, 8- and 16-bit formats fits both; both shown in Q4_K_M, the smallest of them"
+    assert said in en["description"]
     assert "the highest precision that fits both" not in en["description"]
     zh = embed("zh-CN", **options)
-    assert "没有哪种格式两边都放得下；两边都按最小的 Q4_K_M 显示" in zh["description"]
+    assert "4/8/16 位格式都无法两边同时放下；两边都按其中最小的 Q4_K_M 显示" in zh["description"]
     assert "两者都放得下的最高精度" not in zh["description"]
     # The rest of the answer stays: both sides, each with its verdict.
     assert len(en["fields"]) == 2 and any("does not fit" in f["value"] for f in en["fields"])

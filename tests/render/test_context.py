@@ -67,9 +67,9 @@ def _max_context_lines(svc: Service, ctx: str, locale: str) -> list[str]:
 def test_largest_context_does_not_move_with_the_asked_context(svc: Service) -> None:
     short = _max_context_lines(svc, "8k", "en-US")
     assert short == _max_context_lines(svc, "128k", "en-US")
-    assert short == ["Max context 32k (70,912 with RoPE scaling)"]
+    assert short == ["Max context 32k (71,054 with RoPE scaling)"]
     zh = _max_context_lines(svc, "8k", "zh-CN")
-    assert zh == _max_context_lines(svc, "128k", "zh-CN") == ["最大上下文 32k（启用 RoPE 缩放时 70,912）"]
+    assert zh == _max_context_lines(svc, "128k", "zh-CN") == ["最大上下文 32k（启用 RoPE 缩放时 71,054）"]
 
 
 def test_no_scaled_figure_without_a_documented_extension(svc: Service) -> None:
@@ -80,10 +80,10 @@ def test_no_scaled_figure_without_a_documented_extension(svc: Service) -> None:
 def test_a_prompt_longer_than_the_context_is_said_to_be_capped(svc: Service) -> None:
     req = FitRequest(gpu="t4", model="qwen3-8b", quant="Q4_K_M", prompt="100k")
     text = fit_reply(svc, req, locale="en-US").embeds[0]["description"]
-    assert "prompt 8192 tokens" in text
-    assert "The prompt of 100k tokens is longer than the 8k context: capped to 8192 tokens." in text
+    assert "prompt 8k tokens" in text
+    assert "The prompt of 100k tokens is longer than the 8k context: capped to 8k tokens." in text
     zh = fit_reply(svc, req, locale="zh-CN").embeds[0]["description"]
-    assert "提示词 100k tokens 超过了上下文 8k：已截断为 8192 tokens。" in zh
+    assert "提示词 100k tokens 超过了上下文 8k：已截断为 8k tokens。" in zh
 
 
 def test_a_prompt_within_the_context_has_no_cap_note(svc: Service) -> None:
