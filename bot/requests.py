@@ -357,6 +357,7 @@ class RankRequest(_Options):
     def cache_key(self, svc: Service) -> dict[str, Any]:
         choice = svc.gpu_choice(self.gpu, self.gpus)
         svc.rank_formats(self.engine, self.quant, choice.gpu)
+        svc.check_rank_split(self.engine, choice.count)
         return {**self.model_dump(mode="json"), "gpu": choice.gpu.id, "gpus": choice.count}
 
 

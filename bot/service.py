@@ -227,6 +227,15 @@ class Service:
         q, formats = self.base_query(req)
         return fit(q, formats)
 
+    def check_rank_split(self, engine: Engine, gpus: int) -> None:
+        """A ranking over a tensor-parallel group few models' heads split over would list next to nothing and
+        say nothing of why (3 or 5 cards: almost none), so it is refused with the counts that work."""
+        if gpus <= 1:
+            return
+        splitting = sum(splits_over(engine, m, gpus) for m in self.catalog.models)
+        if splitting < RANK_SPLIT_SHARE * len(self.catalog.models):
+            raise BadValue.of("bad.tp_rank", engine=engine, gpus=gpus, n=splitting, total=len(self.catalog.models))
+
     def rank_formats(self, engine: Engine, quant: str | None, gpu: GPU) -> list[QuantFormat]:
         """The formats a ranking compares, once the engine and each asked format are known to run on `gpu`."""
         check_engine(engine, gpu)
@@ -239,6 +248,7 @@ class Service:
         choice = self.gpu_choice(req.gpu, req.gpus)
         gpu = choice.gpu
         formats = self.rank_formats(req.engine, req.quant, gpu)
+        self.check_rank_split(req.engine, choice.count)
         rows = rank(
             self.catalog.models,
             formats,
@@ -256,6 +266,10 @@ class Service:
 # How people name the engines a format runs on (SGLang and TensorRT-LLM load vLLM's formats).
 ENGINE_NAMES = {"llama.cpp": "llama.cpp (Ollama, LM Studio)", "vllm": "vLLM/SGLang/TensorRT-LLM", "mlx": "MLX",
                 "exllamav2": "ExLlamaV2", "exllamav3": "ExLlamaV3"}
+
+
+# Below this share of catalog models splitting over a tensor-parallel group, /rank refuses the group.
+RANK_SPLIT_SHARE = 0.05
 
 
 def check_engine(engine: Engine, gpu: GPU) -> None:

@@ -49,9 +49,11 @@ def cmd_ask(_svc: Any, args: argparse.Namespace) -> int:
     from bot.sandbox.ask import ask
 
     _sandbox_env()
-    results = asyncio.run(ask(list(args.commands), bot_argv=_bot_argv(), locale=args.locale, save_dir=args.save,
-                              admin=args.admin))
     loc = lang(args)
+    # The asker's Discord language: --locale, else the one --lang gave the CLI, so the reply matches its wrapper.
+    locale = args.locale or loc or "en-US"
+    results = asyncio.run(ask(list(args.commands), bot_argv=_bot_argv(), locale=locale, save_dir=args.save,
+                              admin=args.admin))
     for result in results:
         if args.json:
             sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
@@ -79,7 +81,7 @@ def _register_ask(sub: Any) -> None:
                     "0 when every command was answered; 1 when any was refused by the client, rejected by "
                     "Discord or got no reply in time (all commands still run and print).")
     p.add_argument("commands", nargs="+", help='e.g. "/fit gpu:T4 model:qwen3-8b"')
-    p.add_argument("--locale", default="en-US", help="Discord locale, e.g. zh-CN")
+    p.add_argument("--locale", default=None, help="Discord locale, e.g. zh-CN (default: --lang's, else en-US)")
     p.add_argument("--admin", action="store_true", help="ask as a server manager (for /daily, /settings server)")
     p.add_argument("--json", action="store_true", help="one JSON object per command")
     p.add_argument("--save", metavar="DIR", help="write attached charts here")

@@ -482,7 +482,9 @@ def finetune_reply(svc: Service, req: FinetuneRequest, *, locale: str, theme: ch
         total=mem.total,
         usable=usable,
         mem=terms,
-        reserved=mem.reserved,
+        reserved=min(mem.reserved, usable),
+        # The cache grows into whatever the card has left; past the card it is a figure for a bigger one.
+        reserved_fills_card=mem.reserved > usable >= mem.total,
         offloaded=mem.offloaded,
         # "it runs, slower" only where it runs: a run too big even without its paged state just does not fit.
         paged=mem.pageable if mem.total > usable and plan.verdict != "does_not_fit" else 0.0,

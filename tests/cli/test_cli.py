@@ -452,6 +452,27 @@ def test_ask_exits_1_when_any_command_failed(oks: list[bool], code: int, monkeyp
     assert run(["ask", "/ping", "/ping", "--json"], capsys)[0] == code
 
 
+@pytest.mark.parametrize(("argv", "locale"), [
+    (["--lang", "zh-CN", "ask", "/ping"], "zh-CN"), (["ask", "/ping", "--lang", "zh-CN"], "zh-CN"),
+    (["ask", "/ping"], "en-US"), (["--lang", "zh-CN", "ask", "/ping", "--locale", "en-US"], "en-US"),
+])
+def test_ask_asks_in_the_language_lang_gave(argv: list[str], locale: str, monkeypatch: pytest.MonkeyPatch,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """`--lang zh-CN` before or after the command makes the reply Chinese as well as the CLI's own words."""
+    import bot.sandbox.ask  # noqa: F401 - loaded, so it can be patched in sys.modules
+
+    asked: list[str] = []
+
+    async def fake_ask(commands: list[str], **options: Any) -> list[dict[str, Any]]:
+        asked.append(options["locale"])
+        return [{"command": c, "ok": True, "latency_ms": 5.0, "ephemeral": False, "embeds": [], "components": [],
+                 "files": [], "content": "pong"} for c in commands]
+
+    monkeypatch.setattr(sys.modules["bot.sandbox.ask"], "ask", fake_ask)
+    assert run(argv, capsys)[0] == 0
+    assert asked == [locale]
+
+
 def test_ask_help_documents_the_exit_status(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         cli.main(["ask", "--help"])

@@ -78,3 +78,12 @@ async def test_emptying_the_cache_lowers_what_pytorch_reserves_not_what_must_fit
                {"name": "empty_cache_every", "type": 4, "value": 0}]
     bad = await sb.driver.invoke_raw("finetune", options)
     assert bad.error is None and bad.ephemeral and "empty_cache_every" in bad.embeds[0].get("description", "")
+
+
+async def test_a_cache_bigger_than_the_card_is_not_promised(sb: Sandbox) -> None:
+    # It read "PyTorch reserves up to 17.5 GiB while it has room" on a 16 GB T4 with 15.0 GiB usable.
+    reply = await sb.invoke("/finetune gpu:T4 model:llama-3.1-8b")
+    text = reply.embeds[0]["description"]
+    assert "can take the rest of the card, up to 15.0 GiB" in text and "reserves up to" not in text, text
+    zh = await sb.invoke("/finetune gpu:T4 model:llama-3.1-8b", locale="zh-CN")
+    assert "PyTorch 的缓存可占满显卡剩余部分，最多 15.0 GiB" in zh.embeds[0]["description"]

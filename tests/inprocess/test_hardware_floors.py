@@ -27,6 +27,8 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
     ("/fit gpu:rx 7900 xtx model:llama-3.1-8b engine:vllm quant:fp8", ["FP8 matrix units"]),
     ("/rank gpu:rx 7900 xtx engine:vllm quant:nvfp4", ["NVIDIA's format"]),
     ("/finetune gpu:T4 model:llama-3.1-8b precision:bf16", ["no bfloat16", "fp16"]),
+    # A ranking over a group almost no model splits over listed one model and said nothing of why.
+    ("/rank gpu:L4 gpus:3 engine:vllm", ["split over 3 GPUs", "gpus:2, 4 or 8"]),
 ])
 async def test_what_the_card_cannot_run_is_refused_with_the_reason(sb: Sandbox, command: str,
                                                                    words: list[str]) -> None:
@@ -38,6 +40,8 @@ async def test_what_the_card_cannot_run_is_refused_with_the_reason(sb: Sandbox, 
     "/fit gpu:T4 model:llama-3.1-8b engine:vllm quant:fp8",  # weight-only FP8 (W8A16 Marlin) from Turing on
     "/fit gpu:mi300x model:llama-3.1-8b engine:vllm quant:fp8",
     "/fit gpu:4090 model:qwen3:8b-q8_0",
+    "/rank gpu:L4 gpus:2 engine:vllm",
+    "/rank gpu:L4 gpus:3",  # llama.cpp splits layers, not heads
 ])
 async def test_what_the_card_can_run_still_answers(sb: Sandbox, command: str) -> None:
     reply = await sb.invoke(command, user=7302)
