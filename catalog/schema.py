@@ -172,6 +172,10 @@ class MoE(_Frozen):
         default=None, description="width of each shared expert when it differs from moe_intermediate_size"
     )
     dense_layers: int = Field(default=0, description="leading layers with a dense FFN instead of experts")
+    gguf_expert_bits: float | None = Field(
+        default=None, gt=0,
+        description="bits per weight at which GGUF files keep the routed experts whatever their type (gpt-oss ships "
+        "its experts in MXFP4 and llama.cpp's quantize leaves them so); None: quantized like the rest")
 
 
 RopeScaling = Literal["yarn", "linear", "dynamic", "longrope", "llama3"]

@@ -171,7 +171,8 @@ def active_weight_bits(model: Model, fmt: QuantFormat) -> tuple[float, float]:
     body at its bits_per_weight."""
     tb = fmt.tensor_bits
     if tb is None:
-        return fmt.bits_per_weight, fmt.bits_per_weight
+        kept = kept_expert_bits(model, fmt)
+        return fmt.bits_per_weight, fmt.bits_per_weight if kept is None else kept
     scale = fmt.bits_per_weight / tb.ffn
     bits: dict[TensorClass, float] = {"attention": tb.attention, "ffn": tb.ffn, "experts": tb.experts,
                                       "experts_down": tb.experts_down, "other": tb.other}
@@ -207,9 +208,35 @@ def hidden_row_fallback_bits(model: Model, fmt: QuantFormat) -> float:
     return extra
 
 
+def kept_expert_bits(model: Model, fmt: QuantFormat) -> float | None:
+    """The routed experts' bits where a GGUF type leaves them as the checkpoint shipped them (gpt-oss's MXFP4:
+    unsloth's gpt-oss-20b Q4_K_M weighs 11,624,759,488 bytes against the MXFP4 release's 12,109,566,624, its
+    attention and tables quantized, its experts untouched); None for any other model or format."""
+    if model.moe is None or model.moe.gguf_expert_bits is None or fmt.engines != ("llama.cpp",):
+        return None
+    return model.moe.gguf_expert_bits
+
+
+def _kept_expert_bytes(model: Model, fmt: QuantFormat, expert_bits: float) -> float:
+    """The file, tensor class by tensor class, with the routed experts at `expert_bits`."""
+    tables = {"token_embd": fmt.embedding_bits, "output": fmt.output_bits}
+    k_quant = fmt.id in k.FFN_DOWN_FALLBACK_EXTRA_BITS
+    total = 0.0
+    for g in tensor_class_params(model):
+        if g.cls in ("experts", "experts_down"):
+            total += g.params * expert_bits
+            continue
+        bits = tables.get(g.cls, fmt.bits_per_weight)
+        total += g.params * (fallback_bits(bits) if k_quant and misfits_kquant_blocks(g.row_width) else bits)
+    return total / 8
+
+
 def _weight_bytes(model: Model, fmt: QuantFormat) -> float:
     if fmt.tensor_bits is not None:
         return _tensor_class_bytes(model, fmt)
+    kept = kept_expert_bits(model, fmt)
+    if kept is not None:
+        return _kept_expert_bytes(model, fmt, kept)
     table = embedding_table_params(model)
     if model.tied_embeddings:
         # One shared matrix; engines store it at the LM head's type because it is used as one.

@@ -155,6 +155,9 @@ def slug(repo: str) -> str:
 # --- reading the config ----------------------------------------------------------------------------
 
 
+MXFP4_BITS_PER_WEIGHT = (32 * 4 + 8) / 32
+
+
 class _Cfg:
     """The text model's fields: nested block first, then the top level, then the class defaults."""
 
@@ -596,6 +599,10 @@ def model_from_config(
         )
 
     moe = _moe(c, layers)
+    quant = config.get("quantization_config") or c.get("quantization_config")
+    if moe is not None and isinstance(quant, Mapping) and quant.get("quant_method") == "mxfp4":
+        # Experts shipped in MXFP4 (32 four-bit values and one 8-bit scale per block) stay so in GGUF files.
+        moe = moe.model_copy(update={"gguf_expert_bits": MXFP4_BITS_PER_WEIGHT})
     if c.model_type == "nemotron_h" and moe is not None:
         moe = moe.model_copy(update={"dense_layers": layers - _nemotron_h(c, hidden)[3]})
     if moe is not None:

@@ -543,3 +543,13 @@ def test_llamacpp_keeps_the_token_embedding_in_system_memory() -> None:
     assert tied.tied_embeddings and gpu_weight_bytes(tied, q, g, "llama.cpp") == weight_bytes(tied, q)
     mac = CAT.gpu("apple-m4-max-128gb")
     assert gpu_weight_bytes(m, q, mac, "llama.cpp") == weight_bytes(m, q)
+
+
+def test_gguf_types_keep_gpt_oss_experts_in_mxfp4() -> None:
+    """unsloth/gpt-oss-20b-GGUF's Q4_K_M is 11,624,759,488 bytes: its attention and tables are quantized, its MXFP4
+    experts kept (at 4.8 bits everywhere it would be 14.8 GiB and not fit a 16 GB card); vLLM's BF16 stays BF16."""
+    m = CAT.model("gpt-oss-20b")
+    assert weight_bytes(m, CAT.quant("q4_k_m")) == pytest.approx(11_624_759_488, rel=0.02)
+    assert weight_bytes(m, CAT.quant("q4_k_m")) < weight_bytes(m, CAT.quant("mxfp4"))
+    assert weight_bytes(m, CAT.quant("bf16")) == pytest.approx(m.params * 2, rel=0.01)
+    assert active_weight_bits(m, CAT.quant("q8_0"))[1] == 4.25
