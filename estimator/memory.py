@@ -134,6 +134,12 @@ def misfits_kquant_blocks(row_width: int) -> bool:
     return row_width % k.KQUANT_ROW_BLOCK != 0 if row_width else False
 
 
+def stores_in_fallback(fmt: QuantFormat, row_width: int) -> bool:
+    """Whether a k-quant format stores rows of this width in its type's fallback (not whole 256-blocks)."""
+    k_quant = fmt.tensor_bits is not None or fmt.id in k.FFN_DOWN_FALLBACK_EXTRA_BITS
+    return k_quant and misfits_kquant_blocks(row_width)
+
+
 def fallback_bits(bits: float) -> float:
     """Average bits of a class whose rows miss whole k-quant blocks: its average read as a mix of the two
     neighbouring rungs of the k-quant ladder, each stored as its fallback type (see constants)."""
@@ -220,14 +226,13 @@ def kept_expert_bits(model: Model, fmt: QuantFormat) -> float | None:
 def _kept_expert_bytes(model: Model, fmt: QuantFormat, expert_bits: float) -> float:
     """The file, tensor class by tensor class, with the routed experts at `expert_bits`."""
     tables = {"token_embd": fmt.embedding_bits, "output": fmt.output_bits}
-    k_quant = fmt.id in k.FFN_DOWN_FALLBACK_EXTRA_BITS
     total = 0.0
     for g in tensor_class_params(model):
         if g.cls in ("experts", "experts_down"):
             total += g.params * expert_bits
             continue
         bits = tables.get(g.cls, fmt.bits_per_weight)
-        total += g.params * (fallback_bits(bits) if k_quant and misfits_kquant_blocks(g.row_width) else bits)
+        total += g.params * (fallback_bits(bits) if stores_in_fallback(fmt, g.row_width) else bits)
     return total / 8
 
 
@@ -392,10 +397,9 @@ def host_table_bytes(model: Model, fmt: QuantFormat, gpu: GPU, engine: Engine) -
     if family(engine) != "llama.cpp" or model.tied_embeddings or gpu.unified_memory:
         return 0.0
     # Stored in its type's fallback where the rows are not whole k-quant blocks, as the file's size counts it.
-    k_quant = fmt.tensor_bits is not None or fmt.id in k.FFN_DOWN_FALLBACK_EXTRA_BITS
-    falls_back = k_quant and misfits_kquant_blocks(model.hidden_size)
-    bits = fallback_bits(fmt.embedding_bits) if falls_back else fmt.embedding_bits
-    return embedding_table_params(model) * bits / 8
+    bits = fmt.embedding_bits
+    return embedding_table_params(model) * (fallback_bits(bits) if stores_in_fallback(fmt, model.hidden_size)
+                                            else bits) / 8
 
 
 def gpu_weight_bytes(model: Model, fmt: QuantFormat, gpu: GPU, engine: Engine) -> float:
