@@ -26,6 +26,7 @@ from estimator.engines import (
     DEFAULT_FORMAT,
     DEFAULT_LEVELS,
     engine_floor,
+    format_as_run,
     format_runs_on,
     runs_format,
     splits_over,
@@ -200,7 +201,7 @@ class Service:
         runnable = [f for f in formats if format_runs_on(f, gpu)]
         if not runnable:
             check_format_on(formats[0], gpu)
-        formats = runnable
+        formats = [format_as_run(f, gpu) for f in runnable]  # named for what runs on this GPU
         self.check_context(model, req.ctx)
         q = Query(
             gpu=gpu,
@@ -242,7 +243,7 @@ class Service:
         formats = self.formats(engine, quant)
         if quant:
             check_format_on(formats[0], gpu)
-        return [f for f in formats if format_runs_on(f, gpu)]
+        return [format_as_run(f, gpu) for f in formats if format_runs_on(f, gpu)]
 
     def rank(self, req: RankRequest) -> tuple[GPU, list[RankRow]]:
         choice = self.gpu_choice(req.gpu, req.gpus)

@@ -62,6 +62,12 @@ def tokens(text: str) -> tuple[str, ...]:
     return tuple(t.strip(".") for t in _WORDS.split(fold(text)) if t.strip("."))
 
 
+def is_ollama_tag(text: str) -> bool:
+    """'gpt-oss:20b', 'qwen3:8b-q8_0': a name, a colon and a tag (an `hf:org/name` repo is no tag)."""
+    name, colon, tag = text.strip().partition(":")
+    return bool(colon and name.strip() and tag.strip()) and name.strip().lower() != "hf"
+
+
 @dataclass(frozen=True)
 class Suggestion:
     id: str
@@ -358,12 +364,19 @@ class Resolver:
         """
         text = _compatible(text)
         try:
-            return self._model(text)
+            return self._ollama_build(self._model(text), text)
         except NotFound:
             listed = self._not_releases.get(normalise(text.strip()[:MAX_QUERY_CHARS]))
             if listed is not None:
                 raise NotARelease(text.strip(), listed.name, listed.reason) from None
             raise
+
+    def _ollama_build(self, choice: ModelChoice, text: str) -> ModelChoice:
+        """An Ollama tag naming no format is the build Ollama's library ships: its Q4_K_M for most models, so the
+        engine's default ladder answers; the one build a model records (`Model.ollama`: gpt-oss's MXFP4) for others."""
+        if choice.quant is not None or choice.model.ollama is None or not is_ollama_tag(text):
+            return choice
+        return ModelChoice(choice.model, self.catalog.quant(choice.model.ollama.quant))
 
     def hf_model(self, text: str) -> Model | None:
         """The catalog's model for `hf:org/name` when that repo is one the catalog lists (the Hub treats repo

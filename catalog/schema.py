@@ -211,6 +211,14 @@ class ContextFit(_Frozen):
     extension: ContextExtension | None = Field(default=None, description="set when status is 'scaled'")
 
 
+class OllamaBuild(_Frozen):
+    """The format Ollama's library ships every tag of a model in, where that is not the usual Q4_K_M ladder: a
+    tag such as `gpt-oss:20b` then names this one build, as `qwen3:8b-q8_0` names its Q8_0."""
+
+    quant: str = Field(description="the catalog's id of that format")
+    source: str = Field(min_length=8)
+
+
 class Quality(_Frozen):
     score: float
     metric: str = Field(description="what the score is, e.g. 'LMArena text Elo 2025-09' or 'seed page rank'")
@@ -257,6 +265,7 @@ class Model(_Frozen):
     layer_graph: LayerGraph | None = Field(
         default=None, description="set from layer_graphs.toml by family; None: a Llama-style layer, nothing recorded")
     quality: Quality | None = None
+    ollama: OllamaBuild | None = None
     seed_rank: int | None = Field(default=None, description="rank shown on the calculator pages we replace")
     source: str = Field(min_length=8)
     notes: str = ""
@@ -385,6 +394,10 @@ class QuantFormat(_Frozen):
         default="fp16", description="precision the matrix multiplies run in during prefill"
     )
     kernel: str = Field(default="", description="decode kernel family, used to pick a calibrated efficiency")
+    weight_only_name: str | None = Field(
+        default=None, description="the name where the GPU has no matrix units for `compute` and the engine runs the "
+        "weights only, multiplying in FP16 (vLLM's FP8 Marlin: 'FP8 (W8A16)'); see estimator.engines.runs_weight_only"
+    )
     tensor_bits: TensorBits | None = Field(
         default=None, description="per-tensor-class bits, for formats whose mix differs by tensor class"
     )

@@ -38,6 +38,9 @@ class Catalog:
         self._gpus = _index("gpu", gpus)
         self._models = _index("model", models)
         self._quants = _index("quant", quants)
+        for m in models:
+            if m.ollama is not None and m.ollama.quant not in self._quants:
+                raise CatalogError(f"model {m.id!r}: its Ollama build's format {m.ollama.quant!r} is no quant id")
         self.not_releases: tuple[NotARelease, ...] = tuple(not_releases or ())
         self.version = version
 

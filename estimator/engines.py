@@ -156,6 +156,19 @@ def format_runs_on(fmt: QuantFormat, gpu: GPU) -> bool:
     return True
 
 
+def runs_weight_only(fmt: QuantFormat, gpu: GPU) -> bool:
+    """FP8 on a GPU without FP8 matrix units (NVIDIA below compute capability 8.9: Turing, Ampere) runs weight-only,
+    W8A16 through FP8 Marlin, its multiplies in FP16 (see FP8_WEIGHT_ONLY_MIN_CC); with the units it is W8A8."""
+    return fmt.compute == "fp8" and not gpu.fp8
+
+
+def format_as_run(fmt: QuantFormat, gpu: GPU) -> QuantFormat:
+    """The format named for what runs on this GPU ('FP8 (W8A16)' where `runs_weight_only`); the same figures."""
+    if fmt.weight_only_name and runs_weight_only(fmt, gpu):
+        return fmt.model_copy(update={"name": fmt.weight_only_name})
+    return fmt
+
+
 def tensor_parallel(engine: str) -> bool:
     """vLLM, SGLang and TensorRT-LLM shard every layer over the GPUs; llama.cpp and ExLlama split by layer."""
     return family(engine) == "server"
@@ -517,7 +530,7 @@ def compute_tflops(engine: Engine, fmt: QuantFormat, gpu: GPU, gemm: str | None 
         # Without int8 matrix units, MMQ multiplies with the byte dot product (dp4a, gfx906's v_dot4_i32_i8) at its
         # own rate, where the vendor lists none (V100, MI50): twice their FP16 rate, not the FP16 rate.
         return dot4_tops(gpu) if mmq_on_dot_products(gpu) and has_int8_dot(gpu) else fp16
-    if fmt.compute == "fp8" and gpu.fp8 and gpu.fp8_tflops:
+    if fmt.compute == "fp8" and not runs_weight_only(fmt, gpu) and gpu.fp8_tflops:
         return gpu.fp8_tflops
     if fmt.compute == "int8" and (int8 := int8_matrix_tops(gpu)):
         return int8

@@ -14,7 +14,14 @@ from collections.abc import Iterable, Sequence
 from pydantic import BaseModel, ConfigDict
 
 from catalog.schema import GPU, Model, QuantFormat
-from estimator.engines import format_runs_on, runs_format, supports, tensor_parallel, tensor_parallel_sizes
+from estimator.engines import (
+    format_as_run,
+    format_runs_on,
+    runs_format,
+    supports,
+    tensor_parallel,
+    tensor_parallel_sizes,
+)
 from estimator.memory import MemoryBreakdown, memory
 from estimator.query import MAX_GPUS, Engine, KVDtype, Query
 from estimator.speed import Speed, speed
@@ -89,8 +96,9 @@ def what_gpu(
         for fmt in formats:
             if not runs_format(engine, fmt) or not format_runs_on(fmt, gpu):
                 continue
-            setup = _first_that_fits(model, fmt, gpu, ctx=ctx, engine=engine, kv=kv, min_tps=min_tps,
-                                     max_gpus=max_gpus, prompt_tokens=prompt_tokens)
+            # Named for what runs on this card (FP8 is W8A16 on Turing and Ampere, W8A8 from Ada on).
+            setup = _first_that_fits(model, format_as_run(fmt, gpu), gpu, ctx=ctx, engine=engine, kv=kv,
+                                     min_tps=min_tps, max_gpus=max_gpus, prompt_tokens=prompt_tokens)
             if setup is None:
                 continue
             if min_tps is not None and setup.decode_tps < min_tps:

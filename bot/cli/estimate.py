@@ -20,6 +20,7 @@ from bot.cli.common import (
     table,
 )
 from bot.params import BadValue, format_tokens, people_text
+from bot.render.memory_figures import MemoryFigures, memory_figures
 from bot.render.text import t, tps_text
 from bot.requests import DEFAULT_SORT, DEFAULT_WHATGPU_LIMIT, GpuRequest, RankRequest, WhatGpuRequest
 from bot.service import Service
@@ -43,6 +44,15 @@ def ttft_cell(d: dict[str, Any]) -> str:
     return f"{seconds_text(d['ttft_s'])} ({seconds_text(d['ttft_s_low'])}–{seconds_text(d['ttft_s_high'])})"
 
 
+CLI_GIB_DIGITS = 2  # the terminal table's GiB decimals, as `--json` rounds them
+
+
+def total_cell(locale: str | None, m: MemoryFigures) -> str:
+    """'6.31 / 15.00'; a total that prints as the usable memory yet does not fit says by how much, as /fit does."""
+    over = t(locale, "memory.over_usable", mib=m.over_mib) if m.over_mib else ""
+    return f"{m.total} / {m.usable}{over}"
+
+
 def cmd_fit(svc: Service, args: argparse.Namespace) -> int:
     fetch_hf(svc, args.model)
     result = svc.fit(fit_request(vars(args)))
@@ -57,16 +67,17 @@ def cmd_fit(svc: Service, args: argparse.Namespace) -> int:
         [
             o["quant_name"],
             t(loc, f"verdict.{o['verdict']}"),
-            o["memory_gb"]["weights"],
-            o["memory_gb"]["kv_cache"],
-            o["memory_gb"]["overhead"],
-            f"{o['memory_gb']['total']} / {o['memory_gb']['usable']}",
+            m.weights,
+            m.kv_cache,
+            m.overhead,
+            total_cell(loc, m),
             # A format that does not fit has no all-on-GPU speed to show (--json keeps the figures).
             tps_cell(o) if o["verdict"] != "does_not_fit" else "-",
             ttft_cell(o) if o["verdict"] != "does_not_fit" else "-",
             _max_ctx(loc, o["max_ctx"], o.get("max_ctx_scaled")),
         ]
-        for o in data["options"]
+        for o, option in zip(data["options"], result.options, strict=True)
+        for m in [memory_figures(option.memory, CLI_GIB_DIGITS)]
     ]
     print(table(column_names(loc, "col.format", "cli.col.verdict", "cli.col.weights_gib", "cli.col.kv_gib",
                              "cli.col.runtime_gib", "cli.col.total_usable_gib", "col.tps", "cli.col.ttft_s",

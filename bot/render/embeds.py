@@ -22,8 +22,9 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, pass_context, select_autoescape
 from jinja2.runtime import Context
 
+from bot.render.memory_figures import memory_figures, over_mib
 from bot.render.text import TEMPLATES, format_tokens, locale_key, t, tps_text
-from estimator.units import MIB, gib_text
+from estimator.units import gib_text
 
 TITLE_MAX = 256
 DESCRIPTION_MAX = 4096
@@ -167,13 +168,15 @@ def _secs_span(low: float, high: float) -> str:
 
 
 def _over_by(memory: Any) -> str:
-    """MiB past the usable memory, for a total that does not fit yet prints as the usable figure ("15.0 of
-    15.0"): the verdict then says why. Empty otherwise."""
-    over = memory.total_bytes - memory.usable_bytes
-    if over <= 0 or gib_text(memory.total_bytes) != gib_text(memory.usable_bytes):
-        return ""
-    mib = over / MIB
-    return f"{mib:.1f}" if mib < 10 else f"{mib:.0f}"
+    """MiB past the usable memory where the total prints as the usable figure (`memory_figures.over_mib`)."""
+    return over_mib(memory.total_bytes, memory.usable_bytes)
+
+
+@pass_context
+def _over_usable(context: Context, memory: Any) -> str:
+    """`_over_by` in the locale's words (the CLI's total column says the same), or empty."""
+    mib = _over_by(memory)
+    return t(context.get(LOCALE_VAR), "memory.over_usable", mib=mib) if mib else ""
 
 
 def _scaled_ctx(option: Any) -> str:
@@ -212,7 +215,8 @@ def environment() -> Environment:
         keep_trailing_newline=True,
     )
     env.filters.update(gib=gib_text, tps=tps_text, secs=_secs, secs_span=_secs_span, tokens=format_tokens,
-                       params=_params, over_by=_over_by, scaled_ctx=_scaled_ctx)
+                       params=_params, over_by=_over_by, over_usable=_over_usable,
+                       memory_figures=memory_figures, scaled_ctx=_scaled_ctx)
     return env
 
 

@@ -321,6 +321,17 @@ def test_invalid_entry_is_refused_with_its_file(tmp_path: Path) -> None:
         load_from(copy)
 
 
+def test_an_ollama_build_names_a_format_the_catalog_has(tmp_path: Path) -> None:
+    ollama = CAT.model("gpt-oss-20b").ollama
+    assert ollama is not None and ollama.quant == "mxfp4" and "ollama.com/library/gpt-oss" in ollama.source
+    copy = tmp_path / "data"
+    shutil.copytree(DATA_DIR, copy)
+    gpt_oss = copy / "models" / "gpt-oss.toml"
+    gpt_oss.write_text(gpt_oss.read_text().replace('quant = "mxfp4"', 'quant = "mxfp5"'))
+    with pytest.raises(CatalogError, match="mxfp5"):
+        load_from(copy)
+
+
 def test_nemotron_3_nano_counts_the_config_blocks() -> None:
     """52 blocks: 23 Mamba-2, 23 MoE, 6 attention (hybrid_override_pattern of the released config)."""
     m = CAT.model("nemotron-3-nano-30b-a3b")

@@ -60,7 +60,11 @@ def test_m2_max_is_ambiguous_between_its_configurations() -> None:
         ("llama3.1:70b-instruct-q4_K_M", "llama-3.1-70b", "q4_k_m"),
         ("gemma3:27b", "gemma-3-27b", None),
         ("mixtral:8x7b", "mixtral-8x7b", None),
-        ("gpt-oss:20b", "gpt-oss-20b", None),
+        # Ollama's library ships gpt-oss only as MXFP4 (`Model.ollama`): its tags name that build; the name does not.
+        ("gpt-oss:20b", "gpt-oss-20b", "mxfp4"),
+        ("gpt-oss:120b", "gpt-oss-120b", "mxfp4"),
+        ("gpt-oss 20b", "gpt-oss-20b", None),
+        ("openai/gpt-oss-20b", "gpt-oss-20b", None),
         ("MiMo V2 Flash", "mimo-v2-flash", None),
     ],
 )

@@ -4,6 +4,7 @@ asked otherwise, with columns that line up in Chinese too; `--json` is the same 
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,6 +14,9 @@ from bot import cli
 from bot.cli.main import build_parser
 from bot.render.table import display_width
 from bot.render.text import DEFAULT_LOCALE, LOCALES, cli_help_texts
+from bot.requests import FitRequest
+from bot.service import Service
+from estimator.units import GIB, MIB
 
 FIT = ["fit", "--gpu", "t4", "--model", "qwen3-8b"]
 
@@ -71,6 +75,43 @@ def test_json_is_the_same_in_every_language(argv: list[str], capsys: pytest.Capt
     _, english, _ = run([*argv, "--json"], capsys)
     _, chinese, _ = run([*argv, "--json", "--lang", "zh-CN"], capsys)
     assert english == chinese and english.startswith("{")
+
+
+def _fit_rows(out: str) -> list[list[str]]:
+    """The table's rows split at its two-space column gaps (a cell such as '~36 (29–42)' holds single spaces)."""
+    return [re.split(r"\s{2,}", line.strip()) for line in table_lines(out)[2:]]
+
+
+def test_a_total_that_prints_as_the_usable_memory_says_by_how_much_it_misses(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """One token past F16's largest context on a T4 misses by a fraction of a MiB: '15.00 / 15.00' beside
+    'does not fit' read as a contradiction; the cell says by how much, in /fit's words."""
+    svc = Service()
+    req = FitRequest.of(gpu="t4", model="qwen3-8b", quant="f16")
+    over_ctx = svc.fit(req).options[0].max_ctx + 1
+    memory = svc.fit(FitRequest.of(gpu="t4", model="qwen3-8b", quant="f16", ctx=over_ctx)).options[0].memory
+    mib = (memory.total_bytes - memory.usable_bytes) / MIB
+    assert 0 < mib < 5, "the case needs a miss that rounds away at two decimals"
+    argv = ["fit", "--gpu", "t4", "--model", "qwen3-8b", "--quant", "f16", "--ctx", str(over_ctx)]
+    _, out, _ = run(argv, capsys)
+    row = _fit_rows(out)[0]
+    assert row[1] == "does not fit" and row[5] == f"15.00 / 15.00 ({mib:.1f} MiB more than usable)", row
+    _, out, _ = run([*argv, "--lang", "zh-CN"], capsys)
+    assert f"15.00 / 15.00（比可用显存多 {mib:.1f} MiB）" in out
+    _, out, _ = run(FIT, capsys)
+    assert "more than usable" not in out  # F16's 16.05 / 15.00 says it already
+
+
+def test_the_fit_table_parts_add_up_to_its_total(capsys: pytest.CaptureFixture[str]) -> None:
+    result = Service().fit(FitRequest.of(gpu="t4", model="acereason-nemotron-7b"))
+    q4 = next(o.memory for o in result.options if o.quant.id == "q4_k_m")
+    alone = sum(round(b / GIB, 2) for b in (q4.weights_bytes, q4.kv_cache_bytes, q4.overhead_bytes))
+    assert round(alone, 2) != round(q4.total_bytes / GIB, 2), "the case needs parts that miss when rounded alone"
+    for argv in (FIT, ["fit", "--gpu", "t4", "--model", "acereason-nemotron-7b"]):
+        _, out, _ = run(argv, capsys)
+        for row in _fit_rows(out):
+            weights, kv, runtime = (round(float(c) * 100) for c in row[2:5])
+            assert weights + kv + runtime == round(float(row[5].split(" / ")[0]) * 100), row
 
 
 def test_a_fine_tuning_answer_in_chinese(capsys: pytest.CaptureFixture[str]) -> None:

@@ -8,7 +8,15 @@ import pytest
 from catalog import load_catalog
 from estimator import finetune as ft
 from estimator.capability import supports_flash_attention_2
-from estimator.engines import engine_floor, format_runs_on, splits_over, supports, tensor_parallel_sizes
+from estimator.engines import (
+    engine_floor,
+    format_as_run,
+    format_runs_on,
+    runs_weight_only,
+    splits_over,
+    supports,
+    tensor_parallel_sizes,
+)
 from estimator.rank import rank
 from estimator.whatgpu import what_gpu
 
@@ -48,6 +56,28 @@ def test_serving_engines_run_where_their_pages_say(engine: str, gpu: str, reason
 ])
 def test_checkpoint_formats_run_where_the_card_has_kernels_for_them(fmt: str, gpu: str, runs: bool) -> None:
     assert format_runs_on(CAT.quant(fmt), CAT.gpu(gpu)) == runs
+
+
+@pytest.mark.parametrize(("gpu", "name"), [
+    ("nvidia-t4", "FP8 (W8A16)"),  # Turing, compute capability 7.5: FP8 Marlin, weights only
+    ("nvidia-a100-80gb-sxm", "FP8 (W8A16)"),  # Ampere 8.0
+    ("nvidia-rtx-3090", "FP8 (W8A16)"),  # Ampere 8.6
+    ("nvidia-l4", "FP8 (W8A8)"),  # Ada 8.9: FP8 matrix units
+    ("nvidia-h100-sxm", "FP8 (W8A8)"),
+    ("amd-mi300x", "FP8 (W8A8)"),
+])
+def test_fp8_is_named_for_what_vllm_runs_on_the_gpu(gpu: str, name: str) -> None:
+    fp8, card = CAT.quant("fp8"), CAT.gpu(gpu)
+    assert format_as_run(fp8, card).name == name
+    assert runs_weight_only(fp8, card) == (name == "FP8 (W8A16)")
+    assert format_as_run(fp8, card).model_copy(update={"name": fp8.name}) == fp8  # only the name differs
+    assert format_as_run(CAT.quant("int8-w8a8"), card).name == "INT8 W8A8"
+
+
+def test_whatgpu_names_fp8_per_setup() -> None:
+    setups = what_gpu(CAT.model("llama-3.1-8b"), [CAT.quant("fp8")], CAT.gpus, ctx=8192, engine="vllm")
+    names = {s.gpu.id: s.quant.name for s in setups}
+    assert names["nvidia-t4"] == "FP8 (W8A16)" and names["nvidia-l4"] == "FP8 (W8A8)"
 
 
 def test_tensor_parallel_groups_split_whole_query_and_kv_heads() -> None:

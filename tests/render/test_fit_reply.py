@@ -155,3 +155,53 @@ def test_llamacpp_weights_leave_the_token_embedding_in_system_ram_and_say_so() -
     assert any("GiB 词嵌入在系统内存" in v for v in zh.values()), zh
     served = fields(FitRequest.of(gpu="t4", model="qwen3-8b", quant="awq", engine="vllm"))
     assert not any("system RAM" in v for v in served.values())
+
+
+# --- figures that agree with each other ------------------------------------------------------------------
+
+GIB_LINE = re.compile(r"^(?:\*\*)?(Weights|KV cache|Runtime|Total) ([\d.]+) GiB", re.M)
+
+
+def test_the_shown_parts_add_up_to_the_shown_total() -> None:
+    req = FitRequest.of(gpu="t4", model="acereason-nemotron-7b", quant="q4_k_m")
+    memory = fit_answer(*SVC.base_query(req), SVC.catalog).result.options[0].memory
+    alone = [round(b / 2**30, 1) for b in (memory.weights_bytes, memory.kv_cache_bytes, memory.overhead_bytes)]
+    assert round(sum(alone), 1) != float(f"{memory.total_bytes / 2**30:.1f}"), "the case needs parts that miss"
+    for locale in ("en-US", "zh-CN"):
+        text = next(iter(fields(req, locale).values()))
+        if locale == "zh-CN":
+            text = text.replace("权重", "Weights").replace("KV 缓存", "KV cache").replace("运行时", "Runtime")
+            text = text.replace("合计", "Total")
+        shown = {name: float(v) for name, v in GIB_LINE.findall(text)}
+        assert round(shown["Weights"] + shown["KV cache"] + shown["Runtime"], 1) == shown["Total"], text
+        assert shown["Total"] == float(f"{memory.total_bytes / 2**30:.1f}")  # the total itself is unchanged
+
+
+def test_the_largest_context_is_the_one_the_chart_marks() -> None:
+    """The tester's case: F16 misses at 8k on a T4 but fits 623 tokens; the field says so, as the legend does."""
+    req = FitRequest.of(gpu="t4", model="qwen3-8b")
+    answer = fit_answer(*SVC.base_query(req), SVC.catalog)
+    got = fields(req)
+    for option, curve in zip(answer.result.options, answer.curves.curves, strict=True):
+        assert option.max_ctx == curve.max_ctx  # the chart's legend reads `curve.max_ctx`
+        name = f"{option.quant.name} · {'does not fit' if not option.fits else 'fits'}"
+        shown = "—" if not curve.max_ctx else format_tokens(curve.max_ctx)
+        assert re.search(rf"^Max context {re.escape(shown)}( |$)", got[name], re.M), got[name]
+    assert not answer.result.options[-1].fits and answer.result.options[-1].max_ctx > 0
+
+
+@pytest.mark.parametrize(("gpu", "name"), [("t4", "FP8 (W8A16)"), ("a100 80gb sxm", "FP8 (W8A16)"),
+                                           ("l4", "FP8 (W8A8)"), ("h100 sxm", "FP8 (W8A8)")])
+def test_fp8_is_named_for_what_vllm_runs_on_the_card(gpu: str, name: str) -> None:
+    req = FitRequest.of(gpu=gpu, model="llama-3.1-8b", engine="vllm", quant="fp8")
+    assert [n.split(" · ")[0] for n in fields(req)] == [name]
+    other = "FP8 (W8A8)" if name == "FP8 (W8A16)" else "FP8 (W8A16)"
+    assert other not in str(fit_reply(SVC, req, locale="en-US").embeds[0])
+
+
+def test_an_ollama_gpt_oss_tag_is_answered_for_the_mxfp4_build_ollama_ships() -> None:
+    for tag in ("gpt-oss:20b", "gpt-oss:120b"):
+        names = [n.split(" · ")[0] for n in fields(FitRequest.of(gpu="h100 sxm", model=tag))]
+        assert names == ["MXFP4"], (tag, names)
+    ladder = [n.split(" · ")[0] for n in fields(FitRequest.of(gpu="h100 sxm", model="gpt-oss-20b"))]
+    assert ladder == ["Q4_K_M", "Q8_0", "F16"]  # the catalog's name is no Ollama tag

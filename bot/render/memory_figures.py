@@ -1,0 +1,65 @@
+"""A memory breakdown as every reply and the CLI print it: parts that add up to the total shown, and by how much
+a total that prints as the usable memory misses it. The embed and the terminal table both format through here,
+so the two never word one figure two ways."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from estimator.memory import MemoryBreakdown
+from estimator.units import GIB, MIB
+
+REPLY_DIGITS = 1  # GiB decimals in an embed ("14.3", as `estimator.units.gib_text`)
+# Below this many MiB past the usable memory, the overshoot keeps a decimal ("0.4 MiB"), so it never reads "0".
+OVER_MIB_DECIMAL_BELOW = 10
+
+
+def gib_figure(nbytes: float, digits: int = REPLY_DIGITS) -> str:
+    return f"{nbytes / GIB:.{digits}f}"
+
+
+def parts_adding_up(parts: Sequence[float], total: float, digits: int = REPLY_DIGITS) -> list[str]:
+    """Each part in GiB, rounded so the shown parts add up to the shown total (largest remainder): rounding each
+    on its own printed 4.4 + 1.2 + 0.6 beside a total of 6.1. Each stays within one last digit of its own figure;
+    no underlying number changes."""
+    scale = 10**digits
+    target = round(float(gib_figure(total, digits)) * scale)
+    exact = [p / GIB * scale for p in parts]
+    units = [math.floor(x) for x in exact]
+    short = target - sum(units)
+    # Largest remainders first take the units the floors left out; the smallest give back any extra.
+    by_remainder = sorted(range(len(parts)), key=lambda i: exact[i] - units[i], reverse=short > 0)
+    for i in by_remainder[: abs(short)]:
+        units[i] += 1 if short > 0 else -1
+    return [f"{u / scale:.{digits}f}" for u in units]
+
+
+def over_mib(total: float, usable: float, digits: int = REPLY_DIGITS) -> str:
+    """MiB past the usable memory, for a total that does not fit yet prints as the usable figure ("15.0 of
+    15.0"): the verdict then says why. Empty otherwise."""
+    over = total - usable
+    if over <= 0 or gib_figure(total, digits) != gib_figure(usable, digits):
+        return ""
+    mib = over / MIB
+    return f"{mib:.1f}" if mib < OVER_MIB_DECIMAL_BELOW else f"{mib:.0f}"
+
+
+@dataclass(frozen=True)
+class MemoryFigures:
+    weights: str
+    kv_cache: str
+    overhead: str
+    total: str
+    usable: str
+    over_mib: str  # "" unless the total misses yet prints as `usable` (see `over_mib`)
+
+
+def memory_figures(memory: MemoryBreakdown, digits: int = REPLY_DIGITS) -> MemoryFigures:
+    """The GPU's parts, its total and usable memory as shown at `digits` GiB decimals."""
+    weights, kv, overhead = parts_adding_up(
+        (memory.weights_bytes, memory.kv_cache_bytes, memory.overhead_bytes), memory.total_bytes, digits)
+    return MemoryFigures(weights=weights, kv_cache=kv, overhead=overhead,
+                         total=gib_figure(memory.total_bytes, digits), usable=gib_figure(memory.usable_bytes, digits),
+                         over_mib=over_mib(memory.total_bytes, memory.usable_bytes, digits))
