@@ -66,6 +66,14 @@ def test_m2_max_is_ambiguous_between_its_configurations() -> None:
         ("gpt-oss 20b", "gpt-oss-20b", None),
         ("openai/gpt-oss-20b", "gpt-oss-20b", None),
         ("MiMo V2 Flash", "mimo-v2-flash", None),
+        # A tag left out is ':latest', the library's default size (ollama.com/library/NAME/tags), never the largest.
+        ("qwen3:latest", "qwen3-8b", None),
+        ("llama3.1:latest", "llama-3.1-8b", None),
+        ("llama3.1", "llama-3.1-8b", None),
+        ("gpt-oss:latest", "gpt-oss-20b", "mxfp4"),
+        ("deepseek-r1:latest", "deepseek-r1-0528-qwen3-8b", None),
+        ("deepseek-r1:671b", "deepseek-r1", None),
+        ("qwen2.5-coder:latest", "qwen2.5-coder-7b", None),
     ],
 )
 def test_model_forms(text: str, model_id: str, quant_id: str | None) -> None:
