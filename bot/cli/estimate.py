@@ -21,7 +21,7 @@ from bot.cli.common import (
 )
 from bot.params import BadValue, format_tokens, people_text
 from bot.render.memory_figures import MemoryFigures, memory_figures
-from bot.render.text import t, tps_text
+from bot.render.text import scaled_context_text, t, tps_text
 from bot.requests import DEFAULT_SORT, DEFAULT_WHATGPU_LIMIT, GpuRequest, RankRequest, WhatGpuRequest
 from bot.service import Service
 from catalog.resolve import NotFound
@@ -87,7 +87,8 @@ def cmd_fit(svc: Service, args: argparse.Namespace) -> int:
 
 def _max_ctx(locale: str | None, native: int, scaled: int | None) -> str:
     shown = format_tokens(native) if native else "-"
-    return t(locale, "cli.fit.rope_scaled", ctx=shown, scaled=format_tokens(scaled)) if scaled else shown
+    beyond = scaled_context_text(native, scaled)
+    return t(locale, "cli.fit.rope_scaled", ctx=shown, scaled=beyond) if beyond else shown
 
 
 # --- rank ------------------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, pass_context,
 from jinja2.runtime import Context
 
 from bot.render.memory_figures import memory_figures, over_mib
-from bot.render.text import TEMPLATES, format_tokens, locale_key, t, tps_text
+from bot.render.text import TEMPLATES, format_tokens, locale_key, scaled_context_text, t, tps_text
 from estimator.units import gib_text
 
 TITLE_MAX = 256
@@ -180,11 +180,7 @@ def _over_usable(context: Context, memory: Any) -> str:
 
 
 def _scaled_ctx(option: Any) -> str:
-    """The largest context with RoPE scaling, where it says more than the native one; empty otherwise."""
-    scaled = option.max_ctx_scaled
-    if not scaled or format_tokens(scaled) == format_tokens(option.max_ctx):
-        return ""
-    return format_tokens(scaled)
+    return scaled_context_text(option.max_ctx, option.max_ctx_scaled)
 
 
 # The locale a template is rendered for, as its context holds it (filters that word something read it).

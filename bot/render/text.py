@@ -127,3 +127,11 @@ def format_tokens(tokens: float) -> str:
         if count >= size and count % (size // 2) == 0:
             return f"{count / size:g}{unit}"
     return f"{count:,}"
+
+
+def scaled_context_text(native: int, scaled: int | None) -> str:
+    """The largest context with RoPE scaling where it says more than the native one, as printed; empty otherwise
+    ("623 (623 RoPE-scaled)" told nothing)."""
+    if not scaled or format_tokens(scaled) == format_tokens(native):
+        return ""
+    return format_tokens(scaled)

@@ -56,6 +56,16 @@ def test_the_fit_table_in_chinese_lines_up_as_a_terminal_shows_it(capsys: pytest
     assert "RoPE 缩放后" in out and "RoPE-scaled" not in out
 
 
+def test_a_rope_scaled_context_is_named_only_where_it_says_more(capsys: pytest.CaptureFixture[str]) -> None:
+    """F16 Qwen3-8B on a T4 fits 623 tokens natively and with RoPE scaling alike: one figure, as the embed shows it."""
+    code, out, _ = run(FIT, capsys)
+    assert code == 0
+    f16 = next(line for line in table_lines(out) if line.startswith("F16"))
+    assert f16.split()[-1] == "623" and "RoPE" not in f16
+    q4 = next(line for line in table_lines(out) if line.startswith("Q4_K_M"))
+    assert "RoPE-scaled)" in q4
+
+
 def test_lang_may_come_before_or_after_the_command(capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["rank", "--gpu", "a30", "--ctx", "32k", "--limit", "3"]
     _, before, _ = run(["--lang", "zh-CN", *argv], capsys)
