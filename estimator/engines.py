@@ -23,11 +23,11 @@ from estimator.calibration.model import (
     arch_group,
     compute_capability,
     die_group,
+    gpu_group,
     has_int8_dot,
     memory_family,
     memory_group,
     mmq_on_dot_products,
-    silicon_of,
     situation_groups,
     watts_per_tflops,
 )
@@ -790,9 +790,9 @@ def decode_fit(engine: Engine, fmt: QuantFormat, gpu: GPU) -> DecodeFit:
     return DecodeFit(efficiency=efficiency, per_layer_s=c.layer_overhead_s)
 
 
-def gpu_known(gpu: GPU, kind: str) -> bool:
+def gpu_known(gpu: GPU, kind: str, engine: Engine = "llama.cpp") -> bool:
     """Whether this GPU owns fitted offsets of its own (it had enough calibration rows), which decides the band."""
-    return silicon_of(gpu) in fitted.KNOWN_GPUS.get(kind, ())
+    return gpu_group(engine, gpu) in fitted.KNOWN_GPUS.get(kind, ())
 
 
 def model_class(moe: bool) -> str:
@@ -802,7 +802,7 @@ def model_class(moe: bool) -> str:
 def band_for(kind: str, engine: Engine, gpu: GPU, moe: bool) -> tuple[float, float]:
     """The 80 % band of log(measured / estimated) for this situation, from cross-validated residuals; an engine
     with too few runs of its own borrows its family's band widened (its constants are the family's too)."""
-    return _band_for(kind, engine, arch_group(gpu), gpu_known(gpu, kind), moe)
+    return _band_for(kind, engine, arch_group(gpu), gpu_known(gpu, kind, engine), moe)
 
 
 @cache

@@ -50,6 +50,7 @@ from estimator.calibration.model import (
     Param,
     arch_group,
     die_group,
+    gpu_group,
     memory_group,
     silicon_of,
     situation_groups,
@@ -522,7 +523,8 @@ def cross_validate(d: Design, fold_of: Callable[[Row], str]) -> list[Residual]:
         idx = np.flatnonzero(test)
         pred = predict_log(d, fit, idx)
         for a, i in enumerate(idx):
-            out.append(Residual(d.rows[i], float(pred[a] - d.log_t[i]), silicon_of(d.rows[i].gpu) in gpus_owned))
+            row = d.rows[i]
+            out.append(Residual(row, float(pred[a] - d.log_t[i]), gpu_group(row.engine, row.gpu) in gpus_owned))
     return out
 
 

@@ -290,6 +290,14 @@ def silicon_of(gpu: GPU) -> str:
     return gpu.silicon or gpu.id
 
 
+def gpu_group(engine: str, gpu: GPU) -> str:
+    """The "gpu" level's group: the silicon, per engine family outside llama.cpp. A card's own offset is what one
+    family's kernels make of it: llama.cpp's matrix-vector kernels reach the same ~2.3 TB/s on an H100 and an H200
+    (the H200's extra bandwidth unused), which says nothing of a server's GEMMs on the same card."""
+    fam = ENGINE_FAMILY.get(engine, engine)
+    return silicon_of(gpu) if fam == "llama.cpp" else f"{fam}@{silicon_of(gpu)}"
+
+
 def compute_capability(gpu: GPU) -> float | None:
     """NVIDIA compute capability from the architecture name (the P100 is the one sm_60 Pascal part)."""
     if gpu.vendor != "nvidia":
@@ -358,7 +366,7 @@ def situation_groups(
         "arch": arch_group(gpu),
         "die": die,
         # Cards that differ only in memory capacity are one silicon and share its offsets.
-        "gpu": silicon_of(gpu),
+        "gpu": gpu_group(engine, gpu),
         "kernel": kernel_group,
         # One decode kernel on one die: how a format's unpacking maps onto a die's instructions, caches and warp or
         # wave width is its own (F16 mat-vec on GCN's wave64, K-quant scales on Pascal), beyond what either says alone.
@@ -372,7 +380,8 @@ def situation_groups(
         # Bytes the memory delivers per SM per clock: a single sequence's matrix-vector kernels keep only so many
         # loads in flight per SM (Little's law), so a bandwidth-rich, SM-poor die (A100, H200, B300) streams at a lower
         # share of its bandwidth than a GeForce card. One slope: the law is the same on every backend.
-        "bytes_per_unit_clock": "slope",
+        # One slope per engine family: how many loads a family's kernels keep in flight is their own.
+        "bytes_per_unit_clock": fam,
         # One slope per backend: its kernels improve build by build at their own pace. An estimate is for
         # current builds, so its age is zero and the slope only keeps old rows from biasing the rest.
         "build_age": backend_of(gpu),
