@@ -25,7 +25,7 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.i18n import RigTranslator, interaction_locale
-from bot.params import BadValue, echo, people_text
+from bot.params import BadValue, NotAllowed, echo, people_text
 from bot.render.pool import RenderPool
 from bot.render.replies import error_reply
 from bot.render.reply import Reply, ReplyFile
@@ -34,7 +34,7 @@ from bot.requests import NOTHING_STORED, Built, Request, Scope, Stored, stored_v
 from bot.service import Service
 from bot.settings import Settings
 from bot.sharding import resolve_shards
-from catalog.resolve import NotFound
+from catalog.resolve import NotFound, UnknownGgufRepo
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -245,8 +245,10 @@ class RigTree(app_commands.CommandTree["RigBot"]):
         if isinstance(original, NotFound):
             kind = t(locale, f"err.kind.{original.kind}")
             which = "ambiguous" if original.ambiguous else "unknown"
-            reply = error_reply(t(locale, f"err.{which}.title", kind=kind),
-                                t(locale, f"err.{which}", query=echo(original.query, 80)), locale,
+            message = t(locale, f"err.{which}", query=echo(original.query, 80))
+            if isinstance(original, UnknownGgufRepo):  # what to ask instead: the model, or its format
+                message += t(locale, f"err.gguf_{original.reason}", tag=echo(original.tag, 30))
+            reply = error_reply(t(locale, f"err.{which}.title", kind=kind), message, locale,
                                 [s.label for s in original.suggestions[:8]])
         elif isinstance(original, BadValue | app_commands.TransformerError | ValueError) and not isinstance(
             original, app_commands.CommandInvokeError
@@ -267,6 +269,8 @@ class RigTree(app_commands.CommandTree["RigBot"]):
             reply = error_reply(t(locale, "err.storage.title"), t(locale, "err.storage"), locale)
         elif isinstance(original, app_commands.CheckFailure):
             reply = error_reply(t(locale, "err.denied.title"), t(locale, "err.denied"), locale)
+        elif isinstance(original, NotAllowed):
+            reply = error_reply(t(locale, "err.denied.title"), original.text(locale, markdown=True), locale)
         else:
             error_id = uuid.uuid4().hex[:8]
             log.error(

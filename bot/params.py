@@ -77,6 +77,11 @@ class BadValue(CatalogError, ValueError):
     """A value a person typed that we cannot use; the message says what is allowed."""
 
 
+class NotAllowed(CatalogError):
+    """A command the asker may not use (a bot owner's, say): answered "Not allowed" with the sentence that says
+    who may, never as an option that does not work."""
+
+
 # A bound a field states (pydantic's `ge`, `gt`, `le`, `lt`) as the catalog's sentence that says it.
 BOUND_KEYS = {"ge": "bad.at_least", "gt": "bad.above", "le": "bad.at_most", "lt": "bad.below"}
 
@@ -141,6 +146,22 @@ def as_typed(value: Any) -> Typed:
         return Typed(json.dumps(value)[:40])
     except (TypeError, ValueError):
         return Typed(type(value).__name__)
+
+
+# A bit width as people write it ('4bit', '4-bit', '8 bit', '16-bit'): the level of that width that `int4` and
+# `q4` already name, integer below 16 bits, the 16-bit float format at 16.
+_BIT_WIDTH = re.compile(r"^(\d{1,2})[\s_-]?bits?$")
+FLOAT_BITS = 16
+
+
+def level_alias(key: str) -> str:
+    """`key` (lower case) with a spelled-out bit width read as its level ('4-bit' → 'int4', '16bit' → 'fp16');
+    any other text as it is, for the level and format names to match."""
+    m = _BIT_WIDTH.match(key.strip())
+    if m is None:
+        return key
+    bits = int(m.group(1))
+    return "fp16" if bits == FLOAT_BITS else f"int{bits}"
 
 
 ENGINE_ALIASES = {"tensorrt-llm": "trt-llm", "tensorrt": "trt-llm", "trtllm": "trt-llm", "trt": "trt-llm",

@@ -99,6 +99,7 @@ def stored_values(record: GuildSettings | UserSettings) -> dict[str, Any]:
 # option they never typed is wrong.
 REFUSALS_ABOUT: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("bad.engine_gpu", ("engine", "gpu")),
+    ("bad.kv_engine", ("kv", "engine")),
     ("quant.other_engine", ("engine",)),
     ("quant.no_engine", ("engine",)),
     ("bad.tp_heads", ("engine",)),
@@ -334,6 +335,8 @@ class FitRequest(_Options):
             # The prompt as asked too: one longer than the context is cut to it and the reply says so, a default one
             # silently; the two replies differ though the cut prompt is the same.
             "prompt_asked": self.prompt,
+            # The format the model name's tag names: beside another asked with `quant`, the reply says so.
+            "tagged": tagged.id if (tagged := svc.model(self.model)[1]) else None,
             "kv": q.kv,
             "batch": q.batch,
         }
@@ -357,6 +360,7 @@ class RankRequest(_Options):
     def cache_key(self, svc: Service) -> dict[str, Any]:
         choice = svc.gpu_choice(self.gpu, self.gpus)
         svc.rank_formats(self.engine, self.quant, choice.gpu)
+        svc.check_kv(self.engine, self.kv)
         svc.check_rank_split(self.engine, choice.count)
         return {**self.model_dump(mode="json"), "gpu": choice.gpu.id, "gpus": choice.count}
 
@@ -403,7 +407,17 @@ class CompareRequest(_Options):
 
     def cache_key(self, svc: Service) -> dict[str, Any]:
         first, second = self.sides()
-        return {"a": first.cache_key(svc), "b": second.cache_key(svc)}
+        a, b = first.cache_key(svc), second.cache_key(svc)
+        # Like for like: one thing changes between the sides, the GPU setup or the model, never both (the
+        # figures would then say nothing about either), and never neither.
+        gpus_differ = (a["gpu"], a["gpus"]) != (b["gpu"], b["gpus"])
+        models_differ = a["model"] != b["model"]
+        if gpus_differ and models_differ:
+            raise BadValue.of("compare.both_differ")
+        if not gpus_differ and not models_differ and a["quant"] == b["quant"]:
+            model, _ = svc.model(first.model)
+            raise BadValue.of("compare.same_twice", model=model.name, gpu=svc.gpu_choice(first.gpu).gpu.name)
+        return {"a": a, "b": b}
 
 
 class WhatGpuRequest(_Options):
@@ -443,6 +457,7 @@ class WhatGpuRequest(_Options):
 
     def cache_key(self, svc: Service) -> dict[str, Any]:
         found, _ = svc.model(self.model)
+        svc.check_kv(self.engine, self.kv)
         # The format is checked here, before any defer, though an unset one is left to the answer.
         if self.quant:
             svc.formats(self.engine, self.quant)

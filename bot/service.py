@@ -15,8 +15,8 @@ from typing import Any
 
 import estimator
 from bot.huggingface_client import HubClient, HubError
-from bot.params import BadValue, Typed
-from bot.render.text import format_tokens
+from bot.params import BadValue, Typed, level_alias
+from bot.render.text import FormatNames, format_tokens
 from bot.requests import FitRequest, RankRequest
 from catalog.resolve import NotFound, Resolver
 from catalog.schema import GPU, Model, QuantFormat
@@ -28,7 +28,10 @@ from estimator.engines import (
     engine_floor,
     format_as_run,
     format_runs_on,
+    kv_dtypes,
+    nearest_kv,
     runs_format,
+    runs_kv,
     splits_over,
     supports,
     tensor_parallel_sizes,
@@ -38,6 +41,7 @@ from estimator.query import (
     ENGINES,
     MAX_GPUS,
     Engine,
+    KVDtype,
     Query,
 )
 from estimator.rank import RankRow, rank
@@ -140,13 +144,13 @@ class Service:
         return int(count)
 
     def quant(self, text: str, engine: Engine) -> QuantFormat:
-        key = text.strip().lower()
+        key = level_alias(text.strip().lower())
         if key in DEFAULT_FORMAT[engine]:
             return self.catalog.quant(DEFAULT_FORMAT[engine][key])
         fmt = self.resolver.quant_or_none(key)
         if fmt is None:
             levels = ", ".join(DEFAULT_FORMAT[engine])
-            formats = ", ".join(q.name for q in self.catalog.quants if runs_format(engine, q))
+            formats = FormatNames(tuple(q.name for q in self.catalog.quants if runs_format(engine, q)))
             raise BadValue.of("bad.quant", got=Typed(repr(text[:30])), levels=levels, formats=formats)
         self.check_format(fmt, engine)
         return fmt
@@ -155,13 +159,13 @@ class Service:
         """Refuse a format the engine does not load, naming the engines that do and the engine's own formats."""
         if runs_format(engine, fmt):
             return
-        own = ", ".join(q.name for q in self.catalog.quants if runs_format(engine, q))
+        own = FormatNames(tuple(q.name for q in self.catalog.quants if runs_format(engine, q)))
         runs_on = [e for e in ENGINES if runs_format(e, fmt)]
         if runs_on:
-            raise BadValue.of("quant.other_engine", quant=fmt.name, engines=engine_names(fmt.engines),
+            raise BadValue.of("quant.other_engine", quant=FormatNames((fmt.name,)), engines=engine_names(fmt.engines),
                               engine=engine, suggestion=runs_on[0], formats=own)
-        raise BadValue.of("quant.no_engine", quant=fmt.name, engines=engine_names(fmt.engines), engine=engine,
-                          formats=own)
+        raise BadValue.of("quant.no_engine", quant=FormatNames((fmt.name,)), engines=engine_names(fmt.engines),
+                          engine=engine, formats=own)
 
     def formats(self, engine: Engine, quant: str | None, tagged: QuantFormat | None = None) -> list[QuantFormat]:
         """The asked format; else the one a model tag names (an Ollama tag's `-q4_K_M`), checked like an asked
@@ -196,25 +200,34 @@ class Service:
         model, tagged = self.model(req.model)
         engine = req.engine
         check_engine(engine, gpu)
+        self.check_kv(engine, req.kv)
         formats = self.formats(engine, req.quant, tagged)
         check_split(engine, model, choice.count)
         runnable = [f for f in formats if format_runs_on(f, gpu)]
         if not runnable:
             check_format_on(formats[0], gpu)
         formats = [format_as_run(f, gpu) for f in runnable]  # named for what runs on this GPU
-        self.check_context(model, req.ctx)
+        ctx = model.context_as_meant(req.ctx)  # the title then names the window the answer is for
+        self.check_context(model, ctx)
         q = Query(
             gpu=gpu,
             gpus=choice.count,
             model=model,
             quant=formats[0],
             engine=engine,
-            ctx=req.ctx,
-            prompt_tokens=min(req.prompt, req.ctx),
+            ctx=ctx,
+            prompt_tokens=min(req.prompt, ctx),
             kv=req.kv,
             batch=req.batch,
         )
         return q, formats
+
+    @staticmethod
+    def check_kv(engine: Engine, kv: KVDtype) -> None:
+        """Refuse a KV-cache precision the engine does not run (see `kv_refusal`)."""
+        refusal = kv_refusal(engine, kv)
+        if refusal is not None:
+            raise refusal
 
     @staticmethod
     def check_context(model: Model, ctx: int) -> None:
@@ -249,6 +262,7 @@ class Service:
         choice = self.gpu_choice(req.gpu, req.gpus)
         gpu = choice.gpu
         formats = self.rank_formats(req.engine, req.quant, gpu)
+        self.check_kv(req.engine, req.kv)
         self.check_rank_split(req.engine, choice.count)
         rows = rank(
             self.catalog.models,
@@ -288,6 +302,15 @@ def check_engine(engine: Engine, gpu: GPU) -> None:
     raise BadValue.of(key, engine=engine, gpu=gpu.name, **figures)
 
 
+def kv_refusal(engine: Engine, kv: KVDtype) -> BadValue | None:
+    """Why `engine` cannot keep a `kv` cache (vLLM has no q8_0, llama.cpp no fp8), with the nearest precision it
+    runs and all it has; None where it can."""
+    if runs_kv(engine, kv):
+        return None
+    return BadValue.of("bad.kv_engine", engine=engine, kv=kv, suggestion=nearest_kv(engine, kv),
+                       kinds=", ".join(kv_dtypes(engine)))
+
+
 def check_split(engine: Engine, model: Model, gpus: int) -> None:
     """Refuse a tensor-parallel group the model's attention heads do not shard over, with the sizes that do."""
     if splits_over(engine, model, gpus):
@@ -302,8 +325,8 @@ def check_format_on(fmt: QuantFormat, gpu: GPU) -> None:
     NVIDIA)."""
     if format_runs_on(fmt, gpu):
         return
-    raise BadValue.of("bad.quant_gpu_nvfp4" if fmt.id == "nvfp4" else "bad.quant_gpu_fp8", quant=fmt.name,
-                      gpu=gpu.name)
+    raise BadValue.of("bad.quant_gpu_nvfp4" if fmt.id == "nvfp4" else "bad.quant_gpu_fp8",
+                      quant=FormatNames((fmt.name,)), gpu=gpu.name)
 
 
 def engine_names(engines: tuple[str, ...]) -> str:

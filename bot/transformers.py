@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import discord
 from discord import app_commands
 
-from bot.params import BadValue, Typed, parse_engine, parse_kv, parse_tokens
+from bot.params import BadValue, Typed, level_alias, parse_engine, parse_kv, parse_tokens
+from bot.render.text import FormatNames
 from catalog.resolve import GPUSetup
 from catalog.schema import Model, QuantFormat
 from estimator.engines import DEFAULT_FORMAT, DEFAULT_LEVELS, runs_format
@@ -110,11 +111,11 @@ class QuantTransformer(app_commands.Transformer["RigBot"]):
 
     async def transform(self, interaction: discord.Interaction[RigBot], value: str, /) -> str:
         svc = _service(interaction)
-        key = value.strip().lower()
+        key = level_alias(value.strip().lower())
         if any(key in levels for levels in DEFAULT_FORMAT.values()) or svc.resolver.quant_or_none(key):
             return value
         engine = _engine_asked(interaction)
-        formats = ", ".join(q.name for q in svc.catalog.quants if runs_format(engine, q))
+        formats = FormatNames(tuple(q.name for q in svc.catalog.quants if runs_format(engine, q)))
         raise BadValue.of("bad.quant", got=Typed(repr(value[:30])), levels=", ".join(DEFAULT_FORMAT[engine]),
                           formats=formats)
 

@@ -101,6 +101,29 @@ class NotARelease(NotFound):
         self.ambiguous = False
 
 
+class UnknownGgufRepo(NotFound):
+    """A Hub repository of GGUF files rigcheck cannot read: `reason` "repo", its name names no catalog model (the
+    model it quantizes is what to ask for, or its original repository with `hf:`); "tag", its tag names no
+    format (`tag`). `suggestions` are the catalog's names closest to the repo's."""
+
+    def __init__(self, query: str, suggestions: list[Suggestion], reason: Literal["repo", "tag"],
+                 tag: str = "") -> None:
+        super().__init__("model", query, suggestions)
+        self.reason = reason
+        self.tag = tag
+
+
+# A Hub repository of GGUF files as people paste it: 'unsloth/Qwen3-8B-GGUF', a hub URL, or Ollama's
+# 'hf.co/unsloth/Qwen3-8B-GGUF:Q8_0', whose tag names the file's quantization (Ollama's "Use Ollama with any
+# GGUF model on Hugging Face Hub" page). Quantizers name the repo after the model ('bartowski/Qwen_Qwen3-8B-GGUF'
+# puts the maker first), so the name, less its '-GGUF', is the model's.
+_GGUF_REPO = re.compile(
+    r"^\s*(?:hf:\s*)?(?:(?:https?://)?(?:www\.)?(?:huggingface\.co|hf\.co)/)?"
+    r"(?P<org>[\w.-]+)/(?P<name>[\w.-]+?)[-_.]gguf(?::(?P<tag>[\w.-]+))?/?\s*$",
+    re.IGNORECASE,
+)
+
+
 @dataclass(frozen=True)
 class GPUSetup:
     """What a GPU text names: how many cards, and which GPU, or every memory option of one chip.
@@ -363,6 +386,9 @@ class Resolver:
         A name the catalog lists as no public release raises NotARelease (a NotFound) saying so.
         """
         text = _compatible(text)
+        gguf = _GGUF_REPO.match(text[: MAX_QUERY_CHARS + 1])
+        if gguf is not None:
+            return self._gguf_repo(text, gguf)
         try:
             return self._ollama_build(self._model(text), text)
         except NotFound:
@@ -378,13 +404,38 @@ class Resolver:
             return choice
         return ModelChoice(choice.model, self.catalog.quant(choice.model.ollama.quant))
 
+    def _gguf_repo(self, text: str, repo: re.Match[str]) -> ModelChoice:
+        """The catalog model a GGUF repository is named after, in the format its tag names (none: the engine's
+        ladder). A repo named after no catalog model, or a tag naming no format, raises `UnknownGgufRepo`."""
+        name = repo["name"]
+        # 'Qwen_Qwen3-8B' (bartowski): the model's maker, an underscore, then the model's own name.
+        candidates = [name, name.split("_", 1)[1]] if "_" in name else [name]
+        quant = self.quant_or_none(repo["tag"]) if repo["tag"] else None
+        query = text.strip()[:MAX_QUERY_CHARS]
+        for candidate in candidates:
+            try:
+                model = self._models.find(candidate, suggest=False)
+            except NotFound:
+                continue
+            if repo["tag"] and quant is None:
+                raise UnknownGgufRepo(query, self._models.suggest([model.id]), "tag", repo["tag"])
+            return ModelChoice(model, quant)
+        raise UnknownGgufRepo(query, self._models.hints(candidates[-1]), "repo")
+
     def hf_model(self, text: str) -> Model | None:
         """The catalog's model for `hf:org/name` when that repo is one the catalog lists (the Hub treats repo
-        ids case-insensitively, so does this); None otherwise, when the Hub has to be asked."""
+        ids case-insensitively, so does this), or a GGUF repo named after one; None otherwise, when the Hub has
+        to be asked."""
         repo = _compatible(text).strip()
         if repo[:3].lower() == "hf:":
             repo = repo[3:].strip()
-        return self._hf_repos.get(repo.casefold())
+        listed = self._hf_repos.get(repo.casefold())
+        if listed is None and _GGUF_REPO.match(repo):
+            try:
+                return self.model(repo).model
+            except NotFound:
+                return None
+        return listed
 
     def _model(self, text: str) -> ModelChoice:
         try:

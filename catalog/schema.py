@@ -10,15 +10,24 @@ A fact that could not be found in a primary source is `None` and its field name 
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Vendor = Literal["nvidia", "amd", "apple", "intel"]
+# What sets a unified-memory GPU's share of the memory it shares with the CPU (see
+# `estimator.memory.unified_gpu_bytes` for each rule and its source): macOS's wired-memory limit (Apple); under Linux,
+# the memory the kernel manages, all of which CUDA may allocate (NVIDIA's GB10 and Jetson SoCs); under Linux, the
+# system memory the amdgpu driver may map as GTT (AMD's APUs).
+UnifiedMemoryLimit = Literal["macos", "linux_cuda", "linux_gtt"]
 # The engines a format file runs on (what a catalog entry states); a question may name more, see
 # `estimator.query.Engine`.
 FormatEngine = Literal["llama.cpp", "vllm", "mlx", "exllamav2", "exllamav3"]
 
+
+# 1024² / 1000²: the most a context typed with a binary k or M (`ctx:1M` = 1,048,576) overshoots the decimal window a
+# publisher names the same way (a "1M" window of 1,000,000 or 1,010,000 tokens).
+BINARY_UNIT_SLACK = 1.048576
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -67,12 +76,37 @@ class GPU(_Frozen):
     )
     display_outputs: bool = Field(default=False, description="has display outputs (desktop use likely)")
     gpu_memory_fraction: float | None = Field(
+        default=None, gt=0, le=1,
+        description="share of unified memory the GPU may use, where stated for this entry; None: the rule of its "
+        "`gpu_memory_limit`",
+    )
+    gpu_memory_limit: UnifiedMemoryLimit | None = Field(
         default=None,
-        description="share of unified memory the GPU may use by default (Apple: macOS wired-memory limit)",
+        description="what sets the GPU's share of unified memory (macOS for Apple, filled in; a non-Apple entry "
+        "names its OS's mechanism); None for a GPU with memory of its own",
     )
     source: str = Field(min_length=8)
     notes: str = ""
     unknown: tuple[str, ...] = ()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _apple_shares_by_macos(cls, data: Any) -> Any:
+        # Every Apple chip's share is macOS's; stating it on each of their entries would only repeat the vendor.
+        if isinstance(data, dict) and data.get("vendor") == "apple" and data.get("unified_memory") \
+                and data.get("gpu_memory_limit") is None:
+            return {**data, "gpu_memory_limit": "macos"}
+        return data
+
+    @model_validator(mode="after")
+    def _limit_matches_memory(self) -> GPU:
+        if self.unified_memory and self.gpu_memory_limit is None:
+            raise ValueError(f"{self.id}: unified memory needs gpu_memory_limit (what sets the GPU's share)")
+        if not self.unified_memory and (self.gpu_memory_limit is not None or self.gpu_memory_fraction is not None):
+            raise ValueError(f"{self.id}: gpu_memory_limit and gpu_memory_fraction are for unified memory")
+        if self.gpu_memory_limit == "macos" and self.vendor != "apple":
+            raise ValueError(f"{self.id}: only Apple's GPUs run macOS")
+        return self
 
     @property
     def vram_bytes(self) -> float:
@@ -293,6 +327,13 @@ class Model(_Frozen):
         if with_scaling and self.context_extension is not None:
             return self.context_extension.extended_context
         return self.max_context
+
+    def context_as_meant(self, ctx: int) -> int:
+        """The context a user means by `ctx`: the longest documented window where `ctx` overshoots it by no more than
+        a k or M read as 1024 rather than 1000 (a "1M" Qwen2.5-1M window is 1,010,000 tokens, `ctx:1M` is 1,048,576);
+        `ctx` itself otherwise."""
+        limit = self.context_limit(with_scaling=True)
+        return limit if limit < ctx <= limit * BINARY_UNIT_SLACK else ctx
 
     def context_fit(self, ctx: int) -> ContextFit:
         """Whether `ctx` tokens fit natively, need the documented RoPE scaling, or exceed every window."""

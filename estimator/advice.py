@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 from catalog.schema import GPU, Model, QuantFormat
 from catalog.store import Catalog
+from estimator import constants as k
 from estimator import finetune
 from estimator.capability import (
     CHART_CLASSES,
@@ -21,10 +22,18 @@ from estimator.capability import (
     training_precision,
 )
 from estimator.curve import VramCurves, vram_curves
-from estimator.engines import DEFAULT_FORMAT, DEFAULT_LEVELS, family, splits_over
-from estimator.memory import Verdict, memory, usable_vram_bytes
+from estimator.engines import DEFAULT_FORMAT, DEFAULT_LEVELS, family, kv_dtypes, splits_over
+from estimator.memory import (
+    VERDICT_ORDER,
+    Verdict,
+    at_least,
+    max_context,
+    memory,
+    usable_needed_bytes,
+    usable_vram_bytes,
+)
 from estimator.offload import OffloadPlan, offload_plan
-from estimator.query import DEFAULT_CTX, MAX_GPUS, Engine, Query
+from estimator.query import DEFAULT_CTX, MAX_GPUS, Engine, KVDtype, Query
 from estimator.speed import speed
 from estimator.verdict import FitOption, FitResult, fit
 
@@ -68,8 +77,11 @@ def recommend(
     engine: Engine = "llama.cpp",
 ) -> Recommendation:
     return Recommendation(
-        comfortable_high_precision=largest_that_fits(models, q8, "int8", gpu, ctx=DEFAULT_CTX, engine=engine),
-        long_context_q4=largest_that_fits(models, q4, "int4", gpu, ctx=LONG_CONTEXT, engine=engine),
+        # Both are offered as comfortable: only models /fit calls "fits" (not tight) at the stated context.
+        comfortable_high_precision=largest_that_fits(models, q8, "int8", gpu, ctx=DEFAULT_CTX, engine=engine,
+                                                     with_headroom=True),
+        long_context_q4=largest_that_fits(models, q4, "int4", gpu, ctx=LONG_CONTEXT, engine=engine,
+                                          with_headroom=True),
         reference_speeds=tuple(reference_speed(gpu, m, q4, engine) for m in references),
         # Decode moves every weight per token but does 2 FLOPs per weight: at batch 1 even the slowest
         # tensor cores finish long before the memory does.
@@ -83,18 +95,22 @@ def recommend(
 SMALLER_LEVELS = ("int4", "int3", "int2")
 # Below this the largest context that fits is not worth suggesting.
 MIN_SUGGESTED_CTX = 1024
+# A KV cache the advice offers keeps at least 8 bits (one byte) an element: 4-bit caches cost quality people should
+# choose for themselves, so they are never suggested.
+MIN_ADVISED_KV_BYTES = 1.0
 
 TipKind = Literal["smaller", "kv", "ctx", "gpus", "need"]
 
 
 class Tip(BaseModel):
-    """One change that makes the question fit, each checked with `memory`, never assumed."""
+    """One change that makes the answer better (see `what_to_change`), each checked with `memory`, never assumed."""
 
     model_config = ConfigDict(frozen=True)
 
     kind: TipKind
     quant: QuantFormat  # the format the tip is about
-    ctx: int | None = None  # "ctx": the largest context that fits in `quant`
+    kv: KVDtype | None = None  # "kv": the KV-cache precision to use, one the engine runs
+    ctx: int | None = None  # "ctx": the largest context at which `quant` reaches the better verdict
     gpus: int | None = None  # "gpus": the fewest GPUs of this kind that hold it
     need_bytes: float | None = None  # "need": what one GPU would have to hold
 
@@ -112,11 +128,27 @@ def smallest_option(result: FitResult) -> FitOption:
     return min(result.options, key=lambda o: o.quant.bits_per_weight)
 
 
+def smaller_kv(engine: Engine, kv: KVDtype) -> KVDtype | None:
+    """The KV cache to suggest instead of `kv`: the most precise one `engine` runs that is smaller than `kv` and
+    keeps at least MIN_ADVISED_KV_BYTES an element (llama.cpp's q8_0, vLLM's fp8); None where there is none."""
+    size = k.KV_BYTES_PER_ELEMENT[kv]
+    smaller = [d for d in kv_dtypes(engine) if MIN_ADVISED_KV_BYTES <= k.KV_BYTES_PER_ELEMENT[d] < size]
+    return max(smaller, key=lambda d: k.KV_BYTES_PER_ELEMENT[d], default=None)
+
+
+def better_verdict(verdict: Verdict) -> Verdict:
+    """The verdict a change must reach to be worth suggesting: the next one up (VERDICT_ORDER)."""
+    return VERDICT_ORDER[min(VERDICT_ORDER.index(verdict) + 1, len(VERDICT_ORDER) - 1)]
+
+
 def what_to_change(result: FitResult, catalog: Catalog) -> list[Tip]:
-    """When nothing fits (or it is tight), what would: a smaller format, a quantized KV cache, less
-    context, more GPUs; when none of those does, the memory one GPU would need."""
-    if overall_verdict(result) == "fits":
+    """When nothing fits (or it is tight), what would: a smaller format, a smaller KV cache the engine runs, less
+    context, more GPUs; when none of those does, the memory one GPU would need. Each tip differs from what was
+    asked and reaches a better verdict than the answer's (tight where nothing fits, fits where it is tight)."""
+    verdict = overall_verdict(result)
+    if verdict == "fits":
         return []
+    target = better_verdict(verdict)
     q = result.query
     tips: list[Tip] = []
     lowest_bits = min(o.quant.bits_per_weight for o in result.options)
@@ -131,25 +163,29 @@ def what_to_change(result: FitResult, catalog: Catalog) -> list[Tip]:
             tips.append(Tip(kind="smaller", quant=fmt))
             break
     smallest = smallest_option(result)
-    kv_q8 = q.model_copy(update={"quant": smallest.quant, "kv": "q8_0"})
-    if q.kv in ("f16", "bf16") and memory(kv_q8).verdict == "fits":
-        tips.append(Tip(kind="kv", quant=smallest.quant))
+    kv = smaller_kv(q.engine, q.kv)
+    if kv is not None and memory(q.model_copy(update={"quant": smallest.quant, "kv": kv})).verdict == "fits":
+        tips.append(Tip(kind="kv", quant=smallest.quant, kv=kv))
     # A context past the native window was asked with RoPE scaling, so the largest one it allows is the answer.
-    scaled = q.ctx > q.model.max_context and smallest.max_ctx_scaled
-    largest_ctx = smallest.max_ctx_scaled if scaled and smallest.max_ctx_scaled else smallest.max_ctx
-    if largest_ctx >= MIN_SUGGESTED_CTX:
+    scaled = q.ctx > q.model.max_context and bool(smallest.max_ctx_scaled)
+    if target == "tight":  # nothing fits: the option's own largest context is the one that does
+        largest_ctx = smallest.max_ctx_scaled if scaled and smallest.max_ctx_scaled else smallest.max_ctx
+    else:  # tight: the largest context that leaves the headroom "fits" asks for
+        largest_ctx = max_context(q.model_copy(update={"quant": smallest.quant}), with_scaling=scaled, verdict=target)
+    if MIN_SUGGESTED_CTX <= largest_ctx < q.ctx:
         tips.append(Tip(kind="ctx", quant=smallest.quant, ctx=largest_ctx))
     if q.gpus < MAX_GPUS and not q.gpu.unified_memory:
         for count in range(q.gpus + 1, MAX_GPUS + 1):
             if not splits_over(q.engine, q.model, count):
                 continue  # a tensor-parallel group the heads do not split over is refused, so never offered
-            if memory(q.model_copy(update={"quant": smallest.quant, "gpus": count})).verdict != "does_not_fit":
+            if at_least(memory(q.model_copy(update={"quant": smallest.quant, "gpus": count})).verdict, target):
                 tips.append(Tip(kind="gpus", quant=smallest.quant, gpus=count))
                 break
     if not tips:
-        # What one card would have to hold: the setup's total counts every card's runtime buffers.
+        # What one card would have to hold, with the headroom the better verdict asks for: the setup's total counts
+        # every card's runtime buffers.
         one_card = memory(q.model_copy(update={"quant": smallest.quant, "gpus": 1})).total_bytes
-        tips.append(Tip(kind="need", quant=smallest.quant, need_bytes=one_card))
+        tips.append(Tip(kind="need", quant=smallest.quant, need_bytes=usable_needed_bytes(one_card, target)))
     return tips
 
 

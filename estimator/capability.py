@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict
 from catalog.schema import GPU, Model, QuantFormat
 from estimator.calibration.model import compute_capability
 from estimator.engines import has_neural_accelerators
-from estimator.memory import memory
+from estimator.memory import Verdict, memory
 from estimator.query import DEFAULT_CTX, Engine, KVDtype, Query
 
 # Size classes people talk in ("a 14B model"), from the sizes open models are released at.
@@ -69,13 +69,18 @@ def largest_that_fits(
     ctx: int = DEFAULT_CTX,
     engine: Engine = "llama.cpp",
     kv: KVDtype = "f16",
+    with_headroom: bool = False,
 ) -> LargestModel:
+    """The largest catalog model that runs in `fmt` at `ctx`. `with_headroom`: only one /fit would call
+    "fits" (not "tight"), for picks the card calls comfortable; the verdict is `memory`'s, never a second
+    threshold, so the card and /fit cannot disagree."""
+    accepted: tuple[Verdict, ...] = ("fits",) if with_headroom else ("fits", "tight")
     best: Model | None = None
     for model in sorted(models, key=lambda m: -m.params_b):
         if model.context_fit(ctx).status == "too_long":
             continue
         q = Query(gpu=gpu, gpus=gpus, model=model, quant=fmt, engine=engine, ctx=ctx, kv=kv)
-        if memory(q).verdict != "does_not_fit":
+        if memory(q).verdict in accepted:
             best = model
             break
     return LargestModel(level=level, quant=fmt, model=best, size_class_b=size_class_b(best.params_b) if best else None)

@@ -85,6 +85,19 @@ DESKTOP_RESERVE_BYTES = 0.3 * GIB
 APPLE_GPU_FRACTION_SMALL = 2 / 3
 APPLE_GPU_FRACTION_LARGE = 3 / 4
 APPLE_FRACTION_THRESHOLD_GB = 36
+# NVIDIA's unified-memory SoCs under Linux (DGX Spark's GB10 on DGX OS, Jetson on L4T): CUDA allocates from the memory
+# the kernel manages, and reports that as the device's total; the rest of the DRAM is firmware carve-out. On a GB10,
+# NVML has no memory figures ("Not Supported", DGX Spark known issues) and tools fall back to sysinfo's total:
+# 128,501,256,192 bytes of its 128 GiB (leptonai/gpud#1170, "NVML memory APIs not supported for unified memory
+# device, falling back to system memory", product NVIDIA-GB10), which llama.cpp's CUDA backend also reads on UMA
+# devices (ggml-org/llama.cpp#17368, "DGX Spark: UMA support"). No Jetson figure is published: theirs is taken alike.
+LINUX_CUDA_UMA_FRACTION = 128_501_256_192 / (128 * GIB)
+# AMD's APUs under Linux (Strix Halo, MI300A): the GPU maps system memory as GTT, up to TTM's page limit. The kernel's
+# default is half of memory (drm/amdgpu "Adjust logic around GTT size": max(3G, 1/2 of system ram)); a machine set
+# up for LLMs raises it (ttm.pages_limit or `amd-ttm --set`, ROCm's "AMD Strix Halo system optimization" page) to
+# all but what the OS keeps, 120 of 128 GiB in the usual setting (ttm pages_limit=31457280 4-KiB pages). Under Windows
+# only the BIOS carve-out is the GPU's, at most 96 of 128 GB (AMD's Ryzen AI Max+ 395 page).
+LINUX_GTT_OS_RESERVE_BYTES = 8 * GIB
 
 # A fit is "tight" when less than this share of usable memory is left over.
 TIGHT_HEADROOM_FRACTION = 0.05

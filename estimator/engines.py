@@ -31,7 +31,7 @@ from estimator.calibration.model import (
     situation_groups,
     watts_per_tflops,
 )
-from estimator.query import Backend, Engine, backend_of
+from estimator.query import Backend, Engine, KVDtype, backend_of
 
 # The format each engine reaches for when someone asks for a generic level.
 DEFAULT_FORMAT: dict[Engine, dict[str, str]] = {
@@ -68,6 +68,47 @@ def format_engine(engine: Engine) -> Engine:
 
 def runs_format(engine: Engine, fmt: QuantFormat) -> bool:
     return engine in fmt.engines or format_engine(engine) in fmt.engines
+
+
+# The KV-cache precisions each engine's own option takes, of those a question may name (estimator.query.KV_DTYPES);
+# a server's f16 is its `auto`, the cache in the model's 16-bit dtype.
+# - llama.cpp `--cache-type-k/-v` (common/arg.cpp): f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1; no fp8.
+# - Ollama's OLLAMA_KV_CACHE_TYPE (docs/faq.md, "How can I set the quantization type for the K/V cache?"): f16, q8_0,
+#   q4_0. LM Studio's llama.cpp engine (lmstudio.js LLMLlamaCacheQuantizationType): f32, f16, q8_0, q4_0, q4_1,
+#   iq4_nl, q5_0, q5_1; no bf16.
+# - vLLM `--kv-cache-dtype` (docs.vllm.ai engine arguments): auto, bfloat16, fp8, fp8_e4m3, fp8_e5m2; no ggml block
+#   types. SGLang's (docs.sglang.io "Quantized KV Cache"): auto, bf16, fp8_e4m3, fp8_e5m2. TensorRT-LLM keeps the
+#   model's dtype or FP8 (its INT8 cache is not ggml's q8_0 either).
+# - MLX: mlx_lm.server keeps the model's dtype; the --kv-bits cache is mlx_lm.generate's only (ml-explore/mlx-lm#1043)
+#   and MLX's own grouped format, not ggml's blocks.
+# - ExLlamaV2 and V3: FP16, or caches of their own (V2's Q4/Q6/Q8, V3's 2-8 bits) whose sizes are not modelled here.
+KV_DTYPES_OF: dict[Engine, tuple[KVDtype, ...]] = {
+    "llama.cpp": ("f16", "bf16", "q8_0", "q4_0"),
+    "ollama": ("f16", "q8_0", "q4_0"),
+    "lm studio": ("f16", "q8_0", "q4_0"),
+    "vllm": ("f16", "bf16", "fp8"),
+    "sglang": ("f16", "bf16", "fp8"),
+    "trt-llm": ("f16", "bf16", "fp8"),
+    "mlx": ("f16", "bf16"),
+    "exllamav2": ("f16",),
+    "exllamav3": ("f16",),
+}
+
+
+def kv_dtypes(engine: Engine) -> tuple[KVDtype, ...]:
+    """The KV-cache precisions `engine` runs (KV_DTYPES_OF)."""
+    return KV_DTYPES_OF[engine]
+
+
+def runs_kv(engine: Engine, kv: KVDtype) -> bool:
+    return kv in KV_DTYPES_OF[engine]
+
+
+def nearest_kv(engine: Engine, kv: KVDtype) -> KVDtype:
+    """The precision `engine` runs whose bytes per element are nearest `kv`'s (by ratio; the first listed on a tie):
+    vLLM's fp8 for a q8_0 asked of it, llama.cpp's q8_0 for an fp8."""
+    size = k.KV_BYTES_PER_ELEMENT[kv]
+    return min(KV_DTYPES_OF[engine], key=lambda d: abs(math.log(k.KV_BYTES_PER_ELEMENT[d] / size)))
 
 
 # The formats `fit` compares when none is asked for: the seed pages' INT4 / Q8 / FP16 columns.

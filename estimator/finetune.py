@@ -418,8 +418,21 @@ def hardware_conflict(gpu: GPU, settings: FinetuneSettings) -> str | None:
     return None
 
 
+# The terms held at some moment of a training step beside the weights, the trainable copy and the optimizer
+# state (held throughout): "rerun_block" is the working set of the block re-run under checkpointing,
+# "step_temporaries" what the optimizer step allocates for itself.
+PeakTerm = Literal["weights", "trainable", "optimizer", "gradients", "step_temporaries", "activations",
+                   "rerun_block", "logits", "qlora_buffers", "gathered", "overhead"]
+# The moments a step can peak at: all of backward at once (no block checkpointing, or a fused loss); with block
+# checkpointing, at the loss or while re-running a block; the end of backward, when every gradient is held;
+# the optimizer step.
+PeakPhase = Literal["backward", "loss", "rerun", "gradients", "step"]
+
+
 class FinetuneMemory(BaseModel):
-    """Per-GPU bytes of each term and of the peak (`total`, see the module docstring for how it adds up)."""
+    """Per-GPU bytes of each term and of the peak (`total`, see the module docstring for how it adds up).
+    The terms do not all peak together: `at_peak` is what the peak holds (it adds up to `total`), `apart`
+    what the other moments hold beyond it."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -436,6 +449,10 @@ class FinetuneMemory(BaseModel):
     offloaded: float = Field(default=0.0, description="host memory the offloaded state and activations need")
     pageable: float = Field(default=0.0, description="paged optimizer state: on the GPU while there is room")
     total: float
+    peak_phase: PeakPhase = "backward"
+    at_peak: tuple[tuple[PeakTerm, float], ...] = Field(default=(), description="the terms held at the peak")
+    apart: tuple[tuple[PeakTerm, float], ...] = Field(
+        default=(), description="bytes terms reach at other moments beyond what the peak holds of them")
 
     def gib(self, term: str = "total") -> float:
         return float(getattr(self, term)) / GIB
@@ -828,20 +845,21 @@ def qlora_buffer_bytes(model: Model, s: FinetuneSettings) -> float:
     return dequant + QLORA_SAVED_FRACTION * kept * layer_4bit / _shards(s, 3)
 
 
-def backward_transient_bytes(
+def backward_transient_phases(
     model: Model, s: FinetuneSettings, activations: float, logits: float, qlora: float
-) -> float:
-    """The peak of what backward holds beside the weights and gradients. With block checkpointing the saved
+) -> dict[PeakPhase, dict[PeakTerm, float]]:
+    """What backward holds beside the weights and gradients, by moment. With block checkpointing the saved
     block inputs are held throughout; the logits (at the loss) and one re-run block with its QLoRA buffers
     (after the LM head's backward freed the logits) come one after the other. Otherwise (and with a fused
     loss) all of it at once."""
     # Fused losses compute the hidden states' gradient in forward and keep it for backward
     # (linkedin/Liger-Kernel fused_linear_cross_entropy.py saves grad_input in ctx), so it meets the re-run block.
     if s.checkpointing_used != "block" or s.loss == "fused":
-        return activations + logits + qlora
+        return {"backward": {"activations": activations, "logits": logits, "qlora_buffers": qlora}}
     layer = layer_activation_bytes(model, s)
     inputs = activations - layer
-    return inputs + max(layer + qlora, logits)
+    return {"loss": {"activations": inputs, "logits": logits},
+            "rerun": {"activations": inputs, "rerun_block": layer, "qlora_buffers": qlora}}
 
 
 def fragmentation_bytes(
@@ -862,14 +880,21 @@ def finetune_memory(model: Model, s: FinetuneSettings) -> FinetuneMemory:
     logits = logits_bytes(model, s)
     qlora = qlora_buffer_bytes(model, s)
     gathered = gathered_bytes(model, s)
-    transient = backward_transient_bytes(model, s, activations, logits, qlora) + gathered
+    transients = {phase: {**parts, "gathered": gathered}
+                  for phase, parts in backward_transient_phases(model, s, activations, logits, qlora).items()}
     # Accumulated gradients persist through the next micro-batch; a gradient waiting for its in-backward step
-    # is held while backward peaks; otherwise gradients grow as the activations are freed.
+    # is held while backward peaks; otherwise gradients grow as the activations are freed, and all of them
+    # are held only at the end of backward.
     together = s.gradient_accumulation or s.optimizer_in_backward
-    backward = gradients + transient if together else max(gradients, transient)
+    phases: dict[PeakPhase, dict[PeakTerm, float]] = (
+        {phase: {"gradients": gradients, **parts} for phase, parts in transients.items()} if together
+        else {**transients, "gradients": {"gradients": gradients}})
     # The step runs after backward: all gradients, the state and the step's own temporaries at once.
-    step = gradients + optimizer_step_temporary_bytes(model, s)
-    allocated = weights + trainable + optimizer + max(backward, step)
+    phases["step"] = {"gradients": gradients, "step_temporaries": optimizer_step_temporary_bytes(model, s)}
+    # The peak is the largest moment; the weights, the trainable copy and the optimizer state are held at all.
+    peak_phase = max(phases, key=lambda phase: sum(phases[phase].values()))
+    held = phases[peak_phase]
+    allocated = weights + trainable + optimizer + sum(held.values())
     fragmentation = fragmentation_bytes(allocated, activations + logits, s.packing, s.empty_cache_steps is not None)
     overhead = TORCH_CUDA_CONTEXT_BYTES
     host_state = 0.0
@@ -894,7 +919,21 @@ def finetune_memory(model: Model, s: FinetuneSettings) -> FinetuneMemory:
         offloaded=activations_host + host_state,
         pageable=optimizer if s.optimizer_used in PAGED_OPTIMIZERS else 0.0,
         total=allocated + overhead,
+        peak_phase=peak_phase,
+        at_peak=(("weights", weights), ("trainable", trainable), ("optimizer", optimizer), *held.items(),
+                 ("overhead", overhead)),
+        # Each term's largest size at another moment, beyond what the peak holds of it.
+        apart=tuple((term, size - held.get(term, 0.0)) for term, size in _largest_by_term(phases).items()
+                    if size > held.get(term, 0.0)),
     )
+
+
+def _largest_by_term(phases: dict[PeakPhase, dict[PeakTerm, float]]) -> dict[PeakTerm, float]:
+    largest: dict[PeakTerm, float] = {}
+    for parts in phases.values():
+        for term, size in parts.items():
+            largest[term] = max(size, largest.get(term, 0.0))
+    return largest
 
 
 # --- inverse questions --------------------------------------------------------------------------------------

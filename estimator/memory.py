@@ -18,6 +18,8 @@ from estimator.engines import family
 from estimator.query import Engine, KVDtype, Query
 
 Verdict = Literal["fits", "tight", "does_not_fit"]
+# Worst to best: advice must move a question up this order, never sideways.
+VERDICT_ORDER: tuple[Verdict, ...] = ("does_not_fit", "tight", "fits")
 CTX_STEP = 256  # max-context answers are multiples of this many tokens
 
 
@@ -342,23 +344,44 @@ def apple_gpu_fraction(gpu: GPU) -> float:
     return k.APPLE_GPU_FRACTION_SMALL
 
 
+def unified_gpu_bytes(gpu: GPU) -> float:
+    """The share of unified memory its OS lets the GPU take, by what sets it (`GPU.gpu_memory_limit`): macOS's
+    wired-memory limit; under Linux, the memory the kernel manages (NVIDIA: CUDA's total) or what the amdgpu driver
+    may map as GTT. A share stated for the entry wins."""
+    total = gpu.vram_bytes
+    if gpu.gpu_memory_fraction is not None:
+        return total * gpu.gpu_memory_fraction
+    if gpu.gpu_memory_limit == "linux_cuda":
+        return total * k.LINUX_CUDA_UMA_FRACTION
+    if gpu.gpu_memory_limit == "linux_gtt":
+        return total - k.LINUX_GTT_OS_RESERVE_BYTES
+    return total * apple_gpu_fraction(gpu)
+
+
 def ecc_reserve_fraction(gpu: GPU) -> float:
     if gpu.vendor == "nvidia" and gpu.ecc_on_by_default and (gpu.memory_type or "").upper().startswith("GDDR"):
         return k.GDDR_ECC_RESERVE_FRACTION
     return 0.0
 
 
-def usable_vram_bytes(gpu: GPU, engine: Engine = "llama.cpp") -> float:
-    """Memory one GPU gives an engine: less ECC check bits, the desktop, macOS's share, vLLM's cap."""
-    total = gpu.vram_bytes
+def device_total_bytes(gpu: GPU) -> float:
+    """The memory the GPU's runtime reports as its total (torch.cuda.mem_get_info's total, nvidia-smi's): a card
+    less the check bits ECC sets aside (15360 MiB on a 16 GiB T4); of unified memory, the GPU's share."""
     if gpu.unified_memory:
-        usable = total * apple_gpu_fraction(gpu)
-    else:
-        usable = total * (1 - ecc_reserve_fraction(gpu))
-        if gpu.display_outputs:
-            usable -= k.DESKTOP_RESERVE_BYTES
+        return unified_gpu_bytes(gpu)
+    return gpu.vram_bytes * (1 - ecc_reserve_fraction(gpu))
+
+
+def usable_vram_bytes(gpu: GPU, engine: Engine = "llama.cpp") -> float:
+    """Memory one GPU gives an engine: the total its runtime reports, less the desktop's share on a card that drives
+    one. vLLM and the servers like it take gpu_memory_utilization of that same reported total (vLLM sizes its pool
+    from torch.cuda.mem_get_info's total), so both engines start from one figure."""
+    reported = device_total_bytes(gpu)
+    usable = reported
+    if gpu.display_outputs and not gpu.unified_memory:
+        usable -= k.DESKTOP_RESERVE_BYTES
     if family(engine) == "server":  # vLLM and the servers like it reserve memory up front
-        usable = min(usable, total * k.VLLM_GPU_MEMORY_UTILIZATION)
+        usable = min(usable, reported * k.VLLM_GPU_MEMORY_UTILIZATION)
     return usable
 
 
@@ -382,6 +405,16 @@ def verdict_for(total: float, usable: float) -> Verdict:
     if usable - total < k.TIGHT_HEADROOM_FRACTION * usable:
         return "tight"
     return "fits"
+
+
+def at_least(verdict: Verdict, floor: Verdict) -> bool:
+    """Whether `verdict` is `floor` or better (VERDICT_ORDER)."""
+    return VERDICT_ORDER.index(verdict) >= VERDICT_ORDER.index(floor)
+
+
+def usable_needed_bytes(total: float, verdict: Verdict) -> float:
+    """The least usable memory at which `total` gets `verdict` or better, by `verdict_for`'s thresholds."""
+    return total / (1 - k.TIGHT_HEADROOM_FRACTION) if verdict == "fits" else total
 
 
 def memory(q: Query) -> MemoryBreakdown:
@@ -450,32 +483,37 @@ def context_window(q: Query) -> int:
     return q.model.context_limit(with_scaling=q.ctx > q.model.max_context)
 
 
-def max_context(q: Query, with_scaling: bool | None = None) -> int:
-    """Largest context (in tokens, at most the window of `context_window`) whose total fits; 0 if none fits
-    CTX_STEP tokens. `with_scaling` picks the window outright (native or RoPE-scaled) instead of letting the
-    asked context choose it, for a figure that must not move with the asked context.
+def max_context(q: Query, with_scaling: bool | None = None, verdict: Verdict = "tight") -> int:
+    """Largest context (in tokens, at most the window of `context_window`) whose total gets `verdict` or better
+    (by default: fits at all); 0 if none does at CTX_STEP tokens. `with_scaling` picks the window outright (native
+    or RoPE-scaled) instead of letting the asked context choose it, for a figure that must not move with the asked
+    context.
 
     Memory grows monotonically with context, so a bisection finds the edge: over CTX_STEP multiples, then to
     the token, so any asked context up to the figure fits and none above it does.
     """
     usable = usable_vram_bytes(q.gpu, q.engine) * q.gpus
     cap = context_window(q) if with_scaling is None else q.model.context_limit(with_scaling=with_scaling)
-    if total_bytes_at(q, cap) <= usable:
+
+    def holds(ctx: int) -> bool:
+        return at_least(verdict_for(total_bytes_at(q, ctx), usable), verdict)
+
+    if holds(cap):
         return cap
-    lo, hi = 0, cap // CTX_STEP  # lo fits (or is 0), hi does not
-    if total_bytes_at(q, CTX_STEP) > usable:
+    lo, hi = 0, cap // CTX_STEP  # lo holds (or is 0), hi does not
+    if not holds(CTX_STEP):
         return 0
     lo = 1
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if total_bytes_at(q, mid * CTX_STEP) <= usable:
+        if holds(mid * CTX_STEP):
             lo = mid
         else:
             hi = mid
     lo, hi = lo * CTX_STEP, min(hi * CTX_STEP, cap)
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if total_bytes_at(q, mid) <= usable:
+        if holds(mid):
             lo = mid
         else:
             hi = mid

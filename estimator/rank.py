@@ -27,15 +27,18 @@ class RankRow(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     model: Model
-    best: RankedFormat
+    best: RankedFormat  # the format the row stands for (`best_format`: by the sort asked)
     fitting: tuple[RankedFormat, ...]  # every considered format that fits, highest precision first
     # False for the tail of a quality ranking: models no quality signal covers, listed by speed instead.
     ranked: bool = True
 
 
-def best_format(fitting: list[RankedFormat]) -> RankedFormat:
-    """The stated rule: the highest-precision format with comfortable headroom; failing that, the
-    highest-precision one that fits at all ("tight")."""
+def best_format(fitting: list[RankedFormat], sort: Sort = "quality") -> RankedFormat:
+    """The format a row stands for. Ranked by speed, the fastest that fits: the order is then by a figure the
+    row shows (its largest), never by another column's. Otherwise the stated rule: the highest-precision format
+    with comfortable headroom; failing that, the highest-precision one that fits at all ("tight")."""
+    if sort == "speed":
+        return max(fitting, key=lambda f: (f.speed.decode_tps, f.quant.bits_per_weight))
     comfortable = [f for f in fitting if f.memory.verdict == "fits"]
     pool = comfortable or fitting
     return max(pool, key=lambda f: f.quant.bits_per_weight)
@@ -119,7 +122,7 @@ def rank(
             fitting.append(RankedFormat(quant=fmt, memory=mem, speed=pace))
         if fitting:
             fitting.sort(key=lambda f: -f.quant.bits_per_weight)
-            rows.append(RankRow(model=model, best=best_format(fitting), fitting=tuple(fitting)))
+            rows.append(RankRow(model=model, best=best_format(fitting, sort), fitting=tuple(fitting)))
     if sort == "speed":
         rows.sort(key=lambda r: -r.best.speed.decode_tps)
     elif sort == "size":

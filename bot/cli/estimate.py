@@ -21,7 +21,8 @@ from bot.cli.common import (
 )
 from bot.params import BadValue, format_tokens, people_text
 from bot.render.memory_figures import MemoryFigures, memory_figures
-from bot.render.text import scaled_context_text, t, tps_text
+from bot.render.notes import fit_notes
+from bot.render.text import DEFAULT_LOCALE, scaled_context_text, t, tps_text
 from bot.requests import DEFAULT_SORT, DEFAULT_WHATGPU_LIMIT, GpuRequest, RankRequest, WhatGpuRequest
 from bot.service import Service
 from catalog.resolve import NotFound
@@ -55,7 +56,8 @@ def total_cell(locale: str | None, m: MemoryFigures) -> str:
 
 def cmd_fit(svc: Service, args: argparse.Namespace) -> int:
     fetch_hf(svc, args.model)
-    result = svc.fit(fit_request(vars(args)))
+    req = fit_request(vars(args))
+    result = svc.fit(req)
     data = json_shapes.fit_json(result)
     if args.json:
         print_json(data)
@@ -73,7 +75,8 @@ def cmd_fit(svc: Service, args: argparse.Namespace) -> int:
             total_cell(loc, m),
             # A format that does not fit has no all-on-GPU speed to show (--json keeps the figures).
             tps_cell(o) if o["verdict"] != "does_not_fit" else "-",
-            ttft_cell(o) if o["verdict"] != "does_not_fit" else "-",
+            "-" if o["verdict"] == "does_not_fit" else ttft_cell(o) if data["prompt_tokens"]
+            else t(loc, "cli.fit.no_prompt"),  # no prompt: nothing to prefill, no time to first token to give
             _max_ctx(loc, o["max_ctx"], o.get("max_ctx_scaled")),
         ]
         for o, option in zip(data["options"], result.options, strict=True)
@@ -82,6 +85,10 @@ def cmd_fit(svc: Service, args: argparse.Namespace) -> int:
     print(table(column_names(loc, "col.format", "cli.col.verdict", "cli.col.weights_gib", "cli.col.kv_gib",
                              "cli.col.runtime_gib", "cli.col.total_usable_gib", "col.tps", "cli.col.ttft_s",
                              "cli.col.max_ctx"), rows))
+    # How the question was read where that differs from what was typed (a prompt cut to the context, a
+    # model tag's format beside another `--quant`), as /fit says it.
+    for note in fit_notes(svc, req, result.query, loc or DEFAULT_LOCALE):
+        print(note)
     return 0
 
 
@@ -227,6 +234,10 @@ def cmd_batch(svc: Service, args: argparse.Namespace) -> int:
         blank.clear()
         try:
             query = batch_query(number, line)
+        except CliError as exc:
+            print_json({"error": people_text(exc)})  # about the line itself, which it names ("line 3 is not …")
+            continue
+        try:
             if "finetune" in query:
                 from bot.cli.finetune import finetune_json
 
@@ -234,7 +245,9 @@ def cmd_batch(svc: Service, args: argparse.Namespace) -> int:
             else:
                 print_json(json_shapes.fit_json(svc.fit(fit_request(query))))
         except (CliError, BadValue, NotFound, ValueError, TypeError) as exc:
-            print_json({"error": people_text(exc) or type(exc).__name__})
+            # Whatever the query's own refusal says, the line it came from is named too.
+            reason = people_text(exc) or type(exc).__name__
+            print_json({"error": t(None, "cli.batch.at_line", number=number, reason=reason)})
     return 0
 
 
@@ -249,6 +262,7 @@ def cmd_whatgpu(svc: Service, args: argparse.Namespace) -> int:
     fetch_hf(svc, req.model)
     model, tagged = svc.model(req.model)
     engine = req.engine
+    svc.check_kv(engine, req.kv)
     formats = svc.formats(engine, req.quant, tagged)
     if not req.quant and tagged is None:
         formats = [svc.quant("int4", engine)]

@@ -10,6 +10,7 @@ from typing import Any
 from bot.cli.common import lang
 from bot.cli.json_shapes import gpu_brief, model_brief
 from bot.params import BadValue
+from bot.render.memory_figures import peak_figures
 from bot.render.table import pad
 from bot.render.text import t
 from bot.requests import DEFAULT_FINETUNE_SEQ, DEFAULT_METHOD, FinetuneRequest
@@ -48,6 +49,9 @@ KNOBS = (
     "offload",
 )
 TERMS = ("weights", "trainable", "gradients", "optimizer", "activations", "overhead")
+# What the table states beside the peak's parts (the other terms are among those parts or held apart).
+BESIDE_THE_PEAK = ("fragmentation", "offloaded", "pageable", "required", "allocated", "reserved")
+PEAK_GIB_DIGITS = 2  # as `to_gib` rounds the JSON's figures
 EXTRA_TERMS = ("logits", "qlora_buffers", "gathered", "fragmentation", "offloaded", "pageable", "required")
 
 
@@ -76,6 +80,11 @@ def finetune_json(svc: Service, query: dict[str, Any]) -> dict[str, Any]:
     memory_gb.update({t: to_gib(getattr(mem, t)) for t in EXTRA_TERMS})
     memory_gb["allocated"] = to_gib(mem.allocated)
     memory_gb["reserved"] = to_gib(mem.reserved)
+    # The terms do not all peak together (`memory_gb` lists each at its largest): what the peak holds, rounded
+    # so it adds up to the total, and what other moments of the step hold beyond it.
+    peak = peak_figures(mem, PEAK_GIB_DIGITS)
+    peak_gb = {"phase": mem.peak_phase, "held": {term: float(f) for term, f in peak.held},
+               "apart": {term: float(f) for term, f in peak.apart}}
     return {
         "gpu": gpu_brief(gpu, settings.gpus),
         "model": model_brief(model),
@@ -89,6 +98,7 @@ def finetune_json(svc: Service, query: dict[str, Any]) -> dict[str, Any]:
             "attention": settings.attention_used,
         },
         "memory_gb": memory_gb,
+        "peak_gb": peak_gb,
         "usable_gb": to_gib(budget),
         "fits": plan.verdict != "does_not_fit",
         "verdict": plan.verdict,
@@ -131,8 +141,16 @@ def cmd_finetune(svc: Any, args: argparse.Namespace) -> int:
     print("  " + " · ".join(knobs))
     if mem["pageable"] and mem["total"] > data["usable_gb"] and data["verdict"] != "does_not_fit":
         print("  " + t(loc, "cli.ft.spills", gib=f"{mem['pageable']:.2f}"))
-    for key, value in mem.items():
-        print(f"  {pad(t(loc, f'cli.term.{key}'), 14)} {value:8.2f} GiB")
+    peak = data["peak_gb"]
+    print("  " + t(loc, "cli.ft.at_peak", phase=t(loc, f"ft.phase.{peak['phase']}")))
+    for key, value in [*peak["held"].items(), ("total", mem["total"])]:
+        print(f"    {pad(t(loc, f'cli.term.{key}'), 14)} {value:8.2f} GiB")
+    if peak["apart"]:
+        apart = t(loc, "list_sep").join(f"{t(loc, f'cli.term.{key}')} {value:.2f} GiB"
+                                        for key, value in peak["apart"].items())
+        print("  " + t(loc, "cli.ft.apart", parts=apart))
+    for key in BESIDE_THE_PEAK:
+        print(f"  {pad(t(loc, f'cli.term.{key}'), 16)} {mem[key]:8.2f} GiB")
     none_fits = t(loc, "cli.ft.none_fits")
     print("  " + t(loc, "cli.ft.largest", seq=data["max_seq"] or none_fits, batch=data["max_batch"] or none_fits,
                    at_seq=s["seq"]))

@@ -20,7 +20,7 @@ from bot.params import CatalogError
 from bot.render.text import LOCALES, cli_help_texts, t
 from bot.service import Service
 from bot.web import trigger
-from catalog.resolve import NotARelease, NotFound
+from catalog.resolve import NotARelease, NotFound, UnknownGgufRepo
 
 # In the order `rigcheck --help` lists them.
 FAMILIES = (estimate, catalog_cli, run, finetune, trigger, state, reports)
@@ -94,6 +94,8 @@ def not_found_text(exc: NotFound, locale: str | None) -> str:
     if isinstance(exc, NotARelease):
         return t(locale, "cli.not_a_release", name=repr(exc.name), reason=exc.reason)
     refusal = t(locale, f"cli.ambiguous.{exc.kind}" if exc.ambiguous else f"cli.unknown.{exc.kind}", query=shown)
+    if isinstance(exc, UnknownGgufRepo):  # what to ask instead: the model, or its format
+        refusal += t(locale, f"cli.gguf_{exc.reason}", tag=exc.tag)
     names = t(locale, "list_sep").join(s.label for s in exc.suggestions[:5])
     return t(locale, "cli.did_you_mean", refusal=refusal, names=names) if names else refusal
 

@@ -60,10 +60,11 @@ class Browse(commands.Cog):
     ) -> None:
         embeds = [discord.Embed.from_dict(e) for e in reply.embeds]
         view = pages_view(reply, interaction.user.id, render, prefix)
+        # A filter nothing matches is answered privately (the reply says so): only the asker needs to see it.
         if view is None:
-            await interaction.response.send_message(embeds=embeds)
+            await interaction.response.send_message(embeds=embeds, ephemeral=reply.ephemeral)
         else:
-            await interaction.response.send_message(embeds=embeds, view=view)
+            await interaction.response.send_message(embeds=embeds, view=view, ephemeral=reply.ephemeral)
 
 
 async def setup(bot: RigBot) -> None:

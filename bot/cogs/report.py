@@ -16,7 +16,7 @@ from discord.ext import commands
 
 from bot.cogs.common import echo
 from bot.i18n import interaction_locale
-from bot.params import BadValue
+from bot.params import BadValue, NotAllowed
 from bot.render.text import format_tokens, t, tps_text
 from bot.reports.rules import BUILD_MAX_CHARS, NOTES_MAX_CHARS, OUTLIER_FACTOR, is_outlier, reporter_hash, summarize
 from bot.requests import (
@@ -252,7 +252,7 @@ class ReportCog(commands.GroupCog, group_name="report",
     async def moderate(self, interaction: discord.Interaction, action: str,
                        id: app_commands.Range[int, 1, REPORT_ID_MAX] | None = None) -> None:
         if interaction.user.id not in self.bot.settings.owner_ids:
-            raise BadValue.of("report.owner_only")
+            raise NotAllowed.of("report.owner_only")
         await self.respond(ReportModerateRequest.of(action=action, id=id), interaction)
 
     @respond.register

@@ -17,12 +17,12 @@ from bot.params import BadValue
 from bot.render.replies import error_reply
 from bot.render.text import Message, format_tokens, t
 from bot.requests import STORED_KEYS, Built, Scope, SettingsRequest, stored_values
-from bot.service import check_engine
+from bot.service import check_engine, kv_refusal
 from bot.store.records import GuildSettings, UserSettings
 from bot.transformers import EngineOption, GpuOption, KvOption, Tokens, given
 from catalog.schema import GPU
 from estimator.engines import supports
-from estimator.query import Engine
+from estimator.query import DEFAULT_ENGINE, Engine
 
 if TYPE_CHECKING:
     from bot.client import RigBot
@@ -145,7 +145,7 @@ class SettingsCog(commands.GroupCog, group_name="settings", group_description="D
             await interaction.response.send_message(text, ephemeral=True)
             return
         record = record.model_copy(update=update)
-        if {"gpu_ids", "engine"} & update.keys():
+        if {"gpu_ids", "engine", "kv"} & update.keys():
             await self._refuse_mismatch(interaction, scope, record)
         if isinstance(record, GuildSettings):
             assert interaction.guild_id is not None
@@ -157,13 +157,19 @@ class SettingsCog(commands.GroupCog, group_name="settings", group_description="D
 
     async def _refuse_mismatch(self, interaction: discord.Interaction, scope: Scope,
                                record: GuildSettings | UserSettings) -> None:
-        """Refuse, saving nothing, defaults whose engine does not run on their GPU: every later command would
-        fail on options the asker never typed. Yours are checked as commands will use them, over the server's."""
+        """Refuse, saving nothing, defaults whose engine does not run on their GPU or does not run their KV cache:
+        every later command would fail on options the asker never typed. Yours are checked as commands will use
+        them, over the server's."""
         values = stored_values(record)
         if scope == "me" and interaction.guild_id and self.bot.state is not None:
             values = {**stored_values(await self.bot.state.get_guild_settings(interaction.guild_id)), **values}
         gpu = next((g for g in self.bot.service.catalog.gpus if g.id == values.get("gpu")), None)
         engine = values.get("engine")
+        # A KV cache is checked against the engine commands will use: the stored one, else the default.
+        kv = values.get("kv")
+        refusal = kv_refusal(engine or DEFAULT_ENGINE, kv) if kv is not None else None
+        if refusal is not None and refusal.key is not None:
+            raise BadValue.of("settings.mismatch_kv", reason=Message(refusal.key, refusal.values), cmd=scope)
         if gpu is None or engine is None or supports(engine, gpu):
             return
         raise BadValue.of("settings.mismatch", reason=_engine_refusal(engine, gpu), cmd=scope)

@@ -23,7 +23,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, pass_context,
 from jinja2.runtime import Context
 
 from bot.render.memory_figures import memory_figures, over_mib
-from bot.render.text import TEMPLATES, format_tokens, locale_key, scaled_context_text, t, tps_text
+from bot.render.text import TEMPLATES, format_label, format_tokens, locale_key, scaled_context_text, t, tps_text
 from estimator.units import gib_text
 
 TITLE_MAX = 256
@@ -200,6 +200,12 @@ def _params(context: Context, model: Any) -> str:
     return params_text(context.get(LOCALE_VAR), model.params_b, model.active_params_b)
 
 
+@pass_context
+def _format_name(context: Context, name: str) -> str:
+    """A format's name in the template's locale (`format_label`: its describing words translated)."""
+    return format_label(name, context.get(LOCALE_VAR))
+
+
 @cache
 def environment() -> Environment:
     env = Environment(
@@ -212,7 +218,7 @@ def environment() -> Environment:
     )
     env.filters.update(gib=gib_text, tps=tps_text, secs=_secs, secs_span=_secs_span, tokens=format_tokens,
                        params=_params, over_by=_over_by, over_usable=_over_usable,
-                       memory_figures=memory_figures, scaled_ctx=_scaled_ctx)
+                       memory_figures=memory_figures, scaled_ctx=_scaled_ctx, format_name=_format_name)
     return env
 
 

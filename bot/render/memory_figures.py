@@ -8,6 +8,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from estimator.finetune import FinetuneMemory, PeakTerm
 from estimator.memory import MemoryBreakdown
 from estimator.units import GIB, MIB
 
@@ -63,3 +64,25 @@ def memory_figures(memory: MemoryBreakdown, digits: int = REPLY_DIGITS) -> Memor
     return MemoryFigures(weights=weights, kv_cache=kv, overhead=overhead,
                          total=gib_figure(memory.total_bytes, digits), usable=gib_figure(memory.usable_bytes, digits),
                          over_mib=over_mib(memory.total_bytes, memory.usable_bytes, digits))
+
+
+@dataclass(frozen=True)
+class PeakFigures:
+    """A fine-tuning peak as shown: the terms it holds, adding up to `total`, and what other moments of the
+    step hold beyond it (not part of the peak, so never summed into it)."""
+
+    held: list[tuple[PeakTerm, str]]
+    apart: list[tuple[PeakTerm, str]]
+    total: str
+
+
+def peak_figures(memory: FinetuneMemory, digits: int = REPLY_DIGITS) -> PeakFigures:
+    # Terms of zero bytes (no sharded gathers, no step temporaries) are left out rather than shown as 0.0;
+    # apart terms that print as zero are too: they change nothing a reader could act on.
+    held = [(term, size) for term, size in memory.at_peak if size > 0]
+    figures = parts_adding_up([size for _, size in held], memory.total, digits)
+    apart = [(term, gib_figure(size, digits)) for term, size in memory.apart]
+    zero = gib_figure(0.0, digits)
+    return PeakFigures(held=[(term, f) for (term, _), f in zip(held, figures, strict=True)],
+                       apart=[(term, f) for term, f in apart if f != zero],
+                       total=gib_figure(memory.total, digits))

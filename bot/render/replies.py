@@ -10,6 +10,8 @@ from typing import Any
 
 from bot.render import charts
 from bot.render.embeds import COLORS, render_embed
+from bot.render.memory_figures import peak_figures
+from bot.render.notes import fit_notes
 from bot.render.reply import Reply, ReplyFile
 from bot.render.table import (
     CODE_BLOCK_MAX,
@@ -21,7 +23,7 @@ from bot.render.table import (
     short_gpu_name,
     short_model_name,
 )
-from bot.render.text import format_tokens, t, tps_text
+from bot.render.text import FormatNames, format_label, format_tokens, t, tps_text
 from bot.requests import (
     CompareRequest,
     FinetuneRequest,
@@ -34,10 +36,11 @@ from bot.requests import (
 )
 from bot.service import GpuChoice, Service
 from catalog.schema import GPU, QuantFormat
-from estimator.advice import Recommendation, Tip, class_curves, fit_answer, gpu_card
+from estimator.advice import Recommendation, Tip, class_curves, fit_answer, gpu_card, smaller_kv
+from estimator.constants import LINUX_GTT_OS_RESERVE_BYTES
 from estimator.curve import VramCurves
 from estimator.offload import OffloadPlan
-from estimator.query import DEFAULT_PROMPT_TOKENS, Query
+from estimator.query import Query
 from estimator.rank import RankRow
 from estimator.speed import Speed
 from estimator.units import GIB, gib_text
@@ -55,15 +58,17 @@ def advice(changes: tuple[Tip, ...], q: Query, locale: str) -> list[str]:
     lines = []
     for tip in changes:
         if tip.kind == "smaller":
-            lines.append(t(locale, "advice.smaller", fmt=tip.quant.name))
+            lines.append(t(locale, "advice.smaller", fmt=FormatNames((tip.quant.name,))))
         elif tip.kind == "kv":
-            lines.append(t(locale, "advice.kv"))
+            lines.append(t(locale, "advice.kv", kv=tip.kv))
         elif tip.kind == "ctx":
-            lines.append(t(locale, "advice.ctx", ctx=format_tokens(tip.ctx or 0), fmt=tip.quant.name))
+            lines.append(t(locale, "advice.ctx", ctx=format_tokens(tip.ctx or 0), fmt=FormatNames((tip.quant.name,))))
         elif tip.kind == "gpus":
             lines.append(t(locale, "advice.gpus", count=tip.gpus, gpu=q.gpu.name))
         else:
-            lines.append(t(locale, "advice.need", gib=f"{(tip.need_bytes or 0) / GIB:.0f}", fmt=tip.quant.name))
+            # "At least": rounded up, or a card of the rounded size would be short of it.
+            lines.append(t(locale, "advice.need", gib=f"{math.ceil((tip.need_bytes or 0) / GIB)}",
+                           fmt=FormatNames((tip.quant.name,))))
     return lines
 
 
@@ -73,6 +78,14 @@ def choice_note(choice: GpuChoice, locale: str) -> str | None:
     if values is None:
         return None
     return t(locale, "family.fitted" if choice.fitted else "family.smallest", **values)
+
+
+def unified_share_note(gpu: GPU, locale: str) -> str | None:
+    """On a unified-memory device, what sets the GPU's share of the memory it shares with the CPU (macOS's limit,
+    Linux's CUDA total, AMD's GTT limit): the reason usable memory is less than the memory installed."""
+    if gpu.gpu_memory_limit is None:
+        return None
+    return t(locale, f"unified.{gpu.gpu_memory_limit}", reserve=f"{LINUX_GTT_OS_RESERVE_BYTES / GIB:g}")
 
 
 ROPE_NAMES = {"yarn": "YaRN", "linear": "linear", "dynamic": "dynamic NTK", "longrope": "LongRoPE", "llama3": "Llama 3"}
@@ -90,15 +103,6 @@ def context_note(q: Query, locale: str) -> str | None:
              method=ROPE_NAMES.get(ext.method, ext.method), factor=f"{ext.factor:g}",
              limit=format_tokens(ext.extended_context),
              flags=t(locale, "ctx.scaled_flags", flags=flags) if flags else "")
-
-
-def prompt_note(q: Query, asked: int, locale: str) -> str | None:
-    """A prompt someone asked for that is longer than the context is answered at the context; say so rather than
-    change it silently. The default prompt is nobody's request: it just shrinks to a short context."""
-    if asked <= q.prompt_tokens or asked == DEFAULT_PROMPT_TOKENS:
-        return None
-    return t(locale, "prompt.capped", asked=format_tokens(asked), ctx=format_tokens(q.ctx),
-             prompt=format_tokens(q.prompt_tokens))
 
 
 def offload_text(plan: OffloadPlan | None, locale: str) -> str | None:
@@ -131,6 +135,7 @@ def fit_reply(svc: Service, req: FitRequest, *, locale: str, theme: charts.Theme
         options=result.options,
         usable=usable,
         vram=q.gpu.vram_bytes * q.gpus,
+        usable_note=unified_share_note(q.gpu, locale),
         verdicts=verdict_words(locale),
         headline=t(locale, f"headline.{verdict}"),
         color=COLORS[verdict],
@@ -139,7 +144,7 @@ def fit_reply(svc: Service, req: FitRequest, *, locale: str, theme: charts.Theme
         # The format the offload plan is for: its field quotes the split's speed, not an all-in-VRAM one.
         offload_for=answer.offload_quant.id if answer.offload_quant else None,
         offload_tps=answer.offload.decode_tps if answer.offload else None,
-        notes=[n for n in (context_note(q, locale), prompt_note(q, req.prompt, locale)) if n],
+        notes=[n for n in (context_note(q, locale), *fit_notes(svc, req, q, locale)) if n],
         image="vram.png",
     )
     setup = gpu_label(q.gpu, q.gpus)
@@ -281,10 +286,12 @@ def rank_reply(
         total=len(rows),
         ranked=sum(1 for r in rows if r.ranked),
         table=rank_table(chunk, formats, start, locale, ctx) if chunk else [],
+        kv_hint=smaller_kv(engine, req.kv),
         legend=t(locale, "rank.legend") + (t(locale, "rank.scaled") if any(ctx > r.model.max_context for r in chunk)
                                            else ""),
         ranges=range_note([f.speed for r in chunk for f in r.fitting if f.quant.id in shown_formats], locale),
-        formats=" · ".join(f"{f.level.upper()} = {f.name}" for f in formats) if len(formats) > 1 else "",
+        formats=" · ".join(f"{f.level.upper()} = {format_label(f.name, locale)}" for f in formats)
+        if len(formats) > 1 else "",
         order=t(locale, f"rank.order.{sort}", signal=t(locale, "quality.signal")),
         color=COLORS["info"],
         image="vram.png",
@@ -347,6 +354,7 @@ def gpu_reply(svc: Service, req: GpuRequest, *, locale: str, theme: charts.Theme
         locale,
         gpu=gpu,
         usable=card.usable_bytes,
+        usable_note=unified_share_note(gpu, locale),
         ctx=ctx,
         capability=capability,
         finetune=ft,
@@ -419,7 +427,7 @@ def compare_reply(svc: Service, req: CompareRequest, *, locale: str, theme: char
         ctx=first.ctx,
         kv=first.kv,
         fmt=fmt,
-        why=t(locale, compare_why(asked, [s["option"] for s in sides]), fmt=fmt.name),
+        why=t(locale, compare_why(asked, [s["option"] for s in sides]), fmt=FormatNames((fmt.name,))),
         verdicts=verdict_words(locale),
         image="vram.png",
     )
@@ -460,8 +468,11 @@ def finetune_reply(svc: Service, req: FinetuneRequest, *, locale: str, theme: ch
     mem = plan.memory
     advice = [t(locale, f"ft.change.{c.key}", value=_change_value(c), gib=gib_text(c.total))
               + (t(locale, "ft.change.paged", gib=gib_text(c.paged)) if c.paged else "") for c in plan.changes]
-    names = ("weights", "trainable", "gradients", "optimizer", "activations", "logits", "qlora_buffers", "overhead")
-    terms = {k: getattr(mem, k) for k in names}
+    # The parts the peak holds, adding up to it as printed; the terms other moments hold are named apart.
+    peak = peak_figures(mem)
+    peak_parts = [(t(locale, f"ft.term.{term}"), figure) for term, figure in peak.held]
+    apart = t(locale, "list_sep").join(t(locale, "ft.term_figure", term=t(locale, f"ft.term.{term}"), gib=figure)
+                                       for term, figure in peak.apart)
     parts = [settings.framework or t(locale, "ft.framework.default"), settings.regime_used, settings.optimizer_used,
              t(locale, f"ft.ckpt.{settings.checkpointing_used}"), t(locale, f"ft.loss.{settings.loss}")]
     if settings.activation_offload:
@@ -481,7 +492,9 @@ def finetune_reply(svc: Service, req: FinetuneRequest, *, locale: str, theme: ch
         headline=t(locale, f"headline.{plan.verdict}"),
         total=mem.total,
         usable=usable,
-        mem=terms,
+        peak_parts=peak_parts,
+        peak_phase=t(locale, f"ft.phase.{mem.peak_phase}"),
+        apart=t(locale, "ft.apart", parts=apart) if apart else "",
         reserved=min(mem.reserved, usable),
         # The cache grows into whatever the card has left; past the card it is a figure for a bigger one.
         reserved_fills_card=mem.reserved > usable >= mem.total,
@@ -544,7 +557,8 @@ def whatgpu_reply(svc: Service, req: WhatGpuRequest, page: int = 1, *, locale: s
     page = min(max(1, page), pages)
     shown = setups[(page - 1) * WHATGPU_PAGE : page * WHATGPU_PAGE]
     embed = render_embed("whatgpu", locale, model=model, ctx=ctx, engine=engine,
-                         formats=", ".join(f.name for f in formats), min_tps=min_tps, budget=budget,
+                         formats=", ".join(format_label(f.name, locale) for f in formats), min_tps=min_tps,
+                         budget=budget,
                          total=len(setups), table=whatgpu_table(shown, locale, svc.catalog.gpus) if shown else [],
                          ranges=range_note([s.speed for s in shown], locale),
                          page=t(locale, "page", page=page, pages=pages), image="whatgpu.png")
@@ -598,6 +612,8 @@ def models_reply(svc: Service, req: ModelsRequest, page: int = 1, *, locale: str
     picked = sorted((m for m in svc.catalog.models
                      if (not needle or family_key(m.family) == needle)
                      and (max_params is None or m.params_b <= max_params)), key=lambda m: (m.family, m.params_b))
+    if not picked:
+        return no_models_reply(svc, req, locale, family_label or family or "")
     pages = max(1, math.ceil(len(picked) / MODELS_PAGE))
     page = min(max(1, page), pages)
     shown = picked[(page - 1) * MODELS_PAGE : page * MODELS_PAGE]
@@ -617,6 +633,25 @@ def models_reply(svc: Service, req: ModelsRequest, page: int = 1, *, locale: str
     reply = list_reply(t(locale, "list.models.title"), intro, render_table(columns, rows) if rows else ["—"],
                        footer, locale)
     return reply.model_copy(update={"meta": {"pages": pages}})
+
+
+def no_models_reply(svc: Service, req: ModelsRequest, locale: str, label: str) -> Reply:
+    """A filter nothing matches is the asker's question gone wrong, not a listing for the channel: a private
+    answer saying which filter emptied it, with the families meant (a family no model has) or the smallest model
+    there is (a size below every model's)."""
+    needle = family_key(req.family or "")
+    families = {m.family for m in svc.catalog.models}
+    if needle and not any(family_key(f) == needle for f in families):
+        near = related_families(families, req.family or "")[:FAMILY_SUGGESTIONS]
+        key = "list.models.none_family" if near else "list.models.none_family_near"
+        return error_reply(t(locale, "list.models.none.title"), t(locale, key, family=label), locale,
+                           [f"`{f}`" for f in near])
+    kin = [m for m in svc.catalog.models if not needle or family_key(m.family) == needle]
+    smallest = min(kin, key=lambda m: m.params_b)
+    key = "list.models.none_family_size" if needle else "list.models.none_size"
+    return error_reply(t(locale, "list.models.none.title"),
+                       t(locale, key, family=label, most=f"{req.max_params:g}", model=smallest.name,
+                         params=f"{smallest.params_b:g}"), locale)
 
 
 def gpus_reply(svc: Service, req: GpusRequest, page: int = 1, *, locale: str) -> Reply:

@@ -26,8 +26,19 @@ LOCALES = (DEFAULT_LOCALE, "zh-CN")
 CJK_LOCALES = frozenset({"zh-CN"})
 COMMANDS_TABLE = "commands"
 CLI_HELP_TABLE = "cli_help"
+# The words a format's catalog name describes it with, in parentheses ('Unsloth Dynamic' in
+# 'UD-Q4_K_XL (Unsloth Dynamic)'): keyed by their English too, as the catalog's data spells them.
+FORMAT_WORDS_TABLE = "format_words"
 # Tables keyed by English text rather than by a key (see above).
-KEYED_BY_ENGLISH = (COMMANDS_TABLE, CLI_HELP_TABLE)
+KEYED_BY_ENGLISH = (COMMANDS_TABLE, CLI_HELP_TABLE, FORMAT_WORDS_TABLE)
+
+
+@dataclass(frozen=True)
+class FormatNames:
+    """Format names as one value of a message (the formats an engine loads, in a refusal): listed in the
+    message's own locale, each as `format_label` shows it there."""
+
+    names: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -80,17 +91,37 @@ def cli_help_texts(locale: str | None) -> dict[str, str]:
     return _translations(locale_key(locale), CLI_HELP_TABLE)
 
 
+def format_label(name: str, locale: str | None) -> str:
+    """A format's catalog name as shown in `locale`: the name proper (UD-Q4_K_XL, Q3_K_XL) as it is, the words in
+    parentheses that describe it translated ('Unsloth Dynamic'); technical tags (g128, W8A8) have no
+    translation and stay as they are."""
+    base, sep, words = name.partition(" (")
+    if not sep or not words.endswith(")"):
+        return name
+    described = words[:-1]
+    return f"{base} ({_translations(locale_key(locale), FORMAT_WORDS_TABLE).get(described, described)})"
+
+
 def t(locale: str | None, key: str, **values: Any) -> str:
-    """The locale's text for `key` with `values` filled in (a `Message` among them worded in the same
-    locale); English when the locale lacks it."""
+    """The locale's text for `key` with `values` filled in (a `Message` or `FormatNames` among them worded in
+    the same locale); English when the locale lacks it."""
     loc = locale_key(locale)
     text = catalog(loc).get(key)
     if text is None:
         text = catalog(DEFAULT_LOCALE)[key]
     if not values:
         return text
-    filled = {k: t(loc, v.key, **v.values) if isinstance(v, Message) else v for k, v in values.items()}
+    filled = {k: _worded(loc, v) for k, v in values.items()}
     return text.format(**filled)
+
+
+def _worded(locale: str, value: Any) -> Any:
+    if isinstance(value, Message):
+        return t(locale, value.key, **value.values)
+    if isinstance(value, FormatNames):
+        # Joined as the levels beside them in the same refusals are (`Service.quant`).
+        return ", ".join(format_label(n, locale) for n in value.names)
+    return value
 
 
 def missing_keys() -> dict[str, set[str]]:

@@ -35,4 +35,4 @@ def test_a_value_of_the_wrong_type_is_one_line(monkeypatch: pytest.MonkeyPatch,
                                                capsys: pytest.CaptureFixture[str]) -> None:
     (answer,) = batch(json.dumps({"gpu": "t4", "model": "qwen3-8b", "ctx": [1]}) + "\n", monkeypatch, capsys)
     message = str(answer["error"])
-    assert message.startswith("ctx") and "\n" not in message and "errors.pydantic.dev" not in message
+    assert message.startswith("line 1: ctx") and "\n" not in message and "errors.pydantic.dev" not in message

@@ -130,7 +130,9 @@ def test_a_fine_tuning_answer_in_chinese(capsys: pytest.CaptureFixture[str]) -> 
     first = out.splitlines()[0]
     assert first.startswith("在 1× NVIDIA GeForce RTX 3090 上对 Qwen3-32B 做 qlora 微调：放不下（每块显卡需 ")
     terms = [line.split()[0] for line in out.splitlines()[2:] if line.endswith(" GiB") and line.startswith("  ")]
-    assert terms[:3] == ["权重", "可训练参数", "梯度"]
+    # The parts the peak holds come first (the gradients, made after the loss's peak, are named apart).
+    assert terms[:3] == ["权重", "可训练参数", "优化器状态"]
+    assert "  峰值时（" in out and "峰值时不占用（训练步骤的其他时刻）：" in out
     assert "  最大序列长度 " in out and "largest" not in out and "GiB usable" not in out
 
 

@@ -17,7 +17,7 @@ LEGACY_SETTINGS = {
     "checkpointing", "flash_attention", "packing", "loss", "gradient_accumulation", "optimizer_in_backward", "gpus",
     "sharding",
 }
-NEW_KEYS = {"framework", "verdict", "changes", "curve"}
+NEW_KEYS = {"framework", "verdict", "changes", "curve", "peak_gb"}
 NEW_SETTINGS = {
     "framework", "lora_dropout", "lora_head", "train_embeddings", "regime", "base_fp32", "checkpointing_mode",
     "activation_offload", "attention", "gradient_accumulation_steps", "offload", "fused_optimizer", "compiled",
@@ -130,3 +130,18 @@ def test_out_of_range_input_is_one_line(extra: list[str], message: str, capsys: 
     out, err = capsys.readouterr()
     assert code == 2 and out == ""
     assert err.startswith(message) and err.count("\n") == 1
+
+
+def test_text_lists_the_parts_of_the_peak_that_add_up_to_it(capsys: pytest.CaptureFixture[str]) -> None:
+    # QLoRA of DeepSeek-V2-Lite on a T4 peaks at the loss: its gradients come after it and are not summed in.
+    argv = ["finetune", "--gpu", "t4", "--model", "deepseek-v2-lite", "--method", "qlora"]
+    data = run_json(argv, capsys)
+    peak = data["peak_gb"]
+    assert peak["phase"] == "loss" and "gradients" not in peak["held"] and peak["apart"]["gradients"] > 0
+    assert round(sum(peak["held"].values()), 2) == data["memory_gb"]["total"]
+    lines = run_text(argv, capsys).splitlines()
+    start = lines.index("  at the peak (at the loss):")
+    end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("    total "))
+    parts = [float(line.split()[-2]) for line in lines[start + 1:end]]
+    assert round(sum(parts), 2) == float(lines[end].split()[-2]) == data["memory_gb"]["total"]
+    assert lines[end + 1].startswith("  not held at the peak (other moments of the step): ")

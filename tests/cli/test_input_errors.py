@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import socket
 from pathlib import Path
 from typing import Any
@@ -162,8 +163,20 @@ def test_a_value_of_the_wrong_kind_is_refused_not_read_as_something_else(
         value: dict[str, Any], words: str, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
     (answer,) = batch([{**GOOD, **value}], monkeypatch, capsys)
-    assert set(answer) == {"error"} and answer["error"].startswith(words), answer
+    assert set(answer) == {"error"} and answer["error"].startswith(f"line 1: {words}"), answer
     assert "['" not in answer["error"] and "True" not in answer["error"]
+
+
+def test_every_error_line_names_its_input_line(monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    lines = [GOOD, "", {"gpu": "t4", "model": "zzz"}, {**GOOD, "contex": 1}, "junk", {**GOOD, "quant": "bogus"},
+             {"finetune": {"gpu": "t4"}}, {**GOOD, "gpus": 9}]
+    answers = batch(lines, monkeypatch, capsys)
+    assert "error" not in answers[0] and len(answers) == len(lines)
+    for number, answer in enumerate(answers[1:], start=2):
+        assert re.match(rf"line {number}[ :]", answer["error"]), answer
+    assert answers[2]["error"] == "line 3: 'zzz' matches no models"
+    assert answers[6]["error"] == "line 7: finetune needs gpu and model"
 
 
 def test_a_whole_number_written_with_a_point_is_still_that_number(monkeypatch: pytest.MonkeyPatch,

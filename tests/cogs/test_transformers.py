@@ -78,6 +78,25 @@ async def test_an_unknown_model_gets_a_private_did_you_mean(bot: RigBot) -> None
     assert "Qwen3-8B" in json.dumps(embed, ensure_ascii=False)
 
 
+@pytest.mark.parametrize(("quant", "shown"), [("4-bit", "Q4_K_M"), ("8bit", "Q8_0"), ("16-bit", "F16")])
+async def test_a_bit_width_is_read_as_its_level(bot: RigBot, quant: str, shown: str) -> None:
+    sent = await run(bot, slash(bot, "fit", gpu="T4", model="qwen3-8b", quant=quant))
+    assert [c["type"] for c in callbacks(sent)] == [DEFERRED], callbacks(sent)
+    [embed] = next(body for _, path, body, _ in sent.sent if "/webhooks/" in path)["embeds"]
+    assert embed["fields"][0]["name"].split(" · ")[0] == shown, embed["fields"]
+
+
+async def test_a_gguf_repo_named_after_no_model_says_to_ask_for_the_model_or_hf(bot: RigBot) -> None:
+    embed = private_error(await run(bot, slash(bot, "fit", gpu="T4", model="unsloth/Foo-9B-GGUF")))
+    assert embed["title"] == "Unknown model"
+    assert "It looks like a GGUF repository" in embed["description"] and "`hf:`" in embed["description"]
+
+
+async def test_a_models_filter_nothing_matches_is_answered_privately(bot: RigBot) -> None:
+    embed = private_error(await run(bot, slash(bot, "models", family="qwen9")))
+    assert embed["title"] == "No models match" and "`Qwen3`" in embed["description"], embed
+
+
 async def test_an_unknown_second_gpu_in_compare_gets_a_private_did_you_mean(bot: RigBot) -> None:
     embed = private_error(await run(bot, slash(bot, "compare", gpu="T4", model="qwen3-8b", gpu2="a31")))
     assert embed["title"] == "Unknown GPU"

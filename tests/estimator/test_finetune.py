@@ -653,3 +653,33 @@ def test_zero_steps_on_an_fp32_copy_of_the_gradient_partition() -> None:
     # The copy is alive with every gradient and state at the step: a one-token step's peak is the step.
     m = ft.finetune_memory(EXACT, full.with_(seq=1))
     assert m.allocated == pytest.approx(m.weights + m.trainable + m.optimizer + m.gradients + TINY_PARAMS)
+
+
+PEAK_SETTINGS = [
+    {"method": "qlora"},
+    {"method": "lora", "checkpointing": "none"},
+    {"method": "full"},
+    {"method": "full", "optimizer_in_backward": True},
+    {"method": "lora", "gradient_accumulation_steps": 8},
+    {"method": "lora", "loss": "fused"},
+    {"method": "full", "gpus": 4, "sharding": "zero3"},
+    {"method": "full", "gpus": 4, "sharding": "fsdp", "gradient_accumulation_steps": 4},
+    {"method": "full", "checkpointing": "none", "seq": 8192},
+]
+
+
+@pytest.mark.parametrize("request_", PEAK_SETTINGS)
+@pytest.mark.parametrize("model_id", ["qwen3-8b", "deepseek-v2-lite", "llama-3.2-1b"])
+def test_the_parts_held_at_the_peak_add_up_to_it(model_id: str, request_: dict[str, object]) -> None:
+    # The terms never all peak together: what the peak holds adds up to it, and each term's largest size is
+    # what the peak holds of it plus what another moment holds beyond that.
+    model = load_catalog().model(model_id)
+    mem = ft.finetune_memory(model, FinetuneSettings(**request_))  # type: ignore[arg-type]
+    assert sum(size for _, size in mem.at_peak) == pytest.approx(mem.total, rel=1e-12)
+    held, apart = dict(mem.at_peak), dict(mem.apart)
+    assert len(held) == len(mem.at_peak) and not set(apart) & {"weights", "trainable", "optimizer", "overhead"}
+    for term in ("gradients", "logits", "qlora_buffers", "gathered"):
+        assert held.get(term, 0.0) + apart.get(term, 0.0) == pytest.approx(getattr(mem, term)), term
+    # Under block checkpointing the re-run block is the part of the activations not held with the logits.
+    activations = sum(part.get(term, 0.0) for part in (held, apart) for term in ("activations", "rerun_block"))
+    assert activations == pytest.approx(mem.activations)

@@ -455,6 +455,55 @@ def test_display_card_loses_the_desktop_reserve() -> None:
     assert usable_vram_bytes(card) == pytest.approx(card.vram_bytes - k.DESKTOP_RESERVE_BYTES)
 
 
+@pytest.mark.parametrize("gpu_id", ["nvidia-t4", "nvidia-a10g", "nvidia-l4", "nvidia-l40s"])
+def test_vllm_takes_its_share_of_the_total_cuda_reports(gpu_id: str) -> None:
+    # gpu_memory_utilization is a fraction of torch.cuda.mem_get_info's total, which ECC's check bits are already out
+    # of: both engines start from the same reported total (a T4: 0.9 x 15.0 GiB, not 0.9 x 16).
+    gpu = _g(gpu_id)
+    assert gpu.ecc_on_by_default and not gpu.display_outputs
+    reported = gpu.vram_bytes * (1 - k.GDDR_ECC_RESERVE_FRACTION)
+    assert usable_vram_bytes(gpu, "llama.cpp") == pytest.approx(reported)
+    assert usable_vram_bytes(gpu, "vllm") == pytest.approx(k.VLLM_GPU_MEMORY_UTILIZATION * reported)
+    if gpu_id == "nvidia-t4":
+        assert usable_vram_bytes(gpu, "vllm") / GIB == pytest.approx(13.5)
+
+
+# --- unified memory outside Apple -------------------------------------------------------------------
+
+
+def test_dgx_spark_gives_cuda_what_linux_manages() -> None:
+    # CUDA's total on a GB10 is the memory Linux manages: 128,501,256,192 bytes of its 128 GiB, not macOS's 3/4.
+    spark = _g("nvidia-gb10")
+    assert spark.gpu_memory_limit == "linux_cuda"
+    assert usable_vram_bytes(spark) == pytest.approx(128_501_256_192)
+    assert usable_vram_bytes(spark, "vllm") == pytest.approx(0.9 * 128_501_256_192)
+    # GLM-4.5-Air at Q8_0 (108 GiB at 8k) was "does not fit (108.0 / 96.00)".
+    q = Query(gpu=spark, model=CAT.model("glm-4.5-air"), quant=CAT.quant("q8_0"))
+    assert memory(q).verdict == "fits"
+
+
+@pytest.mark.parametrize(("gpu_id", "usable_gib"), [("amd-radeon-8060s-128gb", 120), ("amd-radeon-8060s-64gb", 56)])
+def test_strix_halo_maps_all_but_the_os_share_as_gtt(gpu_id: str, usable_gib: float) -> None:
+    gpu = _g(gpu_id)
+    assert gpu.gpu_memory_limit == "linux_gtt"
+    assert usable_vram_bytes(gpu) == pytest.approx(usable_gib * GIB)
+
+
+@pytest.mark.parametrize("gpu", [g for g in CAT.gpus if g.unified_memory], ids=lambda g: g.id)
+def test_every_unified_device_names_what_sets_its_share(gpu: GPU) -> None:
+    assert gpu.gpu_memory_limit is not None
+    assert (gpu.gpu_memory_limit == "macos") == (gpu.vendor == "apple")
+    assert 0.5 * gpu.vram_bytes < usable_vram_bytes(gpu) <= gpu.vram_bytes
+
+
+def test_the_catalog_refuses_macos_for_a_device_that_does_not_run_it() -> None:
+    spark = _g("nvidia-gb10").model_dump()
+    with pytest.raises(ValueError, match="only Apple"):
+        GPU(**{**spark, "gpu_memory_limit": "macos"})
+    with pytest.raises(ValueError, match="gpu_memory_limit"):
+        GPU(**{**spark, "gpu_memory_limit": None})
+
+
 # --- totals, verdicts, max context -----------------------------------------------------------------
 
 def _query(**kw: Any) -> Query:

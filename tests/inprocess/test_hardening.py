@@ -50,10 +50,10 @@ async def test_bad_options_are_refused_privately_before_any_defer(
     assert_private_and_readable(reply, *words)
 
 
-async def test_models_family_is_bounded_and_escaped_in_the_public_embed(sb: Sandbox) -> None:
+async def test_models_family_is_bounded_and_escaped_in_the_embed(sb: Sandbox) -> None:
     family = "[click me](https://evil.example/x) @everyone " + "A" * 4000
     reply = await sb.driver.invoke_raw("models", [opt("family", family)])
-    assert reply.error is None and not reply.ephemeral
+    assert reply.error is None and reply.ephemeral  # no family is called that: a private answer
     description = reply.embeds[0]["description"]
     assert "A" * 60 not in description, "the echo must be bounded"
     assert re.search(r"(?<!\\)\[click me\]\(", description) is None and "\\[click me]" in description

@@ -241,7 +241,7 @@ async def test_rank_matrix_columns_and_footers(sb: Sandbox) -> None:
     assert header.split()[-3:] == ["INT4", "INT8", "FP16"]
     assert quality.embeds[0]["footer"]["text"].startswith("Order: LMArena text arena scores (snapshot 2025-08-04)")
     speed = await sb.invoke("/rank gpu:T4 sort:speed", user=5403)
-    assert speed.embeds[0]["footer"]["text"].startswith("Order: decode tok/s")
+    assert speed.embeds[0]["footer"]["text"].startswith("Order: each model's fastest decode tok/s")
     assert "quality" not in speed.embeds[0]["footer"]["text"]
     size = await sb.invoke("/rank gpu:T4 sort:size", user=5403)
     assert size.embeds[0]["footer"]["text"].startswith("Order: total parameters")

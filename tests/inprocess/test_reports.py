@@ -136,6 +136,15 @@ async def test_outlier_is_held_not_shown_until_an_owner_accepts_it(sandbox: tupl
     assert "(2 reports" in text_of(await sb.invoke("/fit gpu:T4 model:qwen3-8b quant:Q4_K_M"))
 
 
+@pytest.mark.parametrize("action", ["held", "accept"])
+async def test_moderating_as_anyone_but_an_owner_is_not_allowed(sandbox: tuple[Sandbox, Path], action: str) -> None:
+    # No option is wrong: the asker may not moderate, and the reply's title says that.
+    sb, _ = sandbox
+    refused = await report(sb, "moderate", opt("action", action), opt("id", 1), user=4242)
+    assert refused.ephemeral and refused.embeds[0]["title"] == "Not allowed", refused.embeds
+    assert refused.embeds[0]["description"] == "Only the bot's owners can moderate reports."
+
+
 async def test_per_user_rate_limit(sandbox: tuple[Sandbox, Path]) -> None:
     sb, _ = sandbox
     user = 5151

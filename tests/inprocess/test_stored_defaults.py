@@ -72,3 +72,35 @@ async def test_a_refusal_caused_by_the_servers_stored_gpu_says_so(sb: Sandbox) -
     mine = refusal(await sb.invoke("/settings me engine:mlx", user=member))
     assert mine.startswith("Not saved: mlx") and "NVIDIA T4" in mine
     await sb.invoke("/settings reset scope:server", user=manager, member_permissions=MANAGE_GUILD)
+
+
+async def test_a_kv_cache_the_engine_does_not_run_is_refused_with_the_nearest_it_does(sb: Sandbox) -> None:
+    user = 6106
+    said = refusal(await sb.invoke("/fit gpu:H100 SXM model:llama3.1:8b engine:vllm kv:q8_0", user=user, dm=True))
+    assert said.startswith("vllm has no q8_0 KV cache: try kv:fp8") and "/settings" not in said
+    zh = refusal(await sb.invoke("/fit gpu:H100 SXM model:llama3.1:8b engine:vllm kv:q8_0", user=user, dm=True,
+                                 locale="zh-CN"))
+    assert "请尝试 kv:fp8" in zh
+    fp8 = refusal(await sb.invoke("/rank gpu:4090 kv:fp8", user=user, dm=True))
+    assert fp8.startswith("llama.cpp has no fp8 KV cache: try kv:q8_0")
+    fine = await sb.invoke("/fit gpu:H100 SXM model:llama3.1:8b engine:vllm kv:fp8", user=user, dm=True)
+    assert fine.error is None and not fine.ephemeral
+
+
+async def test_a_stored_kv_cache_is_checked_against_the_engine(sb: Sandbox) -> None:
+    user = 6107
+    # Stored together, an engine and a KV cache it does not run are refused, and so is a KV cache the default
+    # engine (llama.cpp) does not run; given together, ones that work are stored.
+    both = refusal(await sb.invoke("/settings me engine:vllm kv:q8_0", user=user, dm=True))
+    assert both.startswith("Not saved: vllm has no q8_0 KV cache: try kv:fp8") and "engine:… kv:…" in both
+    alone = refusal(await sb.invoke("/settings me kv:fp8", user=user, dm=True))
+    assert alone.startswith("Not saved: llama.cpp has no fp8 KV cache")
+    saved = await sb.invoke("/settings me kv:q8_0", user=user, dm=True)
+    assert saved.error is None and "q8_0" in (saved.content or "")
+    assert refusal(await sb.invoke("/settings me engine:vllm", user=user, dm=True)).startswith("Not saved: vllm")
+    # A stored KV cache meeting an engine given in the command: the refusal names the stored default.
+    said = refusal(await sb.invoke("/fit gpu:H100 SXM model:llama3.1:8b engine:vllm", user=user, dm=True))
+    assert said.startswith("vllm has no q8_0 KV cache: try kv:fp8")
+    assert "KV cache q8_0 is your stored default" in said and "`/settings me kv:…`" in said
+    switched = await sb.invoke("/settings me engine:vllm kv:fp8", user=user, dm=True)
+    assert switched.error is None and "fp8" in (switched.content or "")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from bot.params import BadValue
 from bot.render.replies import compare_reply
 from bot.requests import CompareRequest
 from bot.service import Service
@@ -41,3 +42,31 @@ def test_the_side_that_does_not_fit_quotes_no_speed() -> None:
     big = sides["Llama 3.1 70B · NVIDIA T4"]
     assert "Speed —: it does not fit in VRAM" in big and "tok/s" not in big and "TTFT" not in big
     assert "tok/s" in sides["Qwen3-8B · NVIDIA T4"]
+
+
+@pytest.mark.parametrize(("options", "said"), [
+    ({"gpu": "4090", "gpu2": "3090", "model": "qwen3-8b", "model2": "qwen3-14b"},
+     "gpu2 and model2 together change both the GPU and the model, so neither difference could be read from the "
+     "figures: compare two GPUs for one model (gpu2) or two models on one GPU (model2)"),
+    ({"gpu": "4090", "gpu2": "rtx 4090", "model": "qwen3-8b"},
+     "both sides are Qwen3-8B on NVIDIA GeForce RTX 4090: give a different gpu2 (to compare GPUs) or model2 (to "
+     "compare models)"),
+    ({"gpu": "4090", "model": "qwen3-8b", "model2": "Qwen/Qwen3-8B"},
+     "both sides are Qwen3-8B on NVIDIA GeForce RTX 4090: give a different gpu2 (to compare GPUs) or model2 (to "
+     "compare models)"),
+])
+def test_sides_that_are_not_like_for_like_are_refused_before_any_answer(options: dict[str, str], said: str) -> None:
+    # The footer says "like for like": one thing, the GPU or the model, differs between the sides.
+    with pytest.raises(BadValue) as refused:
+        CompareRequest.of(**options).check(SVC)
+    assert str(refused.value) == said
+    assert refused.value.text("zh-CN").startswith(("同时给出 gpu2 和 model2", "两边都是"))
+
+
+@pytest.mark.parametrize("options", [
+    {"gpu": "4090", "gpu2": "4090", "model": "qwen3-8b", "model2": "qwen3-14b"},  # gpu2 restating the GPU
+    {"gpu": "4090", "gpu2": "3090", "model": "qwen3-8b", "model2": "qwen3-8b"},  # model2 restating the model
+    {"gpu": "4090", "gpu2": "2x 4090", "model": "qwen3-8b"},  # one card against two
+])
+def test_sides_differing_in_one_thing_are_compared(options: dict[str, str]) -> None:
+    CompareRequest.of(**options).check(SVC)

@@ -93,9 +93,21 @@ def test_a_prompt_within_the_context_has_no_cap_note(svc: Service) -> None:
 
 def test_the_longest_context_is_said_as_it_can_be_asked_for(svc: Service) -> None:
     # Mistral NeMo documents 128,000 tokens; `ctx:128k` is 131,072. It answered "128k is past … (128k); ask for
-    # at most 128k", which asked again is refused again.
+    # at most 128k", which asked again is refused again. Its "128k" is the 128,000 window: the answer is for that.
+    q, _ = svc.base_query(FitRequest(gpu="h100 sxm", model="mistral-nemo", ctx="128k"))
+    assert q.ctx == 128000
     with pytest.raises(BadValue) as err:
-        svc.base_query(FitRequest(gpu="h100 sxm", model="mistral-nemo", ctx="128k"))
+        svc.base_query(FitRequest(gpu="h100 sxm", model="mistral-nemo", ctx="256k"))
     assert str(err.value).endswith("longest documented context (128,000); ask for at most 128,000")
     q, _ = svc.base_query(FitRequest(gpu="h100 sxm", model="mistral-nemo", ctx="128,000"))
     assert q.ctx == 128000
+
+
+def test_a_binary_1m_means_a_decimal_1m_window(svc: Service) -> None:
+    # `ctx:1M` is 1,048,576 tokens; Qwen2.5-7B-Instruct-1M's "1M" window is 1,010,000: the answer is for that window.
+    q, _ = svc.base_query(FitRequest(gpu="h200 sxm", model="qwen2.5-7b-instruct-1m", ctx="1M"))
+    assert q.ctx == 1_010_000
+    with pytest.raises(BadValue):  # twice the window is no rounding of it
+        svc.base_query(FitRequest(gpu="h200 sxm", model="qwen2.5-7b-instruct-1m", ctx="2M"))
+    q, _ = svc.base_query(FitRequest(gpu="h200 sxm", model="qwen2.5-7b-instruct-1m", ctx="512k"))
+    assert q.ctx == 524_288  # inside the window: as asked

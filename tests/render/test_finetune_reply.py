@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from decimal import Decimal
+
 import pytest
 
 from bot.render.replies import finetune_reply
@@ -43,3 +46,40 @@ def test_a_suggestion_that_fits_only_by_paging_says_so(svc: Service) -> None:
     assert shorter and shorter[0].endswith("(fits only by paging 15.0 GiB of optimizer state to CPU memory: slower)")
     qlora = [line for line in lines if line.startswith("• QLoRA instead")]
     assert qlora and "paging" not in qlora[0]
+
+
+PEAK_CASES = [
+    ("t4", "deepseek-v2-lite", "qlora", 2048, {}),  # peaks at the loss; the gradients come later
+    ("a100 80gb", "qwen3-8b", "full", 2048, {}),  # peaks at the end of backward, every gradient held
+    ("4090", "qwen3-8b", "lora", 4096, {"checkpointing": "none"}),  # everything at once
+    ("4090", "llama-3.1-8b", "full", 4096, {"framework": "torchtune"}),
+    ("h100 sxm", "qwen3-8b", "lora", 2048, {"gradient_accumulation_steps": 4}),
+]
+
+
+@pytest.mark.parametrize("locale", ["en-US", "zh-CN"])
+@pytest.mark.parametrize(("gpu", "model", "method", "seq", "knobs"), PEAK_CASES)
+def test_memory_parts_add_up_to_the_peak_shown(svc: Service, gpu: str, model: str, method: str, seq: int,
+                                               knobs: dict[str, object], locale: str) -> None:
+    # The parts listed are the ones the peak holds, each rounded so they add up to the peak the description
+    # prints; a term held only at another moment (gradients after the loss, say) is named apart, never summed.
+    reply = finetune_reply(svc, FinetuneRequest.of(gpu=gpu, model=model, method=method, seq=seq, knobs=knobs),
+                           locale=locale)
+    embed = reply.embeds[0]
+    peak = re.search(r"(?:peak|峰值) ([0-9.]+) GiB", str(embed["description"]))
+    assert peak, embed["description"]
+    field = next(f for f in embed["fields"] if "Memory" in f["name"] or "显存" in f["name"])
+    lines = field["value"].splitlines()
+    parts = [Decimal(line.rsplit(" ", 1)[1]) for line in lines if re.fullmatch(r"[^:：]+ [0-9]+\.[0-9]", line)]
+    assert len(parts) >= 4, lines
+    assert sum(parts) == Decimal(peak.group(1)), (lines, peak.group(1))
+
+
+def test_a_term_held_at_another_moment_is_named_apart(svc: Service) -> None:
+    reply = finetune_reply(svc, FinetuneRequest.of(gpu="t4", model="deepseek-v2-lite", method="qlora"),
+                           locale="en-US")
+    field = next(f for f in reply.embeds[0]["fields"] if f["name"].startswith("Memory at the peak"))
+    assert field["name"] == "Memory at the peak, at the loss (GiB)"
+    lines = field["value"].splitlines()
+    assert not any(line.startswith("Gradients") for line in lines[:-1])
+    assert lines[-1] == "Not held at the peak (other moments of the step): Re-run block 0.3, Gradients 1.1"

@@ -205,3 +205,43 @@ def test_an_ollama_gpt_oss_tag_is_answered_for_the_mxfp4_build_ollama_ships() ->
         assert names == ["MXFP4"], (tag, names)
     ladder = [n.split(" · ")[0] for n in fields(FitRequest.of(gpu="h100 sxm", model="gpt-oss-20b"))]
     assert ladder == ["Q4_K_M", "Q8_0", "F16"]  # the catalog's name is no Ollama tag
+
+
+# --- what to change names only KV caches the engine runs ------------------------------------------------
+
+
+def test_fit_and_rank_offer_only_a_kv_cache_the_engine_runs() -> None:
+    from bot.render.replies import rank_reply
+    from bot.requests import RankRequest
+
+    vllm = FitRequest.of(gpu="H100 SXM", model="llama3.1:8b", engine="vllm", quant="fp8", batch=64)
+    advice = fields(vllm)["What to change"]
+    assert "`kv:fp8`" in advice and "q8_0" not in advice, advice
+    assert "`kv:fp8`" in fields(vllm, "zh-CN")["调整建议"]
+    for engine, offered in (("vllm", "`kv:fp8`"), ("llama.cpp", "`kv:q8_0`")):
+        for locale in ("en-US", "zh-CN"):
+            said = rank_reply(SVC, RankRequest.of(gpu="T4", engine=engine, ctx="1M"), locale=locale).embeds[0]
+            text = str(said["description"])
+            assert offered in text and text.count("`kv:") == 1, text
+    # Already at its engine's smallest 8-bit cache: no KV cache to offer.
+    text = str(rank_reply(SVC, RankRequest.of(gpu="T4", ctx="1M", kv="q8_0"), locale="en-US").embeds[0]["description"])
+    assert "`kv:" not in text and "shorter `ctx`" in text, text
+
+
+@pytest.mark.parametrize(("locale", "said"), [("en-US", "TTFT: no prompt to process (prompt 0)"),
+                                              ("zh-CN", "首字延迟：没有需要处理的提示词（提示 0）")])
+def test_no_prompt_has_no_time_to_first_token_to_quote(locale: str, said: str) -> None:
+    # "TTFT 0 ms (0–0 ms)" read as a measured instant; with nothing to prefill there is no figure to give.
+    shown = fields(FitRequest.of(gpu="t4", model="qwen3-8b", prompt="0"), locale)
+    fitting = [v for v in shown.values() if "tok/s" in v]
+    assert fitting and all(said in v and " ms" not in v for v in fitting), fitting
+    assert all(said not in v for v in fields(FitRequest.of(gpu="t4", model="qwen3-8b"), locale).values())
+
+
+def test_cli_says_there_is_no_prompt_rather_than_zero_seconds(capsys: pytest.CaptureFixture[str]) -> None:
+    from bot import cli
+
+    assert cli.main(["fit", "--gpu", "t4", "--model", "qwen3-8b", "--prompt", "0"]) == 0
+    rows = capsys.readouterr().out.splitlines()[3:]
+    assert rows and all("0.00 (0.00–0.00)" not in r for r in rows)
+    assert all("no prompt" in r for r in rows if " fits " in r), rows

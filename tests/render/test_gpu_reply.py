@@ -58,3 +58,22 @@ def test_the_matrix_unit_rule_agrees_with_the_catalogs_notes() -> None:
             assert not has_matrix_units(gpu), gpu.name
         if gpu.vendor == "nvidia" and gpu.architecture.startswith(("Turing", "Ampere", "Hopper", "Blackwell")):
             assert has_matrix_units(gpu), gpu.name
+
+
+@pytest.mark.parametrize(("gpu", "en", "zh"), [
+    ("dgx spark", "what Linux gives CUDA", "Linux 交给 CUDA"),
+    ("strix halo 128gb", "GTT limit raised (ttm.pages_limit) to all but 8 GiB", "GTT 上限已调高"),
+    ("m2 max 64gb", "macOS's default GPU share", "macOS 默认分配给 GPU"),
+])
+def test_usable_memory_names_what_sets_a_unified_share(gpu: str, en: str, zh: str) -> None:
+    # A DGX Spark or a Strix Halo was said to get "macOS's default GPU share of unified memory".
+    from bot.render.replies import fit_reply
+    from bot.requests import FitRequest
+
+    apple = gpu.startswith("m2")
+    for locale, said in (("en-US", en), ("zh-CN", zh)):
+        card = gpu_reply(SVC, GpuRequest.of(gpu=gpu), locale=locale).embeds[0]["description"]
+        fitted = fit_reply(SVC, FitRequest.of(gpu=gpu, model="qwen3-8b", quant="q4_k_m"),
+                           locale=locale).embeds[0]["description"]
+        for text in (card, fitted):
+            assert said in text and ("macOS" in text) == apple, text

@@ -27,15 +27,29 @@ def test_a_family_is_matched_whole_not_by_its_first_letters(asked: str) -> None:
     assert "Other families: `Qwen3-2507`, `Qwen3-Coder`" in text and "`Qwen3.5`" in text
 
 
-@pytest.mark.parametrize(("asked", "meant"), [("qwen3vi", "`Qwen3-VL`"), ("gema 3", "`Gemma 3`")])
-def test_a_near_miss_gets_a_did_you_mean(asked: str, meant: str) -> None:
+@pytest.mark.parametrize(("asked", "meant"), [("qwen3vi", "`Qwen3-VL`"), ("gema 3", "`Gemma 3`"),
+                                             ("qwen9", "`Qwen3`")])
+def test_a_near_miss_gets_a_private_did_you_mean(asked: str, meant: str) -> None:
+    # A filter nothing matches is the asker's mistake: answered privately, never as a public "0 models" listing.
+    reply = models_reply(SVC, ModelsRequest.of(family=asked), locale="en-US", family_label=asked)
+    assert reply.ephemeral and reply.embeds[0]["title"] == "No models match"
     text = description(asked)
-    assert text.startswith(f"0 models · {asked}\nNo family is called {asked}; did you mean ") and meant in text
-    assert "没有名为" in description(asked, "zh-CN") and meant in description(asked, "zh-CN")
+    assert text.startswith(f"No models match family {asked}.\n\nDid you mean: ") and meant in text
+    assert "0 models" not in text and "```" not in text
+    assert "没有属于" in description(asked, "zh-CN") and meant in description(asked, "zh-CN")
 
 
 def test_a_name_near_nothing_says_so() -> None:
-    assert "No family is called zzzz; `/models` lists them all" in description("zzzz")
+    assert description("zzzz") == "No models match family zzzz; `/models` without `family:` lists every family."
+
+
+@pytest.mark.parametrize(("family", "said"), [
+    (None, "No model has at most 0.1B parameters; the smallest is SmolLM2 135M (0.135B)."),
+    ("qwen3", "No qwen3 model has at most 0.1B parameters; its smallest is Qwen3-0.6B (0.6B)."),
+])
+def test_a_size_nothing_is_under_says_what_the_smallest_is(family: str | None, said: str) -> None:
+    reply = models_reply(SVC, ModelsRequest.of(family=family, max_params=0.1), locale="en-US", family_label=family)
+    assert reply.ephemeral and reply.embeds[0]["description"] == said
 
 
 def test_family_names_stay_distinct_when_matched_whole() -> None:
