@@ -105,19 +105,21 @@ def rank(
 ) -> list[RankRow]:
     rows: list[RankRow] = []
     capacity = usable_vram_bytes(gpu, engine) * gpus
-    prompt = min(prompt_tokens, ctx)
     for model in models:
-        if model.context_fit(ctx).status == "too_long":
+        # A "1M" window of 1,010,000 tokens is what `ctx:1M` (1,048,576) means for that model.
+        meant = model.context_as_meant(ctx)
+        if model.context_fit(meant).status == "too_long":
             continue  # past every documented window; a RoPE-scaled one counts
         if not splits_over(engine, model, gpus):
             continue  # its attention heads do not shard over this many cards
+        prompt = min(prompt_tokens, meant)
         fitting: list[RankedFormat] = []
         for fmt in formats:
             if not format_runs_on(fmt, gpu):
                 continue
-            if total_bytes(model, fmt, gpu, engine, ctx, kv, 1, gpus) > capacity:
+            if total_bytes(model, fmt, gpu, engine, meant, kv, 1, gpus) > capacity:
                 continue  # only what fits gets the full breakdown and a speed
-            mem = memory_of(model, fmt, gpu, gpus, engine, ctx, kv, 1)
+            mem = memory_of(model, fmt, gpu, gpus, engine, meant, kv, 1)
             pace = speed_of(model, fmt, gpu, gpus, engine, kv, prompt)
             fitting.append(RankedFormat(quant=fmt, memory=mem, speed=pace))
         if fitting:

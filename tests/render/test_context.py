@@ -111,3 +111,13 @@ def test_a_binary_1m_means_a_decimal_1m_window(svc: Service) -> None:
         svc.base_query(FitRequest(gpu="h200 sxm", model="qwen2.5-7b-instruct-1m", ctx="2M"))
     q, _ = svc.base_query(FitRequest(gpu="h200 sxm", model="qwen2.5-7b-instruct-1m", ctx="512k"))
     assert q.ctx == 524_288  # inside the window: as asked
+
+
+def test_rank_at_1m_lists_the_models_whose_1m_window_is_decimal(svc: Service) -> None:
+    from bot.requests import RankRequest
+
+    _, rows = svc.rank(RankRequest.of(gpu="h200 sxm", ctx="1M"))
+    ids = {r.model.id for r in rows}
+    assert "qwen2.5-7b-instruct-1m" in ids  # its window is 1,010,000 tokens
+    _, rows = svc.rank(RankRequest.of(gpu="h200 sxm", ctx="2M"))
+    assert "qwen2.5-7b-instruct-1m" not in {r.model.id for r in rows}
