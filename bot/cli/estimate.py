@@ -22,10 +22,12 @@ from bot.cli.common import (
 from bot.params import BadValue, format_tokens, people_text
 from bot.render.memory_figures import MemoryFigures, memory_figures
 from bot.render.notes import fit_notes
+from bot.render.replies import offload_text
 from bot.render.text import DEFAULT_LOCALE, scaled_context_text, t, tps_text
 from bot.requests import DEFAULT_SORT, DEFAULT_WHATGPU_LIMIT, GpuRequest, RankRequest, WhatGpuRequest
 from bot.service import Service
 from catalog.resolve import NotFound
+from estimator.advice import offload_format, partial_offload
 from estimator.query import DEFAULT_CTX, DEFAULT_ENGINE, DEFAULT_KV, DEFAULT_PROMPT_TOKENS
 
 
@@ -89,6 +91,10 @@ def cmd_fit(svc: Service, args: argparse.Namespace) -> int:
     # model tag's format beside another `--quant`), as /fit says it.
     for note in fit_notes(svc, req, result.query, loc or DEFAULT_LOCALE):
         print(note)
+    # Where nothing fits, the split /fit offers (llama.cpp with some layers in system RAM), and its speed.
+    offload = offload_text(partial_offload(result), loc or DEFAULT_LOCALE)
+    if offload:
+        print(f"{offload_format(result).name}: {offload}")
     return 0
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from catalog.schema import GPU, Model
+from estimator.advice import offload_format, partial_offload
 from estimator.capability import LargestModel
 from estimator.rank import RankRow
 from estimator.speed import Speed
@@ -54,7 +55,19 @@ def fit_json(result: FitResult) -> dict[str, Any]:
             }
             for o in result.options
         ],
+        # Where no format fits and the engine is llama.cpp: the split with some layers in system RAM, and its speed
+        # (each option's decode_tps is for the whole model on the GPU, which it does not fit).
+        "partial_offload": offload_json(result),
     }
+
+
+def offload_json(result: FitResult) -> dict[str, Any] | None:
+    plan = partial_offload(result)
+    if plan is None:
+        return None
+    return {"quant": offload_format(result).id, "gpu_layers": plan.gpu_layers, "total_layers": plan.total_layers,
+            "vram_gb": to_gib(plan.vram_bytes), "ram_gb": to_gib(plan.ram_bytes),
+            "decode_tps": round(plan.decode_tps, 1), "system_ram_gbs": plan.system_ram_gbs}
 
 
 def speed_json(speed: Speed) -> dict[str, float]:

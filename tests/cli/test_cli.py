@@ -41,7 +41,7 @@ OPTION_KEYS = {"quant", "fits", "memory_gb", "decode_tps", "prefill_tps", "ttft_
 MEMORY_KEYS = {"weights", "kv_cache", "overhead", "total"}
 # Keys the output carries beyond the contract above (the table view reads them). Pinned so that any
 # addition or removal is a visible change.
-FIT_EXTRA = {"batch"}
+FIT_EXTRA = {"batch", "partial_offload"}
 OPTION_EXTRA = {"quant_name", "verdict", "max_ctx_scaled", "aggregate_tps", "decode_tps_low", "decode_tps_high",
                 "prefill_tps_low", "prefill_tps_high", "ttft_s_low", "ttft_s_high"}
 MEMORY_EXTRA = {"usable", "headroom", "host_weights"}
@@ -70,6 +70,18 @@ def test_fit_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
         assert option["fits"] == (mem["total"] <= mem["usable"])
         # llama.cpp keeps Qwen3-8B's untied token embedding (151,936 × 4,096) in system RAM.
         assert 0 < mem["host_weights"] < mem["weights"]
+
+
+def test_a_model_that_fits_nowhere_says_what_a_partial_offload_runs_at(capsys: pytest.CaptureFixture[str]) -> None:
+    # Each option's decode_tps is for the whole model on the GPU; where none fits, the split is the speed to quote.
+    data = run_json(["fit", "--gpu", "rtx 4090", "--model", "llama-3.1-70b"], capsys)
+    assert not any(o["fits"] for o in data["options"])
+    plan = data["partial_offload"]
+    assert plan["quant"] == "q4_k_m" and 0 < plan["gpu_layers"] < plan["total_layers"] == 80
+    q4 = next(o for o in data["options"] if o["quant"] == "q4_k_m")
+    assert plan["decode_tps"] < q4["decode_tps"] / 3  # system RAM streams the rest at a fraction of the GPU's rate
+    assert plan["vram_gb"] <= data["options"][0]["memory_gb"]["usable"]
+    assert run_json(["fit", "--gpu", "rtx 4090", "--model", "llama-3.1-8b"], capsys)["partial_offload"] is None
 
 
 def test_fit_contract_keys_are_the_documented_subset(capsys: pytest.CaptureFixture[str]) -> None:
@@ -249,7 +261,8 @@ def test_rank_respects_context(capsys: pytest.CaptureFixture[str]) -> None:
     scaled = 0
     for row in data["rows"]:
         model = CAT.model(row["model"]["id"])
-        assert model.context_limit(with_scaling=True) >= 131072  # natively or with its documented RoPE scaling
+        # Natively or with its documented RoPE scaling; a "128k" window of 128,000 tokens is what 128k means for it.
+        assert model.context_limit(with_scaling=True) >= 128000
         scaled += model.max_context < 131072
     assert scaled, "models that reach 128k only with RoPE scaling are ranked too"
 

@@ -204,3 +204,12 @@ def test_trigger_daily_says_why_it_did_not_call_in_the_language_asked(
     assert (code, out, err) == (1, "", f"rigcheck: 密钥文件 {secret} 为空\n")
     code, _, err = run(argv, capsys)
     assert (code, err) == (1, f"rigcheck: the secret file {secret} is empty\n")
+
+
+def test_the_table_says_what_a_partial_offload_runs_at_when_nothing_fits(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["fit", "--gpu", "rtx 4090", "--model", "llama-3.1-70b"], capsys)
+    assert code == 0
+    assert out.splitlines()[-1].startswith("Q4_K_M: fits with 44 of 80 layers on the GPU")
+    assert "(llama.cpp `-ngl 44`)" in out
+    code, out, _ = run(FIT, capsys)
+    assert "-ngl" not in out  # Q4_K_M fits a T4: nothing to offload
