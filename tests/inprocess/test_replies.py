@@ -255,6 +255,15 @@ async def test_help_lists_every_command(sb: Sandbox) -> None:
     assert "LMArena text arena scores (snapshot 2025-08-04)" in text and "Open LLM Leaderboard" in text
 
 
+async def test_help_is_said_whole_in_every_language(sb: Sandbox) -> None:
+    # Discord cuts nothing itself: a field past 1024 characters was cut by the builder mid-word ("…memo…").
+    for locale in ("en-US", "zh-CN"):
+        reply = await sb.invoke("/help", locale=locale)
+        for field in reply.embeds[0].get("fields", []):
+            assert not field["value"].endswith("…"), (locale, field["name"])
+            assert len(field["value"]) < 1024, (locale, field["name"])
+
+
 # --- what people type ------------------------------------------------------------------------------
 
 async def test_a_count_in_the_gpu_name_sets_the_gpu_count(sb: Sandbox) -> None:
