@@ -24,6 +24,7 @@ from bot.params import BOUND_KEYS, BadValue, as_typed, parse_engine, parse_kv, p
 from bot.render.text import Message, format_tokens
 from bot.reports.paste import DECODE_TPS_MAX, PREFILL_TPS_MAX, Measured, parse_paste, parse_rate
 from bot.reports.rules import BUILD_MAX_CHARS, NOTES_MAX_CHARS, clean_text
+from catalog.resolve import setup_text
 from estimator.query import (
     DEFAULT_CTX,
     DEFAULT_ENGINE,
@@ -376,7 +377,9 @@ class GpuRequest(_Options):
     gpus: int = 1
 
     def cache_key(self, svc: Service) -> dict[str, Any]:
-        return {"gpu": svc.gpu_choice(self.gpu).gpu.id, "ctx": self.ctx}
+        # The card count written in the GPU text (`8x h100 nvl`) counts as `gpus` does, as in /fit.
+        choice = svc.gpu_choice(self.gpu, self.gpus)
+        return {"gpu": choice.gpu.id, "gpus": choice.count, "ctx": self.ctx}
 
 
 class CompareRequest(_Options):
@@ -424,7 +427,8 @@ class WhatGpuRequest(_Options):
     """/whatgpu and `rigcheck whatgpu`: which GPU setups run a model."""
 
     COMMAND: ClassVar[str] = "whatgpu"
-    STORED: ClassVar[tuple[str, ...]] = ("engine", "ctx")
+    # No GPU to store a default for; the KV cache is the stored one, as for /fit.
+    STORED: ClassVar[tuple[str, ...]] = ("engine", "ctx", "kv")
 
     model: str
     ctx: int = DEFAULT_CTX
@@ -456,13 +460,11 @@ class WhatGpuRequest(_Options):
         return value
 
     def cache_key(self, svc: Service) -> dict[str, Any]:
-        found, _ = svc.model(self.model)
-        svc.check_kv(self.engine, self.kv)
-        # The format is checked here, before any defer, though an unset one is left to the answer.
-        if self.quant:
-            svc.formats(self.engine, self.quant)
-        return {"model": found.id, "ctx": self.ctx, "quant": self.quant, "min_tps": self.min_tps,
-                "budget": self.budget, "engine": self.engine}
+        # Everything /fit would refuse (KV cache, format, a context past the model's window) is refused here,
+        # before any defer.
+        found, ctx, formats = svc.whatgpu_question(self)
+        return {"model": found.id, "ctx": ctx, "quant": [f.id for f in formats], "min_tps": self.min_tps,
+                "budget": self.budget, "engine": self.engine, "kv": self.kv, "max_gpus": self.max_gpus}
 
 
 class FinetuneRequest(_Options):
@@ -622,11 +624,9 @@ class DailyRequest(Request):
     @field_validator("gpus", mode="before")
     @classmethod
     def _gpu_list(cls, value: Any) -> tuple[str, ...]:
+        # How many GPUs these are is known once they are resolved (`t4, T4, nvidia-t4` is one): `cache_key` counts.
         names = [g.strip() for g in value.split(",")] if isinstance(value, str) else list(value)
-        names = [n for n in names if n]
-        if len(names) > DAILY_MAX_GPUS:
-            raise BadValue.of("daily.max_gpus", count=DAILY_MAX_GPUS)
-        return tuple(names)
+        return tuple(n for n in names if n)
 
     @model_validator(mode="after")
     def _somewhere(self) -> Self:
@@ -649,7 +649,18 @@ class DailyRequest(Request):
         return cls.of(**given)
 
     def cache_key(self, svc: Service) -> dict[str, Any]:
-        return {"gpus": list(dict.fromkeys(svc.gpu(name).id for name in self.gpus)), "ctx": self.ctx}
+        """The GPU setups as stored, each once (`t4,t4` and `t4, nvidia-t4` are one GPU) and at most
+        DAILY_MAX_GPUS of them; a typed count is kept (`2x a30` is stored as '2x nvidia-a30', ranked for 2 cards)."""
+        setups: list[str] = []
+        for name in self.gpus:
+            choice = svc.gpu_choice(name)
+            setup = setup_text(choice.gpu.id, choice.count)
+            if setup in setups:
+                continue
+            if len(setups) == DAILY_MAX_GPUS:
+                raise BadValue.of("daily.max_gpus", count=DAILY_MAX_GPUS)
+            setups.append(setup)
+        return {"gpus": setups, "ctx": self.ctx}
 
 
 class DailyUnsubscribeRequest(Request):

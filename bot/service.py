@@ -17,7 +17,7 @@ import estimator
 from bot.huggingface_client import HubClient, HubError
 from bot.params import BadValue, Typed, level_alias
 from bot.render.text import FormatNames, format_tokens
-from bot.requests import FitRequest, RankRequest
+from bot.requests import FitRequest, RankRequest, WhatGpuRequest
 from catalog.resolve import NotFound, Resolver
 from catalog.schema import GPU, Model, QuantFormat
 from catalog.store import Catalog, load_catalog
@@ -46,6 +46,7 @@ from estimator.query import (
 )
 from estimator.rank import RankRow, rank
 from estimator.verdict import FitResult, default_formats, fit
+from estimator.whatgpu import Setup, what_gpu_setups
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,17 @@ class GpuChoice:
             return None
         sizes = sep.join(f"{g.vram_gb:g}" for g in self.options)
         return {"family": self.family, "sizes": sizes, "picked": f"{self.gpu.vram_gb:g}"}
+
+
+@dataclass(frozen=True)
+class WhatGpuAnswer:
+    """/whatgpu's answer: the model, the context it was read as, the formats compared and the setups that run it."""
+
+    model: Model
+    ctx: int
+    formats: list[QuantFormat]
+    setups: list[Setup]
+    unpriced: int = 0  # setups left out under a budget for having no known launch price
 
 
 @dataclass
@@ -240,6 +252,25 @@ class Service:
     def fit(self, req: FitRequest) -> FitResult:
         q, formats = self.base_query(req)
         return fit(q, formats)
+
+    def whatgpu_question(self, req: WhatGpuRequest) -> tuple[Model, int, list[QuantFormat]]:
+        """/whatgpu's model, context and formats, checked as /fit checks them (`base_query`): the KV cache against
+        the engine, the format, and the context as meant, refused past the model's longest documented window."""
+        model, tagged = self.model(req.model)
+        self.check_kv(req.engine, req.kv)
+        formats = self.formats(req.engine, req.quant, tagged)
+        if not req.quant and tagged is None:
+            formats = [self.quant("int4", req.engine)]  # one level to list setups for, not /fit's three
+        ctx = model.context_as_meant(req.ctx)
+        self.check_context(model, ctx)
+        return model, ctx, formats
+
+    def what_gpu(self, req: WhatGpuRequest) -> WhatGpuAnswer:
+        """/whatgpu and `rigcheck whatgpu`: every setup that runs the model, in the estimator's order."""
+        model, ctx, formats = self.whatgpu_question(req)
+        found = what_gpu_setups(model, formats, self.catalog.gpus, ctx=ctx, engine=req.engine, kv=req.kv,
+                                min_tps=req.min_tps, max_gpus=req.max_gpus, budget_usd=req.budget)
+        return WhatGpuAnswer(model, ctx, formats, found.setups, found.unpriced)
 
     def check_rank_split(self, engine: Engine, gpus: int) -> None:
         """A ranking over a tensor-parallel group few models' heads split over would list next to nothing and

@@ -17,8 +17,9 @@ import discord
 from discord import app_commands
 
 from bot.params import BadValue, Typed, level_alias, parse_engine, parse_kv, parse_tokens
+from bot.render.table import setup_label
 from bot.render.text import FormatNames
-from catalog.resolve import GPUSetup
+from catalog.resolve import GPUSetup, setup_text, typed_count
 from catalog.schema import Model, QuantFormat
 from estimator.engines import DEFAULT_FORMAT, DEFAULT_LEVELS, runs_format
 from estimator.query import ENGINES, MAX_BATCH, MAX_GPUS, Engine, KVDtype
@@ -86,8 +87,13 @@ class GpuTransformer(app_commands.Transformer["RigBot"]):
 
     async def autocomplete(self, interaction: discord.Interaction[RigBot], value: int | float | str, /
                            ) -> list[app_commands.Choice[int | float | str]]:
-        found = _service(interaction).resolver.complete_gpu(str(value), MAX_CHOICES)
-        return [app_commands.Choice(name=s.label[:100], value=s.id) for s in found]
+        # A count typed with the name ('2x 309') stays in the value every GPU option reads ('2x nvidia-rtx-3090'):
+        # picking a choice must not drop it.
+        svc = _service(interaction)
+        count = typed_count(str(value))
+        found = svc.resolver.complete_gpu(str(value), MAX_CHOICES)
+        return [app_commands.Choice(name=setup_label(svc.catalog.gpu(s.id), count)[:100], value=setup_text(s.id, count))
+                for s in found]
 
 
 class ModelTransformer(app_commands.Transformer["RigBot"]):

@@ -173,6 +173,17 @@ def split_gpu_count(text: str) -> tuple[str, int]:
     return text, 1
 
 
+def typed_count(text: str) -> int:
+    """The card count written in a GPU text, as `gpu_setup` reads it ('2x 309' → 2); 1 when none is written."""
+    return split_gpu_count(_compatible(text[:MAX_QUERY_CHARS]))[1]
+
+
+def setup_text(gpu_id: str, count: int) -> str:
+    """A GPU setup written back as text `gpu_setup` reads again (an autocomplete value, a stored daily GPU):
+    '2x nvidia-rtx-3090', and one card as its bare id, so one-card values stay the catalog ids they were."""
+    return f"{count}x {gpu_id}" if count > 1 else gpu_id
+
+
 _MEMORY_SUFFIX = re.compile(r"-\d+gb$")
 _TRAILING_MEMORY = re.compile(r"^\s*(.*?\S)[\s-]*(\d+(?:\.\d+)?)\s*(?:gb|gib|g)\s*$", re.IGNORECASE)
 

@@ -24,11 +24,11 @@ from estimator.capability import (
 from estimator.curve import VramCurves, vram_curves
 from estimator.engines import DEFAULT_FORMAT, DEFAULT_LEVELS, family, kv_dtypes, splits_over
 from estimator.memory import (
-    VERDICT_ORDER,
     Verdict,
     at_least,
     max_context,
     memory,
+    next_verdict,
     usable_needed_bytes,
     usable_vram_bytes,
 )
@@ -60,9 +60,10 @@ class Recommendation(BaseModel):
     bandwidth_bound: bool  # single-stream decode is limited by memory bandwidth
 
 
-def reference_speed(gpu: GPU, model: Model, fmt: QuantFormat, engine: Engine = "llama.cpp") -> ReferenceSpeed:
+def reference_speed(gpu: GPU, model: Model, fmt: QuantFormat, engine: Engine = "llama.cpp",
+                    gpus: int = 1) -> ReferenceSpeed:
     # At /fit's defaults (8k context, decode after a 2k prompt), so the card and /fit quote one figure.
-    q = Query(gpu=gpu, model=model, quant=fmt, engine=engine)
+    q = Query(gpu=gpu, gpus=gpus, model=model, quant=fmt, engine=engine)
     s = speed(q)
     return ReferenceSpeed(model=model, quant=fmt, decode_tps=s.decode_tps, decode_tps_low=s.decode_tps_low,
                           decode_tps_high=s.decode_tps_high, fits=memory(q).verdict != "does_not_fit")
@@ -75,14 +76,16 @@ def recommend(
     q8: QuantFormat,
     references: tuple[Model, ...],
     engine: Engine = "llama.cpp",
+    gpus: int = 1,
 ) -> Recommendation:
+    """What `gpus` cards of `gpu` are comfortable with, and how fast they decode the reference models."""
     return Recommendation(
         # Both are offered as comfortable: only models /fit calls "fits" (not tight) at the stated context.
-        comfortable_high_precision=largest_that_fits(models, q8, "int8", gpu, ctx=DEFAULT_CTX, engine=engine,
-                                                     with_headroom=True),
-        long_context_q4=largest_that_fits(models, q4, "int4", gpu, ctx=LONG_CONTEXT, engine=engine,
+        comfortable_high_precision=largest_that_fits(models, q8, "int8", gpu, gpus=gpus, ctx=DEFAULT_CTX,
+                                                     engine=engine, with_headroom=True),
+        long_context_q4=largest_that_fits(models, q4, "int4", gpu, gpus=gpus, ctx=LONG_CONTEXT, engine=engine,
                                           with_headroom=True),
-        reference_speeds=tuple(reference_speed(gpu, m, q4, engine) for m in references),
+        reference_speeds=tuple(reference_speed(gpu, m, q4, engine, gpus) for m in references),
         # Decode moves every weight per token but does 2 FLOPs per weight: at batch 1 even the slowest
         # tensor cores finish long before the memory does.
         bandwidth_bound=True,
@@ -136,11 +139,6 @@ def smaller_kv(engine: Engine, kv: KVDtype) -> KVDtype | None:
     return max(smaller, key=lambda d: k.KV_BYTES_PER_ELEMENT[d], default=None)
 
 
-def better_verdict(verdict: Verdict) -> Verdict:
-    """The verdict a change must reach to be worth suggesting: the next one up (VERDICT_ORDER)."""
-    return VERDICT_ORDER[min(VERDICT_ORDER.index(verdict) + 1, len(VERDICT_ORDER) - 1)]
-
-
 def what_to_change(result: FitResult, catalog: Catalog) -> list[Tip]:
     """When nothing fits (or it is tight), what would: a smaller format, a smaller KV cache the engine runs, less
     context, more GPUs; when none of those does, the memory one GPU would need. Each tip differs from what was
@@ -148,7 +146,7 @@ def what_to_change(result: FitResult, catalog: Catalog) -> list[Tip]:
     verdict = overall_verdict(result)
     if verdict == "fits":
         return []
-    target = better_verdict(verdict)
+    target = next_verdict(verdict)
     q = result.query
     tips: list[Tip] = []
     lowest_bits = min(o.quant.bits_per_weight for o in result.options)
@@ -284,7 +282,7 @@ def gpu_card(catalog: Catalog, gpu: GPU, *, ctx: int = DEFAULT_CTX, gpus: int = 
     refs = tuple(m for i in REFERENCE_SPEED_MODELS for m in models if m.id == i)
     return GpuCard(gpu=gpu, gpus=gpus, ctx=ctx, usable_bytes=usable, levels=tuple(levels), finetune=best,
                    precision=training_precision(gpu), matrix_units=has_matrix_units(gpu),
-                   recommendation=recommend(gpu, models, q4, q8, refs, engine))
+                   recommendation=recommend(gpu, models, q4, q8, refs, engine, gpus))
 
 
 def class_curves(catalog: Catalog, gpu: GPU, *, ctx: int = DEFAULT_CTX, gpus: int = 1,

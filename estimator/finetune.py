@@ -48,13 +48,14 @@ from estimator.capability import supports_flash_attention_2, training_precision
 from estimator.constants import TORCH_CUDA_CONTEXT_BYTES
 from estimator.curve import curve_points
 from estimator.finetune_presets import FRAMEWORKS, Framework, preset_values
-from estimator.memory import Verdict, verdict_for
+from estimator.memory import Verdict, at_least, next_verdict, verdict_for
 from estimator.units import GB_DECIMAL, GIB
 
 Method = Literal["full", "lora", "qlora"]
 Targets = Literal["qv", "attention", "all"]
 Optimizer = Literal[
-    "adamw", "adamw_fp32", "adamw_bf16", "adamw8bit", "paged_adamw8bit", "paged_adamw", "adafactor", "sgd"
+    "adamw", "adamw_fp32", "adamw_bf16", "adamw8bit", "paged_adamw8bit", "paged_adamw", "adafactor", "sgd",
+    "sgd_momentum",
 ]
 Precision = Literal["bf16", "fp16", "fp32"]
 # bf16: weights, gradients and optimizer state in bf16 (torchtune dtype: bf16, LitGPT bf16-true);
@@ -90,13 +91,21 @@ def nf4_bits_per_param(double_quant: bool) -> float:
 # Optimizer state bytes per trainable parameter. "adamw" keeps two moments in the trainable dtype, as
 # torch.optim.AdamW does (fp32 under mixed precision, bf16 for pure-bf16 trainers); "adamw_fp32" keeps fp32
 # moments whatever the parameters' dtype; bitsandbytes 8-bit Adam keeps two 8-bit moments (Dettmers et al.
-# 2021, arXiv:2110.02861; its per-block scales are < 1 %); SGD counts one momentum buffer in the trainable
-# dtype. Adafactor (Shazeer & Stern 2018, arXiv:1804.04235; transformers' default beta1=None) keeps no first
-# moment and factors the second into one fp32 row and one fp32 column per matrix.
+# 2021, arXiv:2110.02861; its per-block scales are < 1 %). Adafactor (Shazeer & Stern 2018, arXiv:1804.04235;
+# transformers' default beta1=None) keeps no first moment and factors the second into one fp32 row and one fp32
+# column per matrix.
 ADAM_MOMENTS = 2
 ADAM8BIT_BYTES_PER_PARAM = 2
 ADAMW_BF16_BYTES_PER_PARAM = ADAM_MOMENTS * BYTES_16BIT
 ADAMW_FP32_BYTES_PER_PARAM = ADAM_MOMENTS * BYTES_FP32
+# "sgd" is what the frameworks build by that name: torch.optim.SGD with its default momentum=0, which keeps no
+# state at all (torch/optim/sgd.py: a momentum_buffer exists only when momentum != 0;
+# docs.pytorch.org/docs/stable/generated/torch.optim.SGD.html: SGD(params, lr=0.001, momentum=0, ...)).
+# Hugging Face's optim="sgd" passes only the learning rate (transformers src/transformers/trainer.py at
+# 000945a9, Trainer.get_optimizer_cls_and_kwargs: `elif args.optim == OptimizerNames.SGD: optimizer_cls =
+# torch.optim.SGD`, optimizer_kwargs = {"lr": args.learning_rate}, optim_args not applied). "sgd_momentum" is
+# SGD with momentum set: one buffer in the trainable dtype.
+SGD_DEFAULT_MOMENTUM_BUFFERS = 0
 SGD_MOMENTUM_BUFFERS = 1
 ADAFACTOR_STATE_BYTES = BYTES_FP32
 # torch.optim.AdamW's default multi-tensor ("foreach") step computes sqrt(exp_avg_sq) for every parameter at
@@ -682,8 +691,10 @@ def optimizer_state_bytes(model: Model, s: FinetuneSettings) -> float:
         per_param = ADAMW_BF16_BYTES_PER_PARAM
     elif opt in ("adamw8bit", "paged_adamw8bit"):
         per_param = ADAM8BIT_BYTES_PER_PARAM
-    else:
+    elif opt == "sgd_momentum":
         per_param = SGD_MOMENTUM_BUFFERS * _trainable_dtype_bytes(s)
+    else:
+        per_param = SGD_DEFAULT_MOMENTUM_BUFFERS * _trainable_dtype_bytes(s)
     return trainable_params(model, s) * per_param
 
 
@@ -937,40 +948,54 @@ def _largest_by_term(phases: dict[PeakPhase, dict[PeakTerm, float]]) -> dict[Pea
 
 
 # --- inverse questions --------------------------------------------------------------------------------------
-def _largest_fitting(fits: Callable[[int], bool], low: int, high: int, step: int) -> int | None:
-    """Largest multiple of `step` in [low, high] for which the monotone predicate holds."""
-    lo, hi = low // step, high // step
-    if hi < 1 or lo > hi or not fits(max(lo, 1) * step):
-        return None
-    lo = max(lo, 1)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if fits(mid * step):
+def _largest_holding(holds: Callable[[int], bool], low: int, high: int,
+                     known: tuple[int, bool] | None = None) -> int | None:
+    """Largest n in [low, high] for which the monotone predicate holds (None if none does), by bisection to the
+    unit. `known` is a point already decided, (n, whether it holds): the search keeps to its side of it, so the
+    answer never contradicts it."""
+    lo, hi = low - 1, high + 1  # lo holds (or is below the range), hi does not (or is above it)
+    if known is not None and low <= known[0] <= high:
+        if known[1]:
+            lo = known[0]
+        else:
+            hi = known[0]
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if holds(mid):
             lo = mid
         else:
-            hi = mid - 1
-    return lo * step
+            hi = mid
+    return lo if lo >= low else None
 
 
-def max_seq(model: Model, settings: FinetuneSettings, budget_bytes: float, step: int = 1) -> int | None:
-    """Longest sequence (a multiple of `step`, at most the model's context) whose peak fits the budget."""
+def max_seq(model: Model, settings: FinetuneSettings, usable_per_gpu_bytes: float, step: int = 1,
+            verdict: Verdict = "tight") -> int | None:
+    """Longest sequence (a multiple of `step`, at most the model's context) whose peak gets `verdict` or better
+    against one GPU's usable memory (by default: fits at all, what must fit within it), exact to the token with
+    `step` 1. The asked sequence is one point of the search, so the answer agrees with the verdict there."""
 
-    def fits(seq: int) -> bool:
-        return finetune_memory(model, settings.model_copy(update={"seq": seq})).required <= budget_bytes
+    def holds(multiple: int) -> bool:
+        mem = finetune_memory(model, settings.model_copy(update={"seq": multiple * step}))
+        return at_least(memory_verdict(mem, usable_per_gpu_bytes), verdict)
 
-    return _largest_fitting(fits, step, model.max_context, step)
+    known = (settings.seq // step, holds(settings.seq // step)) if settings.seq % step == 0 else None
+    multiple = _largest_holding(holds, 1, model.max_context // step, known)
+    return None if multiple is None else multiple * step
 
 
 MAX_BATCH_SEARCHED = 4096
 
 
-def max_batch(model: Model, settings: FinetuneSettings, budget_bytes: float) -> int | None:
-    """Largest micro-batch whose peak fits the budget, or None if not even one sequence fits."""
+def max_batch(model: Model, settings: FinetuneSettings, usable_per_gpu_bytes: float,
+              verdict: Verdict = "tight") -> int | None:
+    """Largest micro-batch whose peak gets `verdict` or better (by default: fits at all), or None if not even one
+    sequence does; the asked batch is one point of the search, as for `max_seq`."""
 
-    def fits(batch: int) -> bool:
-        return finetune_memory(model, settings.model_copy(update={"batch": batch})).required <= budget_bytes
+    def holds(batch: int) -> bool:
+        mem = finetune_memory(model, settings.model_copy(update={"batch": batch}))
+        return at_least(memory_verdict(mem, usable_per_gpu_bytes), verdict)
 
-    return _largest_fitting(fits, 1, MAX_BATCH_SEARCHED, 1)
+    return _largest_holding(holds, 1, MAX_BATCH_SEARCHED, (settings.batch, holds(settings.batch)))
 
 
 METHODS: tuple[Method, ...] = ("full", "lora", "qlora")
@@ -995,7 +1020,7 @@ def spilled_paged_bytes(mem: FinetuneMemory, usable_per_gpu_bytes: float) -> flo
     return mem.pageable
 
 
-def _change(key: str, value: str, mem: FinetuneMemory, usable: float) -> Change:
+def _change(key: ChangeKey, value: str, mem: FinetuneMemory, usable: float) -> Change:
     return Change(key=key, value=value, total=mem.total, verdict=memory_verdict(mem, usable),
                   paged=spilled_paged_bytes(mem, usable))
 
@@ -1029,10 +1054,25 @@ def largest_trainable(
 
 
 # --- the answer -------------------------------------------------------------------------------------------------
-SEQ_STEP = 256
 CURVE_START_SEQ = 512
 # Lightest first: the order a chart's legend reads.
 CURVE_METHODS: tuple[Method, ...] = ("qlora", "lora", "full")
+
+# What a run that does not fit (or is tight) could change, cheapest first: what costs nothing of the result
+# (an 8-bit or paged optimizer, which bitsandbytes reports matching 32-bit Adam; checkpointing, which only
+# recomputes), then sharding over the GPUs already there (only traffic), a smaller micro-batch (the same updates
+# through gradient accumulation, slower), activation and CPU offload (slower still, host memory), then what changes
+# the training itself (a smaller LoRA rank, shorter sequences, a lighter method, another trainer), and last more
+# hardware. Each suggestion is the lightest of its kind that reaches the better verdict.
+ChangeKey = Literal[
+    "optimizer_8bit", "optimizer_paged", "checkpointing", "sharding", "batch", "offload", "cpu_offload_optimizer",
+    "cpu_offload_params", "rank", "seq", "lora", "qlora", "qlora_seq", "framework", "gpus", "gpus_fsdp",
+]
+CHANGE_ORDER: tuple[ChangeKey, ...] = ChangeKey.__args__  # type: ignore[attr-defined]
+MAX_CHANGES = 4
+# The strategy offered to hold more per GPU: FSDP full sharding, which every framework preset can run
+# (estimator/finetune_presets.py FSDP_SUPPORT).
+SHARDED: Sharding = "fsdp"
 
 
 class Change(BaseModel):
@@ -1040,7 +1080,7 @@ class Change(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    key: str
+    key: ChangeKey
     value: str
     total: float
     verdict: Verdict
@@ -1079,65 +1119,101 @@ def seq_curve(model: Model, settings: FinetuneSettings, usable_per_gpu_bytes: fl
         method=settings.method,
         seq=tuple(points),
         total_bytes=totals,
-        max_seq=max_seq(model, settings, usable_per_gpu_bytes, step=SEQ_STEP),
+        max_seq=max_seq(model, settings, usable_per_gpu_bytes),
     )
 
 
-ChangeKey = Literal[
-    "checkpointing", "optimizer_8bit", "qlora", "lora", "framework", "seq", "batch", "offload", "qlora_seq"
-]
+def _same_run(a: FinetuneSettings, b: FinetuneSettings) -> bool:
+    return a.model_dump(exclude={"given_knobs"}) == b.model_dump(exclude={"given_knobs"})
 
 
-def _changes(model: Model, s: FinetuneSettings, usable: float) -> list[Change]:
-    """Single changes that bring a run that does not fit (or is tight) under the line, smallest peak first."""
-    candidates: list[tuple[ChangeKey, str, dict[str, Any]]] = []
+def _candidates(model: Model, s: FinetuneSettings, usable: float, target: Verdict,
+                more_gpus: bool) -> list[tuple[ChangeKey, str, FinetuneSettings]]:
+    """For each kind of change, its variants lightest first (the first that reaches `target` is the one offered)."""
+    out: list[tuple[ChangeKey, str, FinetuneSettings]] = []
+    if s.optimizer_used not in ("adamw8bit", "paged_adamw8bit", "adafactor", "sgd"):
+        out.append(("optimizer_8bit", "adamw8bit", s.with_(optimizer="adamw8bit")))
+    if s.optimizer_used not in PAGED_OPTIMIZERS and s.optimizer_used not in ("adafactor", "sgd"):
+        out.append(("optimizer_paged", "paged_adamw8bit", s.with_(optimizer="paged_adamw8bit")))
     if s.checkpointing_used != "block":
-        candidates.append(("checkpointing", "block", {"checkpointing_mode": "block", "checkpointing": True}))
-    if s.optimizer_used not in ("adamw8bit", "paged_adamw8bit", "adafactor"):
-        candidates.append(("optimizer_8bit", "adamw8bit", {"optimizer": "adamw8bit"}))
-    if not s.activation_offload:
-        candidates.append(("offload", "activations", {"activation_offload": True}))
-    if s.method == "full":
-        candidates.append(("lora", "lora", {"method": "lora"}))
-    if s.method != "qlora":
-        candidates.append(("qlora", "qlora", {"method": "qlora"}))
-    if s.framework != "unsloth":
-        candidates.append(("framework", "unsloth", {"framework": "unsloth"}))
-    out: list[Change] = []
-    for key, value, update in candidates:
-        mem = finetune_memory(model, s.with_(**update))
-        if memory_verdict(mem, usable) != "does_not_fit":
-            out.append(_change(key, value, mem, usable))
-    if s.method != "qlora" and not any(c.key == "qlora" for c in out):
-        qlora = s.with_(method="qlora")
-        qlora_seq = max_seq(model, qlora, usable, step=SEQ_STEP)
-        if qlora_seq is not None and qlora_seq < s.seq:
-            mem = finetune_memory(model, qlora.model_copy(update={"seq": qlora_seq}))
-            out.append(_change("qlora_seq", str(qlora_seq), mem, usable))
-    best_seq = max_seq(model, s, usable, step=SEQ_STEP)
-    if best_seq is not None and best_seq < s.seq:
-        mem = finetune_memory(model, s.model_copy(update={"seq": best_seq}))
-        out.append(_change("seq", str(best_seq), mem, usable))
+        out.append(("checkpointing", "block", s.with_(checkpointing_mode="block", checkpointing=True)))
+    if s.gpus > 1 and _shards(s, 3) == 1:
+        out.append(("sharding", SHARDED, s.with_(sharding=SHARDED)))
     if s.batch > 1:
-        best_batch = max_batch(model, s, usable)
-        if best_batch is not None and best_batch < s.batch:
-            mem = finetune_memory(model, s.model_copy(update={"batch": best_batch}))
-            out.append(_change("batch", str(best_batch), mem, usable))
-    return sorted(out, key=lambda c: c.total)
+        batch = max_batch(model, s, usable, verdict=target)
+        if batch is not None and batch < s.batch:
+            out.append(("batch", str(batch), s.model_copy(update={"batch": batch})))
+    if not s.activation_offload:
+        out.append(("offload", "activations", s.with_(activation_offload=True)))
+    if s.offload == "none":
+        out.append(("cpu_offload_optimizer", "optimizer", s.with_(offload="optimizer")))
+    if s.offload != "params":
+        out.append(("cpu_offload_params", "params", s.with_(offload="params")))
+    if s.method != "full":
+        out.extend(("rank", str(r), s.with_(rank=r)) for r in _smaller_ranks(s.rank))
+    seq = max_seq(model, s, usable, verdict=target)
+    if seq is not None and seq < s.seq:
+        out.append(("seq", str(seq), s.model_copy(update={"seq": seq})))
+    if s.method == "full":
+        out.append(("lora", "lora", s.with_(method="lora")))
+    if s.method != "qlora":
+        qlora = s.with_(method="qlora")
+        out.append(("qlora", "qlora", qlora))
+        qlora_seq = max_seq(model, qlora, usable, verdict=target)
+        if qlora_seq is not None and qlora_seq < s.seq:
+            out.append(("qlora_seq", str(qlora_seq), qlora.model_copy(update={"seq": qlora_seq})))
+    if s.framework != "unsloth":
+        out.append(("framework", "unsloth", s.with_(framework="unsloth")))
+    if more_gpus:
+        for count in range(s.gpus + 1, MAX_FINETUNE_GPUS + 1):
+            more = s.with_(gpus=count)
+            out.append(("gpus", str(count), more))
+            if _shards(more, 3) == 1:  # replicated weights (DDP): more cards hold no more unless they shard too
+                out.append(("gpus_fsdp", str(count), s.with_(gpus=count, sharding=SHARDED)))
+    return out
 
 
-def finetune_plan(model: Model, settings: FinetuneSettings, usable_per_gpu_bytes: float) -> FinetunePlan:
+def _smaller_ranks(rank: int) -> list[int]:
+    """Powers of two below `rank`, largest first (8, 4, 2, 1 under 16)."""
+    return [2**k for k in range(rank.bit_length() - 1, -1, -1) if 2**k < rank]
+
+
+MAX_FINETUNE_GPUS = 8  # FinetuneSettings.gpus
+# Changes of one kind, of which only the lightest that works is offered: more cards (with the sharding the run
+# has, or with FSDP), an 8-bit optimizer (in GPU memory, or paged), CPU offload (optimizer state, or parameters).
+SAME_KIND: dict[ChangeKey, ChangeKey] = {"gpus_fsdp": "gpus", "optimizer_paged": "optimizer_8bit",
+                                         "cpu_offload_params": "cpu_offload_optimizer"}
+
+
+def _changes(model: Model, s: FinetuneSettings, usable: float, verdict: Verdict, more_gpus: bool) -> list[Change]:
+    """Single changes that lift the verdict (does not fit → tight or fits; tight → fits), each differing from the
+    question, cheapest first (CHANGE_ORDER); of each kind, its lightest variant that reaches the better verdict."""
+    target = next_verdict(verdict)
+    found: dict[ChangeKey, Change] = {}
+    for key, value, changed in _candidates(model, s, usable, target, more_gpus):
+        kind = SAME_KIND.get(key, key)
+        if kind in found or _same_run(changed, s):
+            continue
+        mem = finetune_memory(model, changed)
+        if at_least(memory_verdict(mem, usable), target):
+            found[kind] = _change(key, value, mem, usable)
+    return sorted(found.values(), key=lambda c: CHANGE_ORDER.index(c.key))
+
+
+def finetune_plan(model: Model, settings: FinetuneSettings, usable_per_gpu_bytes: float,
+                  more_gpus: bool = True) -> FinetunePlan:
+    """The answer; `more_gpus` False where cards cannot be added (one machine's unified memory)."""
     mem = finetune_memory(model, settings)
     verdict = memory_verdict(mem, usable_per_gpu_bytes)
-    changes = _changes(model, settings, usable_per_gpu_bytes) if verdict != "fits" else []
+    changes = _changes(model, settings, usable_per_gpu_bytes, verdict, more_gpus) if verdict != "fits" else []
     curves = [seq_curve(model, settings_for_method(settings, m), usable_per_gpu_bytes) for m in CURVE_METHODS]
     return FinetunePlan(
         settings=settings,
         memory=mem,
         usable_per_gpu_bytes=usable_per_gpu_bytes,
         verdict=verdict,
-        max_seq=max_seq(model, settings, usable_per_gpu_bytes, step=SEQ_STEP),
+        max_seq=max_seq(model, settings, usable_per_gpu_bytes),
         max_batch=max_batch(model, settings, usable_per_gpu_bytes),
-        changes=tuple(changes[:4]),
+        changes=tuple(changes[:MAX_CHANGES]),
         curves=tuple(curves),
     )

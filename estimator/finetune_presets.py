@@ -227,6 +227,20 @@ PRESETS: dict[Framework, Preset] = {
 }
 
 
+# Every framework can also shard the weights, gradients and optimizer state over several GPUs with FSDP (what
+# /finetune offers when more cards, or the same ones, should hold more), whatever it does by default; where each
+# says so. No framework is given: rigcheck's own default is FSDP (estimator.finetune.default_sharding).
+FSDP_SUPPORT: dict[Framework, str] = {
+    "hf": "https://huggingface.co/docs/transformers/accelerate (Trainer runs FSDP through an Accelerate config or TrainingArguments fsdp)",
+    "trl": "https://huggingface.co/docs/transformers/accelerate (SFTTrainer is a Trainer: the same FSDP settings)",
+    "unsloth": "https://unsloth.ai/docs/basics/multi-gpu-training-with-unsloth (\"you can already leverage parallelism methods such as FSDP and DDP with Unsloth\")",
+    "torchtune": f"{_TT}/recipes/configs/llama3_1/8B_full.yaml (full_finetune_distributed shards with FSDP)",
+    "axolotl": f"{_AX}/docs/multi-gpu.qmd (FSDP or DeepSpeed)",
+    "litgpt": f"{_LIT}/litgpt/finetune/lora.py (FSDP / ModelParallelStrategy on several devices)",
+    "llama-factory": f"{_LF}/examples/accelerate/fsdp_config.yaml (accelerate launch with FSDP)",
+}
+
+
 def preset_values(framework: Framework, method: str, gpus: int) -> dict[str, Any]:
     """The knob values `framework` uses for `method`, with its multi-GPU strategy applied to `sharding`."""
     values = PRESETS[framework].values(method)

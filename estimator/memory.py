@@ -412,6 +412,11 @@ def at_least(verdict: Verdict, floor: Verdict) -> bool:
     return VERDICT_ORDER.index(verdict) >= VERDICT_ORDER.index(floor)
 
 
+def next_verdict(verdict: Verdict) -> Verdict:
+    """The verdict a suggested change must reach: the next one up (VERDICT_ORDER), "fits" staying "fits"."""
+    return VERDICT_ORDER[min(VERDICT_ORDER.index(verdict) + 1, len(VERDICT_ORDER) - 1)]
+
+
 def usable_needed_bytes(total: float, verdict: Verdict) -> float:
     """The least usable memory at which `total` gets `verdict` or better, by `verdict_for`'s thresholds."""
     return total / (1 - k.TIGHT_HEADROOM_FRACTION) if verdict == "fits" else total

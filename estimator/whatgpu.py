@@ -69,7 +69,17 @@ def _counts(gpu: GPU, model: Model, engine: Engine, max_gpus: int) -> Iterable[i
     yield from tensor_parallel_sizes(engine, model, min(max_gpus, MAX_GPUS))
 
 
-def what_gpu(
+class WhatGpuSetups(BaseModel):
+    """The setups that run a model, and how many more would have but were left out under a budget for having
+    no known launch price (one that cannot be shown to be within budget is not listed, but it is counted)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    setups: list[Setup]
+    unpriced: int = 0
+
+
+def what_gpu_setups(
     model: Model,
     formats: Sequence[QuantFormat],
     gpus_catalog: Iterable[GPU],
@@ -81,15 +91,16 @@ def what_gpu(
     max_gpus: int = MAX_GPUS,
     budget_usd: float | None = None,
     prompt_tokens: int = DEFAULT_PROMPT_TOKENS,
-) -> list[Setup]:
+) -> WhatGpuSetups:
     """For every GPU and format: the fewest cards (1..max_gpus) on which the memory verdict is not
     "does_not_fit" and, for vLLM where more cards decode faster, that also reach `min_tps`.
 
-    Setups slower than `min_tps`, or dearer than `budget_usd` (launch price × count; an unknown price
-    cannot be shown to be within budget, so it is left out), are dropped. Sorted by (count, price,
-    power, −decode speed).
+    Setups slower than `min_tps`, or dearer than `budget_usd` (launch price × count), are dropped; under a
+    budget a setup whose price is unknown cannot be shown to be within it, so it is left out and counted in
+    `unpriced`. Sorted by (count, price, power, −decode speed).
     """
     out: list[Setup] = []
+    unpriced = 0
     for gpu in gpus_catalog:
         if not supports(engine, gpu):
             continue
@@ -103,10 +114,31 @@ def what_gpu(
                 continue
             if min_tps is not None and setup.decode_tps < min_tps:
                 continue
-            if budget_usd is not None and (setup.price_usd is None or setup.price_usd > budget_usd):
+            if budget_usd is not None and setup.price_usd is None:
+                unpriced += 1
+                continue
+            if budget_usd is not None and setup.price_usd is not None and setup.price_usd > budget_usd:
                 continue
             out.append(setup)
-    return sorted(out, key=Setup.sort_key)
+    return WhatGpuSetups(setups=sorted(out, key=Setup.sort_key), unpriced=unpriced)
+
+
+def what_gpu(
+    model: Model,
+    formats: Sequence[QuantFormat],
+    gpus_catalog: Iterable[GPU],
+    *,
+    ctx: int,
+    engine: Engine = "llama.cpp",
+    kv: KVDtype = "f16",
+    min_tps: float | None = None,
+    max_gpus: int = MAX_GPUS,
+    budget_usd: float | None = None,
+    prompt_tokens: int = DEFAULT_PROMPT_TOKENS,
+) -> list[Setup]:
+    """The setups of `what_gpu_setups`, without the count of those left out for an unknown price."""
+    return what_gpu_setups(model, formats, gpus_catalog, ctx=ctx, engine=engine, kv=kv, min_tps=min_tps,
+                           max_gpus=max_gpus, budget_usd=budget_usd, prompt_tokens=prompt_tokens).setups
 
 
 def _first_that_fits(model: Model, fmt: QuantFormat, gpu: GPU, *, ctx: int, engine: Engine, kv: KVDtype,
@@ -129,4 +161,4 @@ def _first_that_fits(model: Model, fmt: QuantFormat, gpu: GPU, *, ctx: int, engi
     return first
 
 
-__all__ = ["Setup", "what_gpu"]
+__all__ = ["Setup", "WhatGpuSetups", "what_gpu", "what_gpu_setups"]

@@ -22,8 +22,9 @@ from bot.cli.common import (
 from bot.params import BadValue, format_tokens, people_text
 from bot.render.memory_figures import MemoryFigures, memory_figures
 from bot.render.notes import fit_notes
-from bot.render.replies import offload_text
-from bot.render.text import DEFAULT_LOCALE, scaled_context_text, t, tps_text
+from bot.render.replies import offload_text, unpriced_note
+from bot.render.table import setup_label
+from bot.render.text import DEFAULT_LOCALE, params_b_text, scaled_context_text, t, tps_text
 from bot.requests import DEFAULT_SORT, DEFAULT_WHATGPU_LIMIT, GpuRequest, RankRequest, WhatGpuRequest
 from bot.service import Service
 from catalog.resolve import NotFound
@@ -65,8 +66,9 @@ def cmd_fit(svc: Service, args: argparse.Namespace) -> int:
         print_json(data)
         return 0
     g, m, loc = data["gpu"], data["model"], lang(args)
-    print(t(loc, "cli.fit.title", model=m["name"], params_b=m["params_b"], count=g["count"], gpu=g["name"],
-            engine=data["engine"], ctx=format_tokens(data["ctx"]), prompt=data["prompt_tokens"], kv=data["kv_dtype"]))
+    print(t(loc, "cli.fit.title", model=m["name"], params_b=params_b_text(m["params_b"]), count=g["count"],
+            gpu=g["name"], engine=data["engine"], ctx=format_tokens(data["ctx"]), prompt=data["prompt_tokens"],
+            kv=data["kv_dtype"]))
     rows = [
         [
             o["quant_name"],
@@ -134,10 +136,10 @@ def cmd_rank(svc: Service, args: argparse.Namespace) -> int:
                 [
                     r["rank"],
                     r["model"]["name"],
-                    t(loc, "params.active", total=f"{r['model']['params_b']}B",
-                      active=f"{r['model']['active_params_b']}B")
+                    t(loc, "params.active", total=f"{params_b_text(r['model']['params_b'])}B",
+                      active=f"{params_b_text(r['model']['active_params_b'])}B")
                     if r["model"]["active_params_b"] < r["model"]["params_b"]
-                    else f"{r['model']['params_b']}B",
+                    else f"{params_b_text(r['model']['params_b'])}B",
                     r["quant"],
                     tps_cell(r),
                     ttft_cell(r),
@@ -156,11 +158,14 @@ def cmd_rank(svc: Service, args: argparse.Namespace) -> int:
 def gpu_card(svc: Service, gpu_text: str, ctx: int, gpus: int = 1) -> dict[str, Any]:
     from estimator import advice
 
-    gpu = svc.gpu(gpu_text)
-    card = advice.gpu_card(svc.catalog, gpu, ctx=ctx, gpus=gpus)
+    # A count written in the GPU text (`8x h100 nvl`) counts as `--gpus` does, as in `fit`.
+    choice = svc.gpu_choice(gpu_text, gpus)
+    gpu = choice.gpu
+    card = advice.gpu_card(svc.catalog, gpu, ctx=ctx, gpus=choice.count)
     rec = card.recommendation
     return {
         "gpu": json_shapes.gpu_facts(gpu),
+        "gpus": choice.count,
         "ctx": ctx,
         "capability": json_shapes.capability_json([lv.largest for lv in card.levels]),
         "recommendation": {
@@ -186,7 +191,8 @@ def cmd_gpu(svc: Service, args: argparse.Namespace) -> int:
         return 0
     g, loc = card["gpu"], lang(args)
     nothing = t(loc, "cli.nothing")
-    print(t(loc, "cli.gpu.title", gpu=g["name"], vram_gb=g["vram_gb"], memory_type=g.get("memory_type") or "",
+    setup = setup_label(svc.catalog.gpu(g["id"]), card["gpus"])
+    print(t(loc, "cli.gpu.title", gpu=setup, vram_gb=g["vram_gb"], memory_type=g.get("memory_type") or "",
             bandwidth_gbs=g["bandwidth_gbs"], tdp_w=g.get("tdp_w") or "?"))
     for level, item in card["capability"].items():
         name = item["model"]["name"] if item["model"] else nothing
@@ -261,27 +267,22 @@ def cmd_batch(svc: Service, args: argparse.Namespace) -> int:
 # --- whatgpu -----------------------------------------------------------------------------------------
 
 def cmd_whatgpu(svc: Service, args: argparse.Namespace) -> int:
-    from estimator.whatgpu import what_gpu
-
     req = WhatGpuRequest.of(model=args.model, quant=args.quant, engine=args.engine, ctx=args.ctx, kv=args.kv,
                          min_tps=args.min_tps, max_gpus=args.max_gpus, budget=args.budget, limit=args.limit)
     fetch_hf(svc, req.model)
-    model, tagged = svc.model(req.model)
-    engine = req.engine
-    svc.check_kv(engine, req.kv)
-    formats = svc.formats(engine, req.quant, tagged)
-    if not req.quant and tagged is None:
-        formats = [svc.quant("int4", engine)]
-    rows = what_gpu(model, formats, svc.catalog.gpus, ctx=req.ctx, engine=engine, kv=req.kv,
-                    min_tps=req.min_tps, max_gpus=req.max_gpus, budget_usd=req.budget)
+    answer = svc.what_gpu(req)
+    model, ctx, rows, engine = answer.model, answer.ctx, answer.setups, req.engine
     if args.json:
         print_json({
-            "model": json_shapes.model_brief(model), "ctx": req.ctx, "engine": engine,
+            "model": json_shapes.model_brief(model), "ctx": ctx, "engine": engine,
             "setups": [json_shapes.setup_json(s) for s in rows[: req.limit]],
+            "unpriced": answer.unpriced,
         })
         return 0
     loc = lang(args)
-    print(t(loc, "cli.whatgpu.title", model=model.name, ctx=format_tokens(req.ctx), engine=engine))
+    print(t(loc, "cli.whatgpu.title", model=model.name, ctx=format_tokens(ctx), engine=engine))
+    if answer.unpriced:
+        print(unpriced_note(answer.unpriced, loc))
     if not rows:
         print(t(loc, "cli.whatgpu.none", most=req.max_gpus))
         return 0

@@ -71,7 +71,7 @@ def finetune_json(svc: Service, query: dict[str, Any]) -> dict[str, Any]:
     settings = req.settings(gpu)
     svc.check_context(model, settings.seq)
     budget = usable_vram_bytes(gpu)
-    plan = ft.finetune_plan(model, settings, budget)
+    plan = ft.finetune_plan(model, settings, budget, more_gpus=not gpu.unified_memory)
     mem = plan.memory
     memory_gb = {t: to_gib(getattr(mem, t)) for t in TERMS}
     # Logits and loss buffers are reported with the activations they peak alongside.
@@ -163,16 +163,23 @@ def cmd_finetune(svc: Any, args: argparse.Namespace) -> int:
 
 
 # Each suggested change (estimator.finetune.ChangeKey) as the flags that make it.
-_FINETUNE_CHANGE_FLAGS = {
-    "checkpointing": "--checkpointing-mode {}",
+_FINETUNE_CHANGE_FLAGS: dict[ft.ChangeKey, str] = {
     "optimizer_8bit": "--optimizer {}",
+    "optimizer_paged": "--optimizer {}",
+    "checkpointing": "--checkpointing-mode {}",
+    "sharding": "--sharding {}",
+    "batch": "--batch {}",
     "offload": "--activation-offload",
+    "cpu_offload_optimizer": "--offload {}",
+    "cpu_offload_params": "--offload {}",
+    "rank": "--rank {}",
+    "seq": "--seq {}",
     "lora": "--method {}",
     "qlora": "--method {}",
-    "framework": "--framework {}",
-    "seq": "--seq {}",
-    "batch": "--batch {}",
     "qlora_seq": "--method qlora --seq {}",
+    "framework": "--framework {}",
+    "gpus": "--gpus {}",
+    "gpus_fsdp": "--gpus {} --sharding " + ft.SHARDED,
 }
 
 

@@ -62,12 +62,14 @@ def speak(parser: argparse.ArgumentParser, lang: str | None) -> None:
 
 
 def translate_help(parser: argparse.ArgumentParser, texts: dict[str, str]) -> None:
-    """Descriptions and help of the parser and every subcommand, as `texts` translates them (argparse's
+    """Descriptions, epilogs and help of the parser and every subcommand, as `texts` translates them (argparse's
     own words, such as the -h help, stay as argparse writes them)."""
     if not texts:
         return
     if parser.description:
         parser.description = texts.get(parser.description, parser.description)
+    if parser.epilog:
+        parser.epilog = texts.get(parser.epilog, parser.epilog)
     for action in parser._actions:
         if isinstance(action.help, str):
             action.help = texts.get(action.help, action.help)

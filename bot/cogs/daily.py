@@ -15,6 +15,7 @@ from discord.ext import commands
 from bot.daily.delivery import DailyJob, parse_webhook_url
 from bot.i18n import interaction_locale
 from bot.params import BadValue
+from bot.render.table import setup_label
 from bot.render.text import format_tokens, t
 from bot.requests import DailyPreviewRequest, DailyRequest, DailyUnsubscribeRequest, Request
 
@@ -128,7 +129,8 @@ class DailyCog(
         )
         locale = interaction_locale(interaction)
         where = f"<#{request.channel_id}>" if request.channel_id is not None else t(locale, "daily.the_webhook")
-        names = ", ".join(self.bot.service.catalog.gpu(g).name for g in sub.gpus)
+        svc = self.bot.service
+        names = ", ".join(setup_label(choice.gpu, choice.count) for choice in map(svc.gpu_choice, sub.gpus))
         text = t(locale, "daily.subscribed", where=where, names=names, ctx=format_tokens(sub.ctx))
         await interaction.response.send_message(text, ephemeral=True)
         self.bot.metrics_outcome(interaction, "ok")

@@ -56,7 +56,8 @@ class Finetune(commands.Cog):
         framework: Literal["hf", "trl", "unsloth", "torchtune", "axolotl", "litgpt", "llama-factory"] | None = None,
         precision: Literal["bf16", "amp_bf16", "amp_fp16", "fp32"] | None = None,
         optimizer: Literal[
-            "adamw", "adamw_fp32", "adamw_bf16", "adamw8bit", "paged_adamw8bit", "paged_adamw", "adafactor", "sgd"
+            "adamw", "adamw_fp32", "adamw_bf16", "adamw8bit", "paged_adamw8bit", "paged_adamw", "adafactor", "sgd",
+            "sgd_momentum",
         ] | None = None,
         checkpointing: Literal["none", "block", "selective"] | None = None,
         offload_activations: bool | None = None,

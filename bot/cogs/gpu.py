@@ -28,9 +28,10 @@ class Gpu(commands.Cog):
     async def gpu(self, interaction: discord.Interaction, gpu: GpuOption | None = None,
                   ctx: Tokens | None = None) -> None:
         built = await self.bot.build(interaction, GpuRequest, gpu=given(gpu), ctx=ctx)
-        choice = self.bot.service.gpu_choice(built.request.gpu)
-        # The card is of the GPU picked (for a chip family, its smallest memory option), named by its id.
-        req = built.request.model_copy(update={"gpu": choice.gpu.id})
+        choice = self.bot.service.gpu_choice(built.request.gpu, built.request.gpus)
+        # The card is of the GPU picked (for a chip family, its smallest memory option), named by its id, for as
+        # many cards as the text wrote (`8x h100 nvl`).
+        req = built.request.model_copy(update={"gpu": choice.gpu.id, "gpus": choice.count})
         locale = str(interaction.locale.value)
         note = join_notes(choice_note(choice, locale), defaults_note(built, locale, {"gpu": choice.gpu.name}))
         await self.bot.answer(interaction, req, note=note)

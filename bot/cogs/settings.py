@@ -133,7 +133,11 @@ class SettingsCog(commands.GroupCog, group_name="settings", group_description="D
         asked = SettingsRequest.of(gpu=gpu, engine=engine, ctx=ctx, kv=kv).given()
         update: dict[str, Any] = {k: v for k, v in asked.items() if k != "gpu"}
         if "gpu" in asked:
-            update["gpu_ids"] = (self.bot.service.gpu(asked["gpu"]).id,)
+            choice = self.bot.service.gpu_choice(asked["gpu"])
+            if choice.count > 1:
+                # Every command reads one stored GPU id; a count kept nowhere would be dropped without a word.
+                raise BadValue.of("settings.gpu_count", count=choice.count, gpu=choice.gpu.id, cmd=scope)
+            update["gpu_ids"] = (choice.gpu.id,)
         if self.bot.state is None:
             await self._unavailable(interaction, locale)
             return

@@ -12,7 +12,7 @@ from bot.cogs.common import HEAVY_COMMAND_PER_S, HEAVY_COMMAND_RATE
 from bot.cogs.settings import defaults_note
 from bot.render.reply import Reply
 from bot.requests import BUDGET_USD_RANGE, MIN_TPS_RANGE, WhatGpuRequest
-from bot.transformers import EngineOption, ModelOption, NumberRange, QuantOption, Tokens, given
+from bot.transformers import EngineOption, KvOption, ModelOption, NumberRange, QuantOption, Tokens, given
 from bot.ui.pages import pages_view
 
 if TYPE_CHECKING:
@@ -31,6 +31,7 @@ class WhatGpu(commands.Cog):
         min_tps="At least this many tokens/s",
         budget="Most you would spend, USD (launch prices)",
         engine="Inference engine",
+        kv="KV cache precision",
     )
     @app_commands.checks.cooldown(HEAVY_COMMAND_RATE, HEAVY_COMMAND_PER_S)
     async def whatgpu(
@@ -42,9 +43,10 @@ class WhatGpu(commands.Cog):
         min_tps: app_commands.Transform[float, NumberRange("min_tps", *MIN_TPS_RANGE, integer=False)] | None = None,
         budget: app_commands.Transform[float, NumberRange("budget", *BUDGET_USD_RANGE, integer=False)] | None = None,
         engine: EngineOption | None = None,
+        kv: KvOption | None = None,
     ) -> None:
         built = await self.bot.build(interaction, WhatGpuRequest, model=given(model), ctx=ctx, quant=quant,
-                                     min_tps=min_tps, budget=budget, engine=engine)
+                                     min_tps=min_tps, budget=budget, engine=engine, kv=kv)
         req = built.request
         locale = str(interaction.locale.value)
 

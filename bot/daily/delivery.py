@@ -35,9 +35,10 @@ import discord
 
 from bot.params import BadValue
 from bot.render import charts
-from bot.render.embeds import COLORS, FOOTER_MAX, render_embed
+from bot.render.embeds import COLORS, FIELD_VALUE_MAX, FOOTER_MAX, render_embed
 from bot.render.replies import range_note, rank_rows_view
 from bot.render.reply import Reply, ReplyFile
+from bot.render.table import setup_label
 from bot.render.text import format_tokens
 from bot.requests import DAILY_MAX_GPUS, RankRequest
 from bot.service import Service
@@ -122,6 +123,50 @@ def catalog_changes(svc: Service, snapshot: CatalogSnapshot | None) -> CatalogCh
     )
 
 
+# The kinds of catalog change, in the order the summary lists them.
+CHANGE_KINDS = ("added_models", "added_gpus", "removed_models", "removed_gpus")
+# Characters a change line holds besides its name ("− model `…`" and the newline), in either language.
+CHANGE_LINE_EXTRA = 12
+# The longest line saying how many of one kind were left out ("− 1000 more models").
+CHANGE_MORE_LINE = 24
+
+
+@dataclass(frozen=True)
+class ShownChanges:
+    """One kind of catalog change as the summary lists it: the names shown and how many more there are."""
+
+    names: tuple[str, ...]
+    more: int
+
+
+def shown_changes(changes: CatalogChanges, room: int = FIELD_VALUE_MAX) -> dict[str, ShownChanges]:
+    """Each kind's share of the field: names are taken a round at a time, one of every kind with more to show,
+    while they fit, so a long list of added models never hides an added GPU or a removed entry; each kind cut
+    short says how many it left out."""
+    lists = {kind: getattr(changes, kind) for kind in CHANGE_KINDS}
+    budget = room - len(CHANGE_KINDS) * CHANGE_MORE_LINE
+    taken = dict.fromkeys(CHANGE_KINDS, 0)
+    grew = True
+    while grew:
+        grew = False
+        for kind, names in lists.items():
+            if taken[kind] < len(names) and len(names[taken[kind]]) + CHANGE_LINE_EXTRA <= budget:
+                budget -= len(names[taken[kind]]) + CHANGE_LINE_EXTRA
+                taken[kind] += 1
+                grew = True
+    return {kind: ShownChanges(names[: taken[kind]], len(names) - taken[kind]) for kind, names in lists.items()}
+
+
+def asked_pairs(svc: Service, usage: QueryStats | None) -> list[dict[str, Any]]:
+    """The most asked GPU/model pairs by the names replies show; an id the catalog no longer lists, as logged."""
+    if usage is None:
+        return []
+    gpus = {g.id: g.name for g in svc.catalog.gpus}
+    models = {m.id: m.name for m in (*svc.catalog.models, *svc.extra_models.values())}
+    return [{"gpu": gpus.get(p.gpu, p.gpu), "model": models.get(p.model, p.model), "count": p.count}
+            for p in usage.top_pairs]
+
+
 def stats_window(day: str) -> tuple[datetime, datetime]:
     """The UTC day before `day`: a summary dated today reports yesterday's questions."""
     start = datetime.combine(date.fromisoformat(day), dtime.min, tzinfo=UTC)
@@ -163,21 +208,24 @@ def compose(
     pngs: list[bytes] = []
     speeds: list[Speed] = []
     for gpu_id in list(gpu_ids)[:MAX_GPUS]:
+        # A stored setup is a GPU id, or `setup_text`'s '2x nvidia-a30' for several cards.
         try:
+            count = svc.gpu_choice(gpu_id).count
             gpu, rows = svc.rank(RankRequest(gpu=gpu_id, ctx=ctx))
         except NotFound:
             missing.append(gpu_id)
             continue
         top = rows[:TOP_MODELS]
         speeds += [r.best.speed for r in top]
-        gpus.append({"name": gpu.name, "rows": rank_rows_view(top, 0)})
-        pngs.append(charts.rank_chart(top, title=f"{gpu.name} · {format_tokens(ctx)}", limit=TOP_MODELS,
+        name = setup_label(gpu, count)
+        gpus.append({"name": name, "rows": rank_rows_view(top, 0)})
+        pngs.append(charts.rank_chart(top, title=f"{name} · {format_tokens(ctx)}", limit=TOP_MODELS,
                                       locale=locale, theme=theme))
     since, _ = stats_window(day)
     embed = render_embed(
         "daily", locale, day=day, guild_name=guild_name, ctx=ctx, gpus=gpus, missing=missing, changes=changes,
-        usage=usage, stats_day=since.date().isoformat(), color=COLORS["info"], image=CHART_NAME if pngs else None,
-        ranges=range_note(speeds, locale),
+        shown=shown_changes(changes), usage=usage, asked=asked_pairs(svc, usage), stats_day=since.date().isoformat(),
+        color=COLORS["info"], image=CHART_NAME if pngs else None, ranges=range_note(speeds, locale),
     )
     files = [ReplyFile(filename=CHART_NAME, data=_stitch(pngs))] if pngs else []
     return Reply(embeds=[embed], files=files)

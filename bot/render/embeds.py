@@ -23,7 +23,16 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, pass_context,
 from jinja2.runtime import Context
 
 from bot.render.memory_figures import memory_figures, over_mib
-from bot.render.text import TEMPLATES, format_label, format_tokens, locale_key, scaled_context_text, t, tps_text
+from bot.render.text import (
+    TEMPLATES,
+    format_label,
+    format_tokens,
+    locale_key,
+    params_b_text,
+    scaled_context_text,
+    t,
+    tps_text,
+)
 from estimator.units import gib_text
 
 TITLE_MAX = 256
@@ -189,9 +198,9 @@ LOCALE_VAR = "locale_key"
 
 def params_text(locale: str | None, params_b: float, active_params_b: float) -> str:
     """'8.19B'; a mixture of experts also says how many are active per token: '30.5B (3.3B active)'."""
-    total = f"{params_b:g}B"
+    total = f"{params_b_text(params_b)}B"
     if active_params_b < params_b:
-        return t(locale, "params.active", total=total, active=f"{active_params_b:g}B")
+        return t(locale, "params.active", total=total, active=f"{params_b_text(active_params_b)}B")
     return total
 
 

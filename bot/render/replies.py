@@ -23,7 +23,7 @@ from bot.render.table import (
     short_gpu_name,
     short_model_name,
 )
-from bot.render.text import FormatNames, format_label, format_tokens, t, tps_text
+from bot.render.text import FormatNames, format_label, format_tokens, params_b_text, t, tps_text
 from bot.requests import (
     CompareRequest,
     FinetuneRequest,
@@ -160,9 +160,9 @@ def rank_rows_view(rows: list[RankRow], start: int) -> list[dict[str, Any]]:
     """Rows for the daily summary's short list: the best format of each model."""
     out = []
     for i, r in enumerate(rows):
-        params = f"{r.model.params_b:g}B"
+        params = f"{params_b_text(r.model.params_b)}B"
         if r.model.active_params_b < r.model.params_b:
-            params += f"/{r.model.active_params_b:g}A"
+            params += f"/{params_b_text(r.model.active_params_b)}A"
         out.append(
             {
                 "rank": start + i + 1,
@@ -340,8 +340,9 @@ def recommendation_text(rec: Recommendation, locale: str) -> str:
 
 
 def gpu_reply(svc: Service, req: GpuRequest, *, locale: str, theme: charts.Theme = "dark") -> Reply:
-    gpu, ctx = svc.gpu(req.gpu), req.ctx
-    card = gpu_card(svc.catalog, gpu, ctx=ctx)
+    choice, ctx = svc.gpu_choice(req.gpu, req.gpus), req.ctx
+    gpu, gpus = choice.gpu, choice.count
+    card = gpu_card(svc.catalog, gpu, ctx=ctx, gpus=gpus)
     capability = [
         {"label": t(locale, f"level.{lv.largest.level}"), "quant": lv.largest.quant, "model": lv.largest.model,
          "klass": lv.reference_class[0] if lv.reference_class else None,
@@ -353,6 +354,8 @@ def gpu_reply(svc: Service, req: GpuRequest, *, locale: str, theme: charts.Theme
         "gpu",
         locale,
         gpu=gpu,
+        gpus=gpus,
+        setup=gpu_label(gpu, gpus),
         usable=card.usable_bytes,
         usable_note=unified_share_note(gpu, locale),
         ctx=ctx,
@@ -366,16 +369,16 @@ def gpu_reply(svc: Service, req: GpuRequest, *, locale: str, theme: charts.Theme
     q4 = svc.quant("int4", "llama.cpp")
     curves = []
     base: VramCurves | None = None
-    for cc in class_curves(svc.catalog, gpu, ctx=ctx):
+    for cc in class_curves(svc.catalog, gpu, ctx=ctx, gpus=gpus):
         base = cc.curves
         line = t(charts.text_locale(locale), "gpu.class_line", klass=cc.label, model=short_model_name(cc.model, 16))
         curves.append(base.curves[0].model_copy(update={"label": line}))
-    title = t(charts.text_locale(locale), "gpu.chart_title", gpu=gpu.name, quant=q4.name)
+    title = t(charts.text_locale(locale), "gpu.chart_title", gpu=gpu_label(gpu, gpus), quant=q4.name)
     if base is None:
         png = charts.rank_chart([], title=title, locale=locale, theme=theme)
     else:
         png = charts.vram_chart(base.model_copy(update={"curves": tuple(curves)}), title=title,
-                                gpu_label=gpu.name, locale=locale, theme=theme)
+                                gpu_label=gpu_label(gpu, gpus), locale=locale, theme=theme)
     return Reply(embeds=[embed], files=[ReplyFile(filename="vram.png", data=png)])
 
 
@@ -464,7 +467,7 @@ def finetune_reply(svc: Service, req: FinetuneRequest, *, locale: str, theme: ch
     method, seq, batch = req.method, req.seq, req.batch
     settings = req.settings(gpu, gpus)
     usable = usable_vram_bytes(gpu)
-    plan = ft.finetune_plan(model, settings, usable)
+    plan = ft.finetune_plan(model, settings, usable, more_gpus=not gpu.unified_memory)
     mem = plan.memory
     advice = [t(locale, f"ft.change.{c.key}", value=_change_value(c), gib=gib_text(c.total))
               + (t(locale, "ft.change.paged", gib=gib_text(c.paged)) if c.paged else "") for c in plan.changes]
@@ -542,23 +545,25 @@ def whatgpu_table(shown: list[Any], locale: str, gpus: tuple[GPU, ...]) -> list[
     return render_table(columns, rows)
 
 
+def unpriced_note(unpriced: int, locale: str | None) -> str:
+    """How many setups a budget left out for having no known launch price ("" when none)."""
+    if not unpriced:
+        return ""
+    return t(locale, "whatgpu.unpriced_one" if unpriced == 1 else "whatgpu.unpriced", n=unpriced)
+
+
 def whatgpu_reply(svc: Service, req: WhatGpuRequest, page: int = 1, *, locale: str,
                   theme: charts.Theme = "dark") -> Reply:
-    from estimator.whatgpu import what_gpu
-
-    ctx, quant, min_tps, budget, engine = req.ctx, req.quant, req.min_tps, req.budget, req.engine
-    model, tagged = svc.model(req.model)
-    formats = svc.formats(engine, quant, tagged)
-    if not quant and tagged is None:
-        formats = [svc.quant("int4", engine)]
     # In the estimator's order (fewest GPUs, then price, power, speed), which the reply says it follows.
-    setups = what_gpu(model, formats, svc.catalog.gpus, ctx=ctx, engine=engine, min_tps=min_tps, budget_usd=budget)
+    answer = svc.what_gpu(req)
+    model, ctx, formats, setups = answer.model, answer.ctx, answer.formats, answer.setups
+    min_tps, budget, engine = req.min_tps, req.budget, req.engine
     pages = max(1, math.ceil(len(setups) / WHATGPU_PAGE))
     page = min(max(1, page), pages)
     shown = setups[(page - 1) * WHATGPU_PAGE : page * WHATGPU_PAGE]
-    embed = render_embed("whatgpu", locale, model=model, ctx=ctx, engine=engine,
+    embed = render_embed("whatgpu", locale, model=model, ctx=ctx, engine=engine, kv=req.kv,
                          formats=", ".join(format_label(f.name, locale) for f in formats), min_tps=min_tps,
-                         budget=budget,
+                         budget=budget, unpriced=unpriced_note(answer.unpriced, locale),
                          total=len(setups), table=whatgpu_table(shown, locale, svc.catalog.gpus) if shown else [],
                          ranges=range_note([s.speed for s in shown], locale),
                          page=t(locale, "page", page=page, pages=pages), image="whatgpu.png")
@@ -620,7 +625,8 @@ def models_reply(svc: Service, req: ModelsRequest, page: int = 1, *, locale: str
     columns = [Column(t(locale, "col.model"), 26), Column(t(locale, "col.params"), 13, ">"),
                Column(t(locale, "col.ctx"), 6, ">")]
     rows = [[short_model_name(m, 26),
-             f"{m.params_b:g}B" + (f" ({m.active_params_b:g}A)" if m.active_params_b < m.params_b else ""),
+             f"{params_b_text(m.params_b)}B"
+             + (f" ({params_b_text(m.active_params_b)}A)" if m.active_params_b < m.params_b else ""),
              format_tokens(m.max_context)] for m in shown]
     intro = t(locale, "list.models.intro_one" if len(picked) == 1 else "list.models.intro", n=len(picked))
     intro += f" · {family_label}" if family_label else ""
@@ -651,7 +657,7 @@ def no_models_reply(svc: Service, req: ModelsRequest, locale: str, label: str) -
     key = "list.models.none_family_size" if needle else "list.models.none_size"
     return error_reply(t(locale, "list.models.none.title"),
                        t(locale, key, family=label, most=f"{req.max_params:g}", model=smallest.name,
-                         params=f"{smallest.params_b:g}"), locale)
+                         params=params_b_text(smallest.params_b)), locale)
 
 
 def gpus_reply(svc: Service, req: GpusRequest, page: int = 1, *, locale: str) -> Reply:

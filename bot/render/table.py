@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from bot.render.text import params_b_text
 from catalog.schema import GPU, Model, QuantFormat
 
 CODE_BLOCK_MAX = 56
@@ -90,7 +91,7 @@ def short_model_name(model: Model, width: int) -> str:
     is_size = [bool(_SIZE.match(t)) for t in tokens]
     is_family = [t.lower() in family for t in tokens]
     if not any(is_size):
-        tokens.append(f"{model.params_b:.3g}B")
+        tokens.append(f"{params_b_text(model.params_b)}B")
         is_size.append(True)
         is_family.append(False)
     keep = [s or f for s, f in zip(is_size, is_family, strict=True)]

@@ -26,6 +26,7 @@ LOCALES = (DEFAULT_LOCALE, "zh-CN")
 CJK_LOCALES = frozenset({"zh-CN"})
 COMMANDS_TABLE = "commands"
 CLI_HELP_TABLE = "cli_help"
+CLI_EPILOG_PREFIX = "cli.epilog."
 # The words a format's catalog name describes it with, in parentheses ('Unsloth Dynamic' in
 # 'UD-Q4_K_XL (Unsloth Dynamic)'): keyed by their English too, as the catalog's data spells them.
 FORMAT_WORDS_TABLE = "format_words"
@@ -87,8 +88,16 @@ def command_texts(locale: str) -> dict[str, str]:
 
 
 def cli_help_texts(locale: str | None) -> dict[str, str]:
-    """English `--help` text → the locale's (none for English: the definitions hold it)."""
-    return _translations(locale_key(locale), CLI_HELP_TABLE)
+    """English `--help` text → the locale's (none for English: the definitions hold it). Epilogs, pages of text
+    rather than a line, are keyed messages (`cli.epilog.<command>`) that a command's definition reads in
+    English; they are mapped from that English the same way."""
+    loc = locale_key(locale)
+    texts = _translations(loc, CLI_HELP_TABLE)
+    if loc == DEFAULT_LOCALE:
+        return texts
+    english = catalog(DEFAULT_LOCALE)
+    epilogs = {english[k]: v for k, v in catalog(loc).items() if k.startswith(CLI_EPILOG_PREFIX)}
+    return {**texts, **epilogs}
 
 
 def format_label(name: str, locale: str | None) -> str:
@@ -137,6 +146,21 @@ def tps_text(value: float, like: float | None = None) -> str:
     # Decided on the rounded figure: 9.96 prints "10", not "10.0".
     whole = round(value if like is None else like, 1) >= 10
     return f"{value:.0f}" if whole else f"{value:.1f}"
+
+
+# Parameter counts are shown to three significant figures: the catalog's own precision for most models (8.19B,
+# 30.5B), and what a count a Hub config adds up to (8,029,990,912) rounds to.
+PARAMS_SIGNIFICANT = 3
+
+
+def params_b_text(params_b: float) -> str:
+    """Billions of parameters as every reply, table and CLI line shows them: '8.19', '8.03' (not '8.02999'), '0.6',
+    '30.5'; whole digits are never rounded away or written as an exponent ('685', '1026')."""
+    if params_b <= 0:
+        return f"{params_b:g}"
+    decimals = max(0, PARAMS_SIGNIFICANT - 1 - math.floor(math.log10(params_b)))
+    text = f"{round(params_b, decimals):.{decimals}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 TOKEN_UNITS = (("M", 1024 * 1024), ("k", 1024))

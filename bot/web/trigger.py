@@ -16,48 +16,8 @@ from bot.params import CatalogError
 from bot.render.text import t
 from bot.web.signing import signed_headers
 
-EPILOG = """\
-The secret file holds the same value as the bot's RIGCHECK_WEBHOOK_SECRET (surrounding whitespace is
-ignored); keep it readable only by the user that runs the trigger (chmod 600).
-
-The bot answers at once with a run id (HTTP 202) and delivers in the background; this command then
-follows the run at GET /runs/<id> (signed the same way) until it is done, and prints its final JSON
-(--no-wait prints the 202 answer instead). With several bot processes sharing a PostgreSQL database,
-trigger any one of them once: any process may deliver any subscription, each exactly once.
-
-Exit status: 0 when the run finished (its JSON answer is printed), 1 otherwise.
-
-crontab (every day at 09:00 local time; --url defaults to http://127.0.0.1:8080/hooks/daily):
-  0 9 * * *  /opt/rigcheck/venv/bin/rigcheck trigger-daily --secret-file /etc/rigcheck/webhook-secret
-
-systemd (/etc/systemd/system/rigcheck-daily.service):
-  [Unit]
-  Description=Post the rigcheck daily summary
-  Wants=network-online.target
-  After=network-online.target
-
-  [Service]
-  Type=oneshot
-  User=rigcheck
-  ExecStart=/opt/rigcheck/venv/bin/rigcheck trigger-daily \\
-      --url http://127.0.0.1:8080/hooks/daily --secret-file /etc/rigcheck/webhook-secret
-
-systemd (/etc/systemd/system/rigcheck-daily.timer), enable with
-`systemctl enable --now rigcheck-daily.timer`:
-  [Unit]
-  Description=Daily rigcheck summary
-
-  [Timer]
-  OnCalendar=*-*-* 09:00:00
-  Persistent=true
-  RandomizedDelaySec=60
-
-  [Install]
-  WantedBy=timers.target
-
-A run that is repeated (a retried cron job, Persistent=true catching up) posts nothing twice: the bot
-sends each subscription one summary per date unless --force is given.
-"""
+# The epilog is the message catalog's, so `--lang` translates it as it does every other help text.
+EPILOG_KEY = "cli.epilog.trigger_daily"
 
 _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 TIMEOUT_S = 120.0
@@ -172,7 +132,7 @@ def register(sub: Any) -> None:
     p = sub.add_parser(
         "trigger-daily", help="ask a running bot to post the daily summaries (for cron / systemd timers)",
         description="Sign and send a call to the bot's /hooks/daily endpoint and print its JSON answer.",
-        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=t(None, EPILOG_KEY), formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--url", default="http://127.0.0.1:8080/hooks/daily", help="the bot's hook URL")
     p.add_argument("--secret-file", required=True, metavar="PATH", help="file holding RIGCHECK_WEBHOOK_SECRET")

@@ -100,6 +100,21 @@ def test_missing_gpu_facts_are_declared_unknown(gpu: GPU) -> None:
             assert name in gpu.unknown, f"{gpu.id}: {name} is None but not listed in unknown"
 
 
+# Launch prices (USD at launch) filled from a vendor announcement or a launch review, each cited in the source.
+SOURCED_LAUNCH_PRICES = {
+    "amd-rx-7800-xt": 499, "amd-rx-7900-gre": 549, "intel-arc-a770-16gb": 349, "intel-arc-a770-8gb": 329,
+    "nvidia-rtx-a6000": 4650, "amd-radeon-pro-w7900": 3999, "amd-radeon-pro-w7800": 2499,
+    "nvidia-rtx-6000-ada": 6800, "nvidia-quadro-rtx-6000": 6300,
+}
+
+
+@pytest.mark.parametrize(("gpu_id", "price"), SOURCED_LAUNCH_PRICES.items())
+def test_launch_prices_are_filled_where_sourced(gpu_id: str, price: int) -> None:
+    gpu = load_catalog().gpu(gpu_id)
+    assert gpu.launch_price_usd == price and "launch_price_usd" not in gpu.unknown
+    assert f"launch price ${price:,}" in gpu.source, gpu.source
+
+
 # --- models: parameter counts from the architecture ------------------------------------------------
 
 # The derived count (catalog.arch) ignores norms, biases, rotary tables and the like: ~0.1-1 % of a

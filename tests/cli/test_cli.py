@@ -490,3 +490,18 @@ def test_ask_help_documents_the_exit_status(capsys: pytest.CaptureFixture[str]) 
     with pytest.raises(SystemExit):
         cli.main(["ask", "--help"])
     assert "Exit status" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("lang", "note"), [
+    ("en", "more setups run it but are left out: their launch prices are unknown"),
+    ("zh-CN", "种配置能运行但未列出：其发布价格未知"),
+])
+def test_whatgpu_under_a_budget_counts_the_unpriced_setups(lang: str, note: str,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["whatgpu", "--model", "qwen3-14b", "--budget", "600"]
+    data = run_json([*argv, "--limit", "100"], capsys)
+    assert data["unpriced"] > 0
+    assert {"amd-rx-7800-xt", "intel-arc-a770-16gb", "amd-rx-7900-gre"} <= {s["gpu"] for s in data["setups"]}
+    code, out, _ = run(["--lang", lang, *argv], capsys)
+    assert code == 0 and f"{data['unpriced']} " in out and note in out
+    assert run_json(["whatgpu", "--model", "qwen3-14b"], capsys)["unpriced"] == 0

@@ -154,11 +154,13 @@ def test_a_refusal_worded_by_the_catalog_follows_lang(capsys: pytest.CaptureFixt
 
 
 def _help_texts(parser: argparse.ArgumentParser) -> Iterator[str]:
-    """Every description and help a person reads in `--help`, the subcommands' included; argparse's own
+    """Every description, epilog and help a person reads in `--help`, the subcommands' included; argparse's own
     (-h's) and texts already worded by the message catalog (--lang's) left out."""
     own = {"show this help message and exit"}
     if parser.description:
         yield parser.description
+    if parser.epilog:
+        yield parser.epilog
     for action in parser._actions:
         if isinstance(action.help, str) and action.help not in own and "--lang" not in action.option_strings:
             yield action.help
@@ -187,6 +189,20 @@ def test_help_in_chinese(argv: list[str], capsys: pytest.CaptureFixture[str]) ->
     out = capsys.readouterr().out
     assert done.value.code == 0
     assert "--gpus GPUS      显卡数量（1–8）" in out and "number of GPUs" not in out
+
+
+def test_trigger_daily_help_epilog_is_in_the_language_asked(capsys: pytest.CaptureFixture[str]) -> None:
+    """The secret file, exit status, crontab and systemd notes follow --lang like the options do; the config lines
+    themselves are the same in every language."""
+    for argv, said, unsaid in ((["--lang", "zh-CN", "trigger-daily", "--help"], "退出状态：", "Exit status:"),
+                               (["trigger-daily", "--help"], "Exit status:", "退出状态：")):
+        with pytest.raises(SystemExit):
+            cli.main(argv)
+        out = capsys.readouterr().out
+        assert said in out and unsaid not in out, out
+        assert "0 9 * * *  /opt/rigcheck/venv/bin/rigcheck trigger-daily --secret-file" in out
+        assert "OnCalendar=*-*-* 09:00:00" in out
+        assert "ExecStart=/opt/rigcheck/venv/bin/rigcheck trigger-daily \\\n" in out
 
 
 def test_help_is_english_by_default(capsys: pytest.CaptureFixture[str]) -> None:

@@ -145,3 +145,38 @@ def test_text_lists_the_parts_of_the_peak_that_add_up_to_it(capsys: pytest.Captu
     parts = [float(line.split()[-2]) for line in lines[start + 1:end]]
     assert round(sum(parts), 2) == float(lines[end].split()[-2]) == data["memory_gb"]["total"]
     assert lines[end + 1].startswith("  not held at the peak (other moments of the step): ")
+
+
+TWO_3090S = ["finetune", "--gpu", "nvidia-rtx-3090", "--gpus", "2", "--model", "llama-3.1-70b", "--method", "qlora"]
+BETTER = {"does_not_fit": ("tight", "fits"), "tight": ("fits",)}
+
+
+def test_the_largest_seq_agrees_with_the_verdict_at_the_asked_one(capsys: pytest.CaptureFixture[str]) -> None:
+    # Tight at 128 tokens: the largest sequence is at least 128, to the token, never "none fits".
+    argv = [*TWO_3090S, "--seq", "128"]
+    out = run_text(argv, capsys)
+    assert ": fits, tight (" in out.splitlines()[0]
+    assert "largest seq none fits" not in out
+    data = run_json(argv, capsys)
+    assert data["verdict"] == "tight" and data["max_seq"] >= 128 and data["max_batch"] >= 1
+    longer = run_json([*TWO_3090S, "--seq", str(data["max_seq"] + 1)], capsys)
+    assert longer["verdict"] == "does_not_fit"
+
+
+@pytest.mark.parametrize("seq", ["2048", "128"])
+def test_each_try_is_flags_that_lift_the_verdict(seq: str, capsys: pytest.CaptureFixture[str]) -> None:
+    # Does not fit at 2048 (parameters in CPU memory or a third card would do), tight at 128: every suggestion is
+    # a change of flags that, run, gives the figure shown and a better verdict than the question's.
+    argv = [*TWO_3090S, "--seq", seq]
+    asked = run_json(argv, capsys)["verdict"]
+    out = run_text(argv, capsys)
+    tries = [line.strip()[len("try "):] for line in out.splitlines() if line.strip().startswith("try ")]
+    assert tries
+    for line in tries:
+        flags, shown = line.split(": ", 1)
+        data = run_json([*argv, *flags.split()], capsys)
+        assert data["verdict"] in BETTER[asked], (flags, data["verdict"])
+        assert shown.startswith(f"{data['memory_gb']['total']:.2f} GiB ({data['verdict'].replace('_', ' ')}"), flags
+    if asked == "does_not_fit":
+        assert any(line.startswith("--offload params:") for line in tries)
+        assert any(line.startswith("--gpus 3:") for line in tries)

@@ -38,6 +38,13 @@ def refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
     (["rank", "--gpu", "t4", "--gpus", "two"], "rigcheck: gpus must be a whole number"),
     (["rank", "--gpu", "t4", "--sort", "bogus"], "rigcheck: sort must be one of quality, speed, size"),
     (["whatgpu", "--model", "qwen3-8b", "--max-gpus", "0"], "rigcheck: max_gpus must be between 1 and 8 (got 0)"),
+    # As `fit --gpu "rtx 4090" --model llama-2-7b --ctx 64k` refuses it; whatgpu once listed 156 setups.
+    (["whatgpu", "--model", "llama-2-7b", "--ctx", "64k"],
+     "rigcheck: 64k is past Llama 2 7B's longest documented context (4k); ask for at most 4k"),
+    (["fit", "--gpu", "rtx 4090", "--model", "llama-2-7b", "--ctx", "64k"],
+     "rigcheck: 64k is past Llama 2 7B's longest documented context (4k); ask for at most 4k"),
+    (["gpu", "--gpu", "8x h100 nvl", "--gpus", "2"],
+     "rigcheck: “8x h100 nvl” says 8 GPUs but `gpus:` says 2; give the count once"),
     (["finetune", "--gpu", "4090", "--model", "qwen3-8b", "--lora-dropout", "nan"],
      "rigcheck: lora_dropout must be a number in [0, 1) (got NaN)"),
     (["finetune", "--gpu", "4090", "--model", "qwen3-8b", "--regime", "bf16", "--precision", "fp32"],

@@ -67,7 +67,6 @@ def test_options_left_out_take_the_defaults_stated_once() -> None:
     (FinetuneRequest, {"gpu": "T4", "model": "qwen3-8b", "knobs": {"colour": 1}}, "colour is not an option here"),
     (SettingsRequest, {"ctx": "0"}, "ctx must be a positive number of tokens"),
     (DailyRequest, {"gpus": "t4"}, "Give a `channel`, a `webhook_url`, or both."),
-    (DailyRequest, {"channel_id": 1, "gpus": "a, b, c, d, e"}, "At most 4 GPUs."),
     (DailyRequest, {"channel_id": 1}, "Say which GPUs with gpus:"),
     (ReportAddRequest, {**REPORT, "decode_tps": "fast"}, "decode_tps must be"),
     (ReportAddRequest, {**REPORT, "decode_tps": "35", "paste": "eval rate: 35 tokens/s"}, "give either paste or"),
@@ -100,8 +99,9 @@ def test_stored_defaults_fill_only_what_was_left_out_and_say_whose() -> None:
 
 def test_a_command_takes_only_the_stored_defaults_it_uses() -> None:
     stored = Stored.layered([("me", {"gpu": "nvidia-t4", "ctx": 32768, "kv": "q8_0", "engine": "vllm"})])
+    # /whatgpu has no GPU to take, but computes with the stored KV cache as /fit does (it once kept f16).
     whatgpu = WhatGpuRequest.build(stored, model="qwen3-8b")
-    assert set(whatgpu.used) == {"ctx", "engine"} and whatgpu.request.kv == "f16"
+    assert set(whatgpu.used) == {"ctx", "engine", "kv"} and whatgpu.request.kv == "q8_0"
     finetune = FinetuneRequest.build(stored, model="qwen3-8b")
     assert set(finetune.used) == {"gpu"} and finetune.request.seq == 2048
 
@@ -158,3 +158,46 @@ def test_a_prompt_cut_to_the_context_keeps_its_own_cached_answer() -> None:
     asked = FitRequest.of(gpu="t4", model="qwen3-8b", ctx="1k", prompt="4k")
     assert default.cache_key(SVC)["prompt"] == asked.cache_key(SVC)["prompt"] == 1024
     assert default.cache_key(SVC) != asked.cache_key(SVC)
+
+
+def _key_refusal(req: Any) -> str:
+    with pytest.raises(BadValue) as refused:
+        req.cache_key(SVC)
+    return refused.value.text("en-US")
+
+
+def test_the_daily_gpus_are_counted_once_resolved() -> None:
+    """One GPU named five times is one GPU, not five (it was refused with "At most 4 GPUs"); a typed count is
+    kept as the setup the summary ranks for; five distinct GPUs are still refused."""
+    def gpus(text: str) -> list[str]:
+        return list(DailyRequest.of(channel_id=1, gpus=text).cache_key(SVC)["gpus"])
+
+    assert gpus("t4,t4,t4,t4,t4") == ["nvidia-t4"]
+    assert gpus("t4, T4, nvidia-t4, a30, l4, a10") == ["nvidia-t4", "nvidia-a30", "nvidia-l4", "nvidia-a10"]
+    assert gpus("t4, 2x a30") == ["nvidia-t4", "2x nvidia-a30"]
+    assert gpus("a30, 2x a30") == ["nvidia-a30", "2x nvidia-a30"]
+    said = _key_refusal(DailyRequest.of(channel_id=1, gpus="t4, a30, l4, a10, h100 sxm"))
+    assert said == "At most 4 GPUs."
+
+
+def test_whatgpu_refuses_a_context_past_the_models_window_as_fit_does() -> None:
+    fit = _key_refusal(FitRequest.of(gpu="rtx 4090", model="llama-2-7b", ctx="64k"))
+    whatgpu = _key_refusal(WhatGpuRequest.of(model="llama-2-7b", ctx="64k"))
+    assert whatgpu == fit == "64k is past Llama 2 7B's longest documented context (4k); ask for at most 4k"
+    # A "1M" asked of a model whose "1M" window is 1,010,000 tokens is that window, as for /fit.
+    meant = WhatGpuRequest.of(model="llama-2-7b", ctx="4k").cache_key(SVC)
+    assert meant["ctx"] == 4096
+
+
+def test_whatgpu_asks_with_the_kv_cache_in_its_key() -> None:
+    f16 = WhatGpuRequest.of(model="qwen3-8b", engine="vllm").cache_key(SVC)
+    fp8 = WhatGpuRequest.of(model="qwen3-8b", engine="vllm", kv="fp8").cache_key(SVC)
+    assert (f16["kv"], fp8["kv"]) == ("f16", "fp8") and f16 != fp8
+
+
+def test_a_gpu_card_keeps_the_count_typed_with_the_gpu() -> None:
+    assert GpuRequest.of(gpu="8x nvidia-h100-nvl").cache_key(SVC) == {"gpu": "nvidia-h100-nvl", "gpus": 8,
+                                                                        "ctx": 8192}
+    assert GpuRequest.of(gpu="8x h100 nvl", gpus=8).cache_key(SVC)["gpus"] == 8
+    said = _key_refusal(GpuRequest.of(gpu="8x h100 nvl", gpus=2))
+    assert said.startswith("“8x h100 nvl” says 8 GPUs but `gpus:` says 2")

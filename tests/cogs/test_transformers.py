@@ -65,6 +65,18 @@ async def test_gpu_autocomplete_is_served_by_its_option_type(bot: RigBot) -> Non
     assert any(c["value"] == "nvidia-rtx-4090" for c in choices), choices
 
 
+async def test_gpu_autocomplete_keeps_a_typed_count(bot: RigBot) -> None:
+    """Picking a choice for "2x 3090" keeps the 2x (it gave "nvidia-rtx-3090", one card); the value is one every
+    GPU option reads back as two cards."""
+    choices = await offered(bot, typing(bot, "fit", "gpu", "2x 3090", model="qwen3-8b"))
+    assert choices[0] == {"name": "2× NVIDIA GeForce RTX 3090", "value": "2x nvidia-rtx-3090"}, choices
+    assert all(c["value"].startswith("2x ") and c["name"].startswith("2× ") for c in choices), choices
+    setup = bot.service.resolver.gpu_setup(choices[0]["value"])
+    assert (setup.gpu.id, setup.count) == ("nvidia-rtx-3090", 2)
+    single = await offered(bot, typing(bot, "gpu", "gpu", "3090"))
+    assert single[0] == {"name": "NVIDIA GeForce RTX 3090", "value": "nvidia-rtx-3090"}, single
+
+
 async def test_model_and_quant_autocomplete_are_served_too(bot: RigBot) -> None:
     models = await offered(bot, typing(bot, "fit", "model", "qwen3-8"))
     assert any(c["value"] == "qwen3-8b" for c in models), models

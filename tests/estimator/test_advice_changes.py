@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from catalog.store import load_catalog
-from estimator.advice import Tip, better_verdict, overall_verdict, smaller_kv, what_to_change
+from estimator.advice import Tip, overall_verdict, smaller_kv, what_to_change
 from estimator.engines import KV_DTYPES_OF, kv_dtypes, nearest_kv, runs_kv
-from estimator.memory import at_least, memory
+from estimator.memory import at_least, memory, next_verdict
 from estimator.query import DEFAULT_KV, ENGINES, Query
 from estimator.verdict import FitResult, default_formats, fit
 
@@ -58,7 +58,7 @@ def _answer(gpu: str, model: str, quant: str | None = None, **kw: object) -> Fit
 
 
 def _assert_each_tip_changes_something_for_the_better(result: FitResult, tips: list[Tip]) -> None:
-    q, target = result.query, better_verdict(overall_verdict(result))
+    q, target = result.query, next_verdict(overall_verdict(result))
     for tip in tips:
         if tip.kind == "kv":
             assert tip.kv is not None and tip.kv != q.kv and runs_kv(q.engine, tip.kv), tip

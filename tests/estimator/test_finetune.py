@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
@@ -121,7 +123,9 @@ def test_optimizer_bytes_per_param() -> None:
     assert per_param(optimizer="adamw_bf16") == 4
     assert per_param(optimizer="adamw8bit") == 2
     assert per_param(optimizer="paged_adamw8bit") == 2
-    assert per_param(optimizer="sgd") == 4
+    # torch.optim.SGD as the frameworks build it (momentum=0) keeps no state; with momentum set, one fp32 buffer.
+    assert per_param(optimizer="sgd") == 0
+    assert per_param(optimizer="sgd_momentum") == 4
     assert per_param(optimizer="adamw", gpus=4, sharding="zero1") == 2
 
 
@@ -482,7 +486,8 @@ runs = st.builds(
     batch=st.integers(1, 8),
     rank=st.sampled_from([4, 8, 16, 64]),
     targets=st.sampled_from(["qv", "attention", "all"]),
-    optimizer=st.sampled_from([None, "adamw", "adamw8bit", "paged_adamw8bit", "sgd", "adafactor", "adamw_fp32"]),
+    optimizer=st.sampled_from([None, "adamw", "adamw8bit", "paged_adamw8bit", "sgd", "sgd_momentum", "adafactor",
+                                "adamw_fp32"]),
     precision=st.sampled_from(["bf16", "fp32"]),
     checkpointing=st.booleans(),
     flash_attention=st.booleans(),
@@ -683,3 +688,127 @@ def test_the_parts_held_at_the_peak_add_up_to_it(model_id: str, request_: dict[s
     # Under block checkpointing the re-run block is the part of the activations not held with the logits.
     activations = sum(part.get(term, 0.0) for part in (held, apart) for term in ("activations", "rerun_block"))
     assert activations == pytest.approx(mem.activations)
+
+
+# --- what fits and what to change, against the verdict ---------------------------------------------------------
+def _on_3090s(model: str = "llama-3.1-70b", **request: object) -> tuple[Model, FinetuneSettings, float]:
+    from estimator.memory import usable_vram_bytes
+
+    cat = load_catalog()
+    gpu = cat.gpu("nvidia-rtx-3090")
+    return cat.model(model), ft.settings_on(gpu, **request), usable_vram_bytes(gpu)
+
+
+def test_the_largest_sequence_is_exact_and_never_contradicts_the_verdict() -> None:
+    # QLoRA of a 70B model on two 3090s fits at 128 tokens (tight): the largest sequence is at least that, and
+    # exact to the token, not a multiple of 256 that skipped every length that fits.
+    model, s, usable = _on_3090s(method="qlora", gpus=2, seq=128)
+    plan = ft.finetune_plan(model, s, usable)
+    assert plan.verdict == "tight"
+    assert plan.max_seq is not None and plan.max_seq >= 128 and plan.max_batch is not None and plan.max_batch >= 1
+    assert need(model, s, seq=plan.max_seq) <= usable < need(model, s, seq=plan.max_seq + 1)
+    assert next(c for c in plan.curves if c.method == "qlora").max_seq == plan.max_seq
+    # At 2048 tokens it does not fit; the largest sequence that does is the same one.
+    long = s.model_copy(update={"seq": 2048})
+    assert ft.finetune_plan(model, long, usable).max_seq == plan.max_seq
+
+
+@settings(max_examples=60)
+@given(models, runs, st.floats(1 * 2**30, 200 * 2**30))
+def test_the_largest_seq_and_batch_agree_with_the_verdict(model: Model, s: FinetuneSettings, usable: float) -> None:
+    assume(s.seq <= model.max_context)
+    plan = ft.finetune_plan(model, s, usable)
+    if plan.verdict == "does_not_fit":
+        assert plan.max_seq is None or plan.max_seq < s.seq
+        assert plan.max_batch is None or plan.max_batch < s.batch
+    else:
+        assert plan.max_seq is not None and plan.max_seq >= s.seq
+        assert plan.max_batch is not None and plan.max_batch >= s.batch
+    if plan.max_seq is not None:
+        assert need(model, s, seq=plan.max_seq) <= usable
+        if plan.max_seq < model.max_context:
+            assert need(model, s, seq=plan.max_seq + 1) > usable
+
+
+def _applied(s: FinetuneSettings, change: ft.Change) -> FinetuneSettings:
+    """The run a suggested change describes, built from its key and value alone (as a person would type it)."""
+    v = change.value
+    by_key: dict[str, Callable[[], FinetuneSettings]] = {
+        "optimizer_8bit": lambda: s.with_(optimizer=v), "optimizer_paged": lambda: s.with_(optimizer=v),
+        "checkpointing": lambda: s.with_(checkpointing_mode=v), "sharding": lambda: s.with_(sharding=v),
+        "batch": lambda: s.model_copy(update={"batch": int(v)}),
+        "offload": lambda: s.with_(activation_offload=True), "cpu_offload_optimizer": lambda: s.with_(offload=v),
+        "cpu_offload_params": lambda: s.with_(offload=v), "rank": lambda: s.with_(rank=int(v)),
+        "seq": lambda: s.model_copy(update={"seq": int(v)}),
+        "lora": lambda: s.with_(method=v), "qlora": lambda: s.with_(method=v),
+        "qlora_seq": lambda: s.with_(method="qlora").model_copy(update={"seq": int(v)}),
+        "framework": lambda: s.with_(framework=v), "gpus": lambda: s.with_(gpus=int(v)),
+        "gpus_fsdp": lambda: s.with_(gpus=int(v), sharding="fsdp"),
+    }
+    return by_key[change.key]()
+
+
+def _assert_each_change_lifts_the_verdict(model: Model, s: FinetuneSettings, plan: ft.FinetunePlan) -> None:
+    from estimator.memory import at_least, next_verdict
+
+    target = next_verdict(plan.verdict)
+    for c in plan.changes:
+        changed = _applied(s, c)
+        assert changed.model_dump(exclude={"given_knobs"}) != s.model_dump(exclude={"given_knobs"}), c
+        verdict = ft.finetune_verdict(model, changed, plan.usable_per_gpu_bytes)
+        assert verdict == c.verdict and at_least(verdict, target), (c, verdict, target)
+    assert [c.key for c in plan.changes] == sorted((c.key for c in plan.changes), key=ft.CHANGE_ORDER.index)
+
+
+def test_what_to_change_on_two_3090s_lifts_the_verdict() -> None:
+    model, s, usable = _on_3090s(method="qlora", gpus=2)
+    plan = ft.finetune_plan(model, s, usable)
+    assert plan.verdict == "does_not_fit"
+    keys = [c.key for c in plan.changes]
+    # Parameters in CPU memory or a third card would do; the pieces that cannot (activation offload, a paged
+    # optimizer the run already has) are not offered.
+    assert "cpu_offload_params" in keys and "gpus" in keys and "offload" not in keys
+    assert next(c for c in plan.changes if c.key == "gpus").value == "3"
+    _assert_each_change_lifts_the_verdict(model, s, plan)
+    # Tight at 128 tokens: only what makes it fit, never a change that leaves it tight.
+    short = s.model_copy(update={"seq": 128})
+    tight = ft.finetune_plan(model, short, usable)
+    assert tight.verdict == "tight" and tight.changes
+    assert all(c.verdict == "fits" for c in tight.changes)
+    _assert_each_change_lifts_the_verdict(model, short, tight)
+
+
+def test_more_cards_that_replicate_the_model_are_offered_sharded() -> None:
+    # Unsloth replicates the model over several GPUs (DDP): a third card holds no more, so more cards come with
+    # FSDP (which Unsloth runs through Accelerate), and on the two there are, sharding alone is offered first.
+    model, s, usable = _on_3090s("qwen3-14b", method="lora", gpus=2, framework="unsloth")
+    plan = ft.finetune_plan(model, s, usable)
+    assert s.sharding == "ddp" and plan.verdict == "does_not_fit"
+    keys = [c.key for c in plan.changes]
+    assert keys[0] == "sharding" and "gpus_fsdp" in keys and "gpus" not in keys
+    _assert_each_change_lifts_the_verdict(model, s, plan)
+    # Where cards cannot be added (one machine's unified memory), none are suggested.
+    assert not {"gpus", "gpus_fsdp"} & {c.key for c in ft.finetune_plan(model, s, usable, more_gpus=False).changes}
+
+
+@settings(max_examples=60)
+@given(models, runs, st.floats(1 * 2**30, 200 * 2**30))
+def test_every_change_differs_from_the_question_and_lifts_the_verdict(model: Model, s: FinetuneSettings,
+                                                                     usable: float) -> None:
+    assume(s.seq <= model.max_context)
+    _assert_each_change_lifts_the_verdict(model, s, ft.finetune_plan(model, s, usable))
+
+
+def test_sgd_keeps_no_momentum_by_default() -> None:
+    # torch.optim.SGD as Hugging Face's optim="sgd" builds it (momentum 0) keeps no state: an 8B full fine-tune
+    # on an A100 80GB fits; with momentum set the buffer (4 bytes per parameter) does not.
+    from estimator.memory import usable_vram_bytes
+
+    cat = load_catalog()
+    gpu, model = cat.gpu("nvidia-a100-80gb-sxm"), cat.model("llama-3.1-8b")
+    plain = ft.settings_on(gpu, method="full", optimizer="sgd")
+    momentum = ft.settings_on(gpu, method="full", optimizer="sgd_momentum")
+    assert ft.optimizer_bytes(model, plain) == 0
+    assert ft.optimizer_bytes(model, momentum) == pytest.approx(model.params * 4)
+    assert ft.finetune_verdict(model, plain, usable_vram_bytes(gpu)) != "does_not_fit"
+    assert ft.finetune_verdict(model, momentum, usable_vram_bytes(gpu)) == "does_not_fit"

@@ -9,7 +9,7 @@ import pytest
 from catalog.store import load_catalog
 from estimator.memory import memory
 from estimator.query import Query
-from estimator.whatgpu import what_gpu
+from estimator.whatgpu import what_gpu, what_gpu_setups
 
 CAT = load_catalog()
 LLAMA70 = CAT.model("llama-3.3-70b")
@@ -100,3 +100,23 @@ def test_headroom_is_reported(setups):
     for s in setups:
         assert s.headroom_bytes >= 0
         assert math.isclose(s.headroom_fraction, s.headroom_bytes / s.memory.usable_bytes)
+
+
+def test_a_budget_counts_the_setups_it_leaves_out_for_an_unknown_price():
+    # A T4 has no known launch price: under a budget it cannot be shown to be within it, so it is left out, and
+    # counted; without a budget it is listed like any other card.
+    t4, rtx3090 = CAT.gpu("nvidia-t4"), CAT.gpu("nvidia-rtx-3090")
+    assert t4.launch_price_usd is None and rtx3090.launch_price_usd is not None
+    model = CAT.model("qwen3-8b")
+    capped = what_gpu_setups(model, [Q4], [t4, rtx3090], ctx=8192, budget_usd=10_000)
+    assert [s.gpu.id for s in capped.setups] == ["nvidia-rtx-3090"] and capped.unpriced == 1
+    free = what_gpu_setups(model, [Q4], [t4, rtx3090], ctx=8192)
+    assert {s.gpu.id for s in free.setups} == {"nvidia-t4", "nvidia-rtx-3090"} and free.unpriced == 0
+    # A priced card over the budget is simply dearer, not unpriced.
+    assert what_gpu_setups(model, [Q4], [t4, rtx3090], ctx=8192, budget_usd=1).unpriced == 1
+
+
+def test_cards_with_a_sourced_launch_price_are_within_a_budget():
+    # RX 7800 XT ($499), Arc A770 16GB ($349) and RX 7900 GRE ($549) run Qwen3-14B at 8k and cost under $600.
+    listed = {s.gpu.id for s in what_gpu(CAT.model("qwen3-14b"), [Q4], CAT.gpus, ctx=8192, budget_usd=600)}
+    assert {"amd-rx-7800-xt", "intel-arc-a770-16gb", "amd-rx-7900-gre"} <= listed

@@ -104,3 +104,39 @@ async def test_a_stored_kv_cache_is_checked_against_the_engine(sb: Sandbox) -> N
     assert "KV cache q8_0 is your stored default" in said and "`/settings me kv:…`" in said
     switched = await sb.invoke("/settings me engine:vllm kv:fp8", user=user, dm=True)
     assert switched.error is None and "fp8" in (switched.content or "")
+
+
+
+async def test_whatgpu_computes_with_the_stored_kv_cache_and_says_so(sb: Sandbox) -> None:
+    """/whatgpu once computed at f16 whatever was stored, and its note left the KV cache out."""
+    user = 6108
+    await sb.invoke("/settings me engine:vllm kv:fp8", user=user, dm=True)
+    stored = await sb.invoke("/whatgpu model:qwen3-8b ctx:32k", user=user, dm=True)
+    typed = await sb.invoke("/whatgpu model:qwen3-8b ctx:32k engine:vllm kv:fp8", user=user + 100, dm=True)
+    assert stored.error is None and typed.error is None
+    head = str(stored.embeds[0]["description"]).splitlines()[0]
+    assert head.startswith("vllm · KV fp8 ·"), head
+    assert stored.embeds[0]["description"] == typed.embeds[0]["description"]
+    note = str(stored.embeds[0]["footer"]["text"])
+    assert "engine vllm (yours)" in note and "KV cache fp8 (yours)" in note, note
+    # Given in the command, the KV cache is the asker's own and the stored one is not used.
+    f16 = await sb.invoke("/whatgpu model:qwen3-8b ctx:32k kv:f16", user=user, dm=True)
+    assert str(f16.embeds[0]["description"]).startswith("vllm · KV f16 ·")
+    assert "KV cache" not in str(f16.embeds[0]["footer"]["text"])
+
+
+async def test_a_gpu_count_is_not_stored_as_one_card(sb: Sandbox) -> None:
+    """`/settings me gpu:2x nvidia-rtx-3090` saved one 3090 and the next /fit ran on one card: refused instead."""
+    user = 6109
+    said = refusal(await sb.invoke("/settings me gpu:2x nvidia-rtx-3090", user=user, dm=True))
+    assert said.startswith("Not saved: a default GPU is stored as one card, so the 2× would be lost")
+    assert "`/settings me gpu:nvidia-rtx-3090`" in said and "`gpus:2`" in said
+    zh = refusal(await sb.invoke("/settings me gpu:2x 3090", user=user, dm=True, locale="zh-CN"))
+    assert zh.startswith("未保存：") and "`gpus:2`" in zh
+    shown = await sb.invoke("/settings me", user=user, dm=True)
+    assert "3090" not in (shown.content or "")
+
+
+async def test_a_gpu_card_is_for_the_count_typed(sb: Sandbox) -> None:
+    reply = await sb.invoke("/gpu gpu:8x nvidia-h100-nvl", user=6110, dm=True)
+    assert reply.error is None and reply.embeds[0]["title"] == "8× NVIDIA H100 NVL 94GB"

@@ -83,3 +83,17 @@ def test_a_term_held_at_another_moment_is_named_apart(svc: Service) -> None:
     lines = field["value"].splitlines()
     assert not any(line.startswith("Gradients") for line in lines[:-1])
     assert lines[-1] == "Not held at the peak (other moments of the step): Re-run block 0.3, Gradients 1.1"
+
+
+@pytest.mark.parametrize(("locale", "field", "offload", "cards"), [
+    ("en-US", "What to change", "`cpu_offload:params`", "3 GPUs (`gpus:3`)"),
+    ("zh-CN", "调整建议", "`cpu_offload:params`", "用 3 块显卡（`gpus:3`）"),
+])
+def test_a_run_over_two_cards_is_told_what_would_fit(svc: Service, locale: str, field: str, offload: str,
+                                                     cards: str) -> None:
+    # QLoRA of a 70B model on two 3090s does not fit; parameters in CPU memory or a third card would.
+    reply = finetune_reply(svc, FinetuneRequest.of(gpu="2x nvidia-rtx-3090", model="llama-3.1-70b", method="qlora"),
+                           locale=locale)
+    lines = next(f["value"] for f in reply.embeds[0]["fields"] if f["name"] == field).splitlines()
+    assert any(offload in line for line in lines), lines
+    assert any(line.startswith(f"• {cards}") for line in lines), lines

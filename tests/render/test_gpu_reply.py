@@ -77,3 +77,22 @@ def test_usable_memory_names_what_sets_a_unified_share(gpu: str, en: str, zh: st
                            locale=locale).embeds[0]["description"]
         for text in (card, fitted):
             assert said in text and ("macOS" in text) == apple, text
+
+
+def test_a_count_typed_with_the_gpu_is_the_card_answered_for(capsys: pytest.CaptureFixture[str]) -> None:
+    """`8x h100 nvl` is eight cards, in /gpu and `rigcheck gpu` alike (both once answered for one)."""
+    one = gpu_reply(SVC, GpuRequest.of(gpu="nvidia-h100-nvl"), locale="en-US").embeds[0]
+    eight = gpu_reply(SVC, GpuRequest.of(gpu="8x nvidia-h100-nvl"), locale="en-US").embeds[0]
+    assert (one["title"], eight["title"]) == ("NVIDIA H100 NVL 94GB", "8× NVIDIA H100 NVL 94GB")
+    assert "Usable for models: 8 × " in eight["description"] and " × " not in one["description"]
+    largest = {e["title"]: next(f["value"] for f in e["fields"] if f["name"].startswith("Largest model"))
+               for e in (one, eight)}
+    assert largest["NVIDIA H100 NVL 94GB"] != largest["8× NVIDIA H100 NVL 94GB"]
+    zh = gpu_reply(SVC, GpuRequest.of(gpu="8x h100 nvl"), locale="zh-CN").embeds[0]
+    assert zh["title"] == "8× NVIDIA H100 NVL 94GB" and "8 × " in zh["description"]
+    assert cli.main(["gpu", "--gpu", "8x h100 nvl", "--json"]) == 0
+    card = json.loads(capsys.readouterr().out)
+    assert (card["gpu"]["id"], card["gpus"]) == ("nvidia-h100-nvl", 8)
+    assert card["capability"]["int4"]["model"]["name"] in largest["8× NVIDIA H100 NVL 94GB"]
+    assert cli.main(["gpu", "--gpu", "8x h100 nvl"]) == 0
+    assert capsys.readouterr().out.startswith("8× NVIDIA H100 NVL 94GB: 94.0 GB HBM3")

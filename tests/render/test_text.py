@@ -122,3 +122,33 @@ def test_a_range_end_is_rounded_as_its_point(value: float, point: float, text: s
     from bot.render.text import tps_text
 
     assert tps_text(value, point) == text
+
+
+@pytest.mark.parametrize(("params_b", "shown"), [
+    (8.19, "8.19"), (8.190427, "8.19"), (8.029995, "8.03"), (30.5, "30.5"), (3.3, "3.3"), (0.6, "0.6"),
+    (685.0, "685"), (1026.41, "1026"), (999.6, "1000"), (8.0, "8"), (0.135, "0.135"),
+])
+def test_one_rounding_rule_for_parameter_counts(params_b: float, shown: str) -> None:
+    from bot.render.text import params_b_text
+
+    assert params_b_text(params_b) == shown
+
+
+def test_a_hub_model_built_from_its_config_shows_its_size_as_the_catalog_does() -> None:
+    """A config adds up to 8,029,995,008 parameters: "8.03B" like the catalog's Llama 3.1 8B, not "8.02999B"."""
+    import json
+    from pathlib import Path
+
+    from catalog.huggingface.config import model_from_config
+
+    repo = "meta-llama/Llama-3.1-8B"
+    config = json.loads((Path(__file__).parents[1] / "data" / "hf" / "meta-llama__Llama-3.1-8B" / "config.json")
+                        .read_text())
+    svc = Service()
+    svc.extra_models[f"hf:{repo}"] = model_from_config(repo, config)
+    for model in (f"hf:{repo}", "llama-3.1-8b"):
+        text = fit_reply(svc, FitRequest.of(gpu="t4", model=model), locale="en-US").embeds[0]["description"]
+        assert "· model 8.03B" in text, text
+    from bot.render.embeds import params_text
+
+    assert params_text("en-US", 30.532122, 3.3) == "30.5B (3.3B active)"

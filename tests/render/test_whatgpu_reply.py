@@ -58,3 +58,24 @@ def test_the_table_still_fits_a_phone(svc: Service, locale: str) -> None:
                 WhatGpuRequest.of(model="qwen3-8b", engine="exllamav2", quant="exl2-4.0bpw")):
         text = str(whatgpu_reply(svc, req, locale=locale).embeds[0]["description"])
         assert all(display_width(line) <= CODE_BLOCK_MAX for line in text.split("```")[1].splitlines()), text
+
+
+def test_the_kv_cache_asked_is_the_one_computed_and_named(svc: Service) -> None:
+    """kv (typed, or a stored default) reaches the estimate and the reply says which: it was computed at f16."""
+    def first_rows(kv: str) -> tuple[str, list[str]]:
+        text = str(whatgpu_reply(svc, WhatGpuRequest.of(model="qwen3-8b", ctx="32k", engine="vllm", kv=kv),
+                                 locale="en-US").embeds[0]["description"])
+        return text.splitlines()[0], rows(text)
+
+    f16_head, f16 = first_rows("f16")
+    fp8_head, fp8 = first_rows("fp8")
+    assert "· KV f16 ·" in f16_head and "· KV fp8 ·" in fp8_head
+    assert f16 != fp8, "an fp8 cache leaves more memory free than an f16 one"
+
+
+def test_a_context_past_the_models_window_is_refused_not_listed(svc: Service) -> None:
+    from bot.params import BadValue
+
+    with pytest.raises(BadValue) as refused:
+        whatgpu_reply(svc, WhatGpuRequest.of(model="llama-2-7b", ctx="64k"), locale="en-US")
+    assert refused.value.text("en-US").startswith("64k is past Llama 2 7B's longest documented context (4k)")

@@ -17,10 +17,12 @@ from web_fakes import SECRET
 
 from bot.daily.delivery import (
     CatalogChanges,
+    ShownChanges,
     _carries_ref,
     catalog_changes,
     compose,
     parse_webhook_url,
+    shown_changes,
     stats_window,
     with_ref,
 )
@@ -124,6 +126,48 @@ def test_compose_one_embed_one_png_within_limits(svc: Service, locale: str) -> N
     assert all(len(f["value"]) <= 1024 for f in embed["fields"])
     assert "NVIDIA T4" in [f["name"] for f in embed["fields"]]
     assert any("no-such-gpu" in f["value"] for f in embed["fields"])
+
+
+@pytest.mark.parametrize("locale", ["en-US", "zh-CN"])
+def test_the_most_asked_pairs_are_named_as_replies_name_them(svc: Service, locale: str) -> None:
+    """They were printed as logged ids ("nvidia-rtx-3090 · qwen3-8b ×12"); an id the catalog no longer lists stays."""
+    usage = QueryStats(count=13, cache_hits=0, by_command={"fit": 13}, by_outcome={"ok": 13},
+                       top_pairs=(PairCount(gpu="nvidia-rtx-3090", model="qwen3-8b", count=12),
+                                  PairCount(gpu="retired-gpu", model="qwen3-8b", count=1)))
+    changes = CatalogChanges(first=False, gpu_count=1, model_count=1)
+    embed = compose(svc, day="2025-06-15", gpu_ids=["t4"], ctx=8192, locale=locale, usage=usage,
+                    changes=changes).embeds[0]
+    asked = embed["fields"][-1]["value"]
+    assert "1. NVIDIA GeForce RTX 3090 · Qwen3-8B ×12" in asked and "2. retired-gpu · Qwen3-8B ×1" in asked, asked
+    assert "nvidia-rtx-3090" not in asked
+
+
+@pytest.mark.parametrize("locale", ["en-US", "zh-CN"])
+def test_every_kind_of_catalog_change_gets_its_share(svc: Service, locale: str) -> None:
+    """29 added models once filled the field and "…and 29 more" hid the added GPU and the removed entries."""
+    added = tuple(f"Model {i} " + "x" * 40 for i in range(60))
+    changes = CatalogChanges(first=False, gpu_count=1, model_count=1, added_models=added,
+                             added_gpus=("NVIDIA New Card",), removed_models=("old-model",),
+                             removed_gpus=("old-gpu",))
+    embed = compose(svc, day="2025-06-15", gpu_ids=["t4"], ctx=8192, locale=locale, usage=None,
+                    changes=changes).embeds[0]
+    value = next(f["value"] for f in embed["fields"] if f["name"] in ("Catalog changes", "目录变化"))
+    assert len(value) <= 1024
+    assert "NVIDIA New Card" in value and "`old-model`" in value and "`old-gpu`" in value, value
+    shown = sum(name in value for name in added)
+    assert 0 < shown < len(added)
+    more = f"+ {len(added) - shown} more models" if locale == "en-US" else f"+ 另有 {len(added) - shown} 个模型"
+    assert more in value, value
+    assert "…" not in value, "nothing cut by the embed's own limit"
+
+
+def test_change_shares_go_round_the_kinds(svc: Service) -> None:
+    long = tuple("m" * 50 for _ in range(100))
+    shares = shown_changes(CatalogChanges(first=False, gpu_count=1, model_count=1, added_models=long,
+                                          removed_gpus=long), room=400)
+    assert abs(len(shares["added_models"].names) - len(shares["removed_gpus"].names)) <= 1
+    assert shares["added_models"].more == 100 - len(shares["added_models"].names) > 0
+    assert shares["added_gpus"] == ShownChanges((), 0)
 
 
 def test_trigger_payload_and_secret_file(tmp_path: Path) -> None:
