@@ -13,7 +13,7 @@ import re
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +44,19 @@ _SNOWFLAKE = re.compile(r"[0-9]{1,20}")
 SNOWFLAKE_MAX = 2**63 - 1
 
 
+# A summary may be sent for a day some time zone has reached (UTC−12 to UTC+14: a scheduler posting its local
+# date), or re-sent for a missed day up to a week back. A later day would be marked sent before it comes, and its
+# own trigger then skipped; a year-1 day overflowed the composer.
+TRIGGER_DAYS_BACK = 7
+EARLIEST_ZONE = timedelta(hours=-12)
+LATEST_ZONE = timedelta(hours=14)
+
+
+def trigger_days(now: datetime) -> tuple[date, date]:
+    """The first and last day a trigger at `now` (UTC) may name."""
+    return (now + EARLIEST_ZONE).date() - timedelta(days=TRIGGER_DAYS_BACK), (now + LATEST_ZONE).date()
+
+
 def json_error(status: int, message: str, **extra: Any) -> web.Response:
     return web.json_response({"ok": False, "error": message, **extra}, status=status)
 
@@ -66,7 +79,10 @@ class TriggerRequest(BaseModel):
     def _day(cls, value: str) -> str:
         if not _DAY.fullmatch(value):
             raise ValueError("date must be YYYY-MM-DD")
-        date.fromisoformat(value)
+        day = date.fromisoformat(value)
+        earliest, latest = trigger_days(datetime.now(UTC))
+        if not earliest <= day <= latest:
+            raise ValueError(f"date must be between {earliest.isoformat()} and {latest.isoformat()}")
         return value
 
     @field_validator("guild", mode="before")
@@ -289,7 +305,11 @@ async def error_middleware(
         if exc.status < 400:
             raise
         message = {413: f"body larger than {MAX_BODY_BYTES // 1024} kB"}.get(exc.status, exc.reason)
-        return json_error(exc.status, message)
+        response = json_error(exc.status, message)
+        if isinstance(exc, web.HTTPMethodNotAllowed):
+            # RFC 9110 §15.5.6: a 405 names the methods the resource takes.
+            response.headers["Allow"] = ", ".join(sorted(exc.allowed_methods))
+        return response
     except asyncio.CancelledError:
         raise
     except Exception:

@@ -108,6 +108,9 @@ async def follow(url: str, secret: str, run_id: str, *, wait_s: float = WAIT_S,
             await asyncio.sleep(poll_s)
 
 
+FAILED_DELIVERIES_EXIT = 3
+
+
 def cmd_trigger_daily(_svc: Any, args: argparse.Namespace) -> int:
     locale = getattr(args, "lang", None)  # rigcheck --lang
     try:
@@ -121,6 +124,11 @@ def cmd_trigger_daily(_svc: Any, args: argparse.Namespace) -> int:
         return 1
     sys.stdout.write(json.dumps(answer, ensure_ascii=False) + "\n")
     if 200 <= status < 300:
+        # A finished run whose deliveries failed must reach cron's mail or systemd's journal as a failure.
+        failed = (answer.get("counts") or {}).get("failed", 0) if isinstance(answer, dict) else 0
+        if failed:
+            print(f"rigcheck: {t(locale, 'cli.trigger.failed_deliveries', n=failed)}", file=sys.stderr)
+            return FAILED_DELIVERIES_EXIT
         return 0
     reason = answer.get("error") if isinstance(answer, dict) else None
     said = t(locale, "cli.trigger.answered", status=status, reason=reason or t(locale, "cli.trigger.no_reason"))

@@ -206,3 +206,25 @@ async def test_trigger_reports_an_unreachable_bot() -> None:
         port = sock.getsockname()[1]
     with pytest.raises(trigger.TriggerError, match="could not reach"):
         await trigger.send(f"http://127.0.0.1:{port}/hooks/daily", SECRET, {})
+
+
+@pytest.mark.parametrize(("counts", "code"), [({"sent": 2}, 0), ({"sent": 1, "failed": 1}, 3), ({"failed": 2}, 3)])
+def test_a_run_with_failed_deliveries_exits_3(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str], counts: dict[str, int],
+                                              code: int) -> None:
+    # cron mails, and systemd logs, only what exits non-zero: a run whose every delivery failed used to exit 0.
+    async def send(url: str, secret: str, payload: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        return 202, {"ok": True, "run": "r1"}
+
+    async def follow(url: str, secret: str, run_id: str, **_: Any) -> dict[str, Any]:
+        return {"ok": True, "run": run_id, "status": "done", "counts": counts}
+
+    monkeypatch.setattr(trigger, "send", send)
+    monkeypatch.setattr(trigger, "follow", follow)
+    (tmp_path / "secret").write_text(SECRET)
+    parser = argparse.ArgumentParser()
+    trigger.register(parser.add_subparsers())
+    args = parser.parse_args(["trigger-daily", "--secret-file", str(tmp_path / "secret")])
+    assert trigger.cmd_trigger_daily(None, args) == code
+    err = capsys.readouterr().err
+    assert ("deliveries failed" in err) == (code == 3)

@@ -3,6 +3,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -10,12 +11,40 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from web_fakes import SECRET, FakeBot
 
+import bot.web.app as web_app
 from bot.store.cache import ReplyCache
 from bot.store.state import StateStore
 from bot.web.app import MAX_BODY_BYTES, make_app, parse_trigger, start_web
 from bot.web.signing import SignatureError, signature, signed_headers, verify
 
 Client = TestClient[Any, Any]
+TRIGGER_DAYS = web_app.trigger_days
+
+
+@pytest.fixture(autouse=True)
+def _june_2025_is_a_day_to_send(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests post a fixed day; the window of days a trigger may name is tested on its own below."""
+    monkeypatch.setattr(web_app, "trigger_days", lambda now: (date(2025, 1, 1), TRIGGER_DAYS(now)[1]))
+
+
+def test_a_trigger_names_a_day_some_time_zone_has_reached_or_one_a_week_back() -> None:
+    now = datetime(2026, 12, 3, 9, 0, tzinfo=UTC)
+    assert TRIGGER_DAYS(now) == (date(2026, 11, 25), date(2026, 12, 3))  # UTC+14 is still on the 3rd
+    later = datetime(2026, 12, 3, 10, 30, tzinfo=UTC)
+    assert TRIGGER_DAYS(later)[1] == date(2026, 12, 4)  # UTC+14 has reached the 4th
+
+
+async def test_a_day_outside_the_window_is_refused(client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(web_app, "trigger_days", lambda now: (date(2026, 11, 25), date(2026, 12, 3)))
+    for day in ("0001-01-01", "2026-11-24", "2026-12-04"):
+        status, answer = await post(client, f'{{"date": "{day}"}}'.encode())
+        assert status == 400 and "date must be between 2026-11-25 and 2026-12-03" in answer["error"], day
+
+
+async def test_a_wrong_method_names_the_ones_allowed(client: Client) -> None:
+    response = await client.get("/hooks/daily")
+    assert response.status == 405 and response.headers["Allow"] == "POST"
+    assert response.content_type == "application/json"
 
 
 async def post(client: Client, body: bytes, headers: dict[str, str] | None = None) -> tuple[int, Any]:
