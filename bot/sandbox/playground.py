@@ -5,11 +5,14 @@ Everything goes through the same Driver the tests use, so the page exercises the
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, TypeVar
 
 from aiohttp import web
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from bot.sandbox import slash
 from bot.sandbox.driver import Driver, ReplyTimeout
@@ -27,11 +30,116 @@ LOCALES = ["en-US", "en-GB", "zh-CN", "zh-TW", "de", "fr", "es-ES", "ja", "ko", 
 SUGGESTIONS_MAX = 25
 _ATTACHMENT_URL = re.compile(r"/attachments/(\d+)/")
 _MARKER = re.compile(r"(?:^|(?<=\s))([^\s:]+):")
+# The page's requests are a few hundred bytes; the app itself accepts 64 MB because bots upload files.
+MAX_BODY_BYTES = 64 * 1024
+# Discord caps a message at 4000 characters (with Nitro), so no slash command line is longer.
+MAX_COMMAND_CHARS = 4000
+MAX_CUSTOM_ID_CHARS = 100
+_PLAYGROUND_PATHS = ("/playground/", "/static/")
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+class Refused(Exception):
+    """A playground request turned away; the middleware answers it as a short JSON error."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def _default_locale(value: object) -> object:
+    # The page may send an empty locale before its menu is filled; the old handlers took that as en-US.
+    return value if value not in (None, "") else "en-US"
+
+
+Snowflake = Annotated[int, Field(ge=0, lt=1 << 64)]
+
+
+class _Seat(BaseModel):
+    locale: str = "en-US"
+    admin: bool = False
+
+    @field_validator("locale", mode="before")
+    @classmethod
+    def _locale_default(cls, value: object) -> object:
+        return _default_locale(value)
+
+    @field_validator("locale")
+    @classmethod
+    def _known_locale(cls, value: str) -> str:
+        if value not in LOCALES:
+            raise ValueError(f"unknown locale; one of {', '.join(LOCALES)}")
+        return value
+
+
+class _InGuild(_Seat):
+    guild: Snowflake | None = None
+
+    @field_validator("guild", mode="before")
+    @classmethod
+    def _guild_default(cls, value: object) -> object:
+        return None if value in ("", 0) else value
+
+
+class InvokeBody(_InGuild):
+    command: str = Field(default="", max_length=MAX_COMMAND_CHARS)
+
+
+class AutocompleteBody(_InGuild):
+    text: str = Field(default="", max_length=MAX_COMMAND_CHARS)
+
+
+class ClickBody(_Seat):
+    interaction_id: Snowflake
+    message_id: Snowflake
+    custom_id: str = Field(min_length=1, max_length=MAX_CUSTOM_ID_CHARS)
+
+
+_Body = TypeVar("_Body", bound=BaseModel)
+
+
+def _allowed_hosts(request: web.Request) -> set[str]:
+    """Host values naming the socket this request arrived on; anything else is DNS rebinding."""
+    sockname = request.transport.get_extra_info("sockname") if request.transport else None
+    if not sockname:
+        return set()
+    address, port = str(sockname[0]).lower(), int(sockname[1])
+    bound = f"[{address}]" if ":" in address else address
+    return {f"{host}:{port}" for host in ("127.0.0.1", "localhost", "[::1]", bound)}
+
+
+def check_request(request: web.Request) -> None:
+    """Any page a developer visits can make their browser POST here (a "simple" text/plain request needs no
+    CORS preflight) or point its own name at 127.0.0.1; only the playground's own page may drive the bot."""
+    hosts = _allowed_hosts(request)
+    if request.headers.get("Host", "").lower() not in hosts:
+        raise Refused(403, "the playground answers only on its loopback address")
+    if request.method in ("GET", "HEAD"):
+        return
+    origin = request.headers.get("Origin")
+    if origin is not None and origin.lower() not in {f"http://{host}" for host in hosts}:
+        raise Refused(403, "cross-origin requests are not allowed")
+    if request.content_type != "application/json":
+        raise Refused(415, "expected Content-Type: application/json")
+
+
+@web.middleware
+async def playground_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    if request.path != "/" and not request.path.startswith(_PLAYGROUND_PATHS):
+        return await handler(request)
+    try:
+        check_request(request)
+        return await handler(request)
+    except Refused as refused:
+        return json_response({"error": refused.message}, refused.status)
 
 
 def setup(app: web.Application) -> None:
     app[DRIVER] = Driver(app[STATE], default_timeout=30.0)
     app[ADMIN] = False
+    app.middlewares.append(playground_middleware)
     app.router.add_get("/", index)
     app.router.add_static("/static/", STATIC_DIR, follow_symlinks=False)
     app.router.add_get("/playground/meta", meta)
@@ -56,14 +164,27 @@ def reply_json(reply: Reply) -> dict[str, Any]:
     return data
 
 
-async def _body(request: web.Request) -> dict[str, Any]:
+async def _body(request: web.Request, model: type[_Body]) -> _Body:
+    if (request.content_length or 0) > MAX_BODY_BYTES:
+        raise Refused(413, f"the body is over {MAX_BODY_BYTES} bytes")
+    raw = bytearray()
+    # A chunked body has no Content-Length, so the cap is enforced while reading too.
+    async for chunk in request.content.iter_any():
+        raw += chunk
+        if len(raw) > MAX_BODY_BYTES:
+            raise Refused(413, f"the body is over {MAX_BODY_BYTES} bytes")
     try:
-        body = await request.json()
-    except ValueError:
-        raise web.HTTPBadRequest(text="expected a JSON object") from None
-    if not isinstance(body, dict):
-        raise web.HTTPBadRequest(text="expected a JSON object")
-    return body
+        data = json.loads(raw)
+    except (ValueError, RecursionError):  # RecursionError: deeply nested arrays
+        raise Refused(400, "expected a JSON object") from None
+    if not isinstance(data, dict):
+        raise Refused(400, "expected a JSON object")
+    try:
+        return model.model_validate(data)
+    except ValidationError as invalid:
+        first = invalid.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "body"
+        raise Refused(400, f"{where}: {first['msg']}") from None
 
 
 def member_permissions(admin: bool) -> int:
@@ -72,9 +193,12 @@ def member_permissions(admin: bool) -> int:
     return DEFAULT_MEMBER_PERMISSIONS | MANAGE_GUILD if admin else DEFAULT_MEMBER_PERMISSIONS
 
 
-def _guild(state: SandboxState, body: dict[str, Any]) -> int | None:
-    raw = body.get("guild")
-    return int(raw) if raw else state.world.default_guild.id
+def _guild(state: SandboxState, body: _InGuild) -> int:
+    if body.guild is None:
+        return state.world.default_guild.id
+    if state.world.guild(body.guild) is None:
+        raise Refused(400, f"unknown guild {body.guild}")
+    return body.guild
 
 
 async def meta(request: web.Request) -> web.Response:
@@ -92,12 +216,12 @@ async def meta(request: web.Request) -> web.Response:
 
 
 async def invoke(request: web.Request) -> web.Response:
-    body = await _body(request)
+    body = await _body(request, InvokeBody)
     driver = request.app[DRIVER]
+    guild = _guild(driver.state, body)
     try:
         reply = await driver.invoke(
-            str(body.get("command", "")), locale=str(body.get("locale") or "en-US"), guild=_guild(driver.state, body),
-            member_permissions=member_permissions(bool(body.get("admin"))),
+            body.command, locale=body.locale, guild=guild, member_permissions=member_permissions(body.admin)
         )
     except ReplyTimeout as timeout:
         return json_response({"timed_out": True, "reason": str(timeout)})
@@ -105,21 +229,25 @@ async def invoke(request: web.Request) -> web.Response:
 
 
 async def click(request: web.Request) -> web.Response:
-    body = await _body(request)
+    body = await _body(request, ClickBody)
     driver = request.app[DRIVER]
-    origin = Reply(interaction_id=int(body["interaction_id"]), message_id=int(body["message_id"]))
+    origin = Reply(interaction_id=body.interaction_id, message_id=body.message_id)
     try:
-        reply = await driver.click(origin, str(body["custom_id"]), locale=str(body.get("locale") or "en-US"),
-                                   member_permissions=member_permissions(bool(body.get("admin"))))
+        reply = await driver.click(origin, body.custom_id, locale=body.locale,
+                                   member_permissions=member_permissions(body.admin))
     except ReplyTimeout as timeout:
         return json_response({"timed_out": True, "reason": str(timeout)})
     return json_response(reply_json(reply))
 
 
 async def file(request: web.Request) -> web.Response:
-    recorded = request.app[STATE].attachments.get(int(request.match_info["attachment_id"]))
+    raw = request.match_info["attachment_id"]
+    # isdigit alone would pass "²", which int() refuses; a snowflake has at most 20 digits.
+    if not (raw.isascii() and raw.isdigit() and len(raw) <= 20):
+        raise Refused(400, "an attachment id is a number")
+    recorded = request.app[STATE].attachments.get(int(raw))
     if recorded is None:
-        raise web.HTTPNotFound()
+        raise Refused(404, "no such attachment")
     return web.Response(body=recorded.data, content_type=_content_type(recorded.filename, recorded.content_type))
 
 
@@ -138,13 +266,11 @@ def _suggestion(label: str, insert: str, detail: str = "") -> dict[str, str]:
 
 async def autocomplete(request: web.Request) -> web.Response:
     """Suggestions for the text typed so far; option values with autocomplete come from the bot."""
-    body = await _body(request)
+    body = await _body(request, AutocompleteBody)
     driver = request.app[DRIVER]
-    text = str(body.get("text", ""))
-    locale = str(body.get("locale") or "en-US")
     guild = _guild(driver.state, body)
     commands = driver.commands_in(guild)
-    return json_response(await _suggest(driver, text, commands, locale, guild))
+    return json_response(await _suggest(driver, body.text, commands, body.locale, guild))
 
 
 async def _suggest(
