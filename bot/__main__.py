@@ -13,6 +13,7 @@ import discord
 import pydantic
 
 from bot.client import RigBot, point_at, prepare_data_dir
+from bot.lifeline import die_with_parent_from_env
 from bot.settings import Settings
 from bot.sharding import ShardConfigError
 from bot.store.errors import DataDirError, StateStoreError
@@ -94,4 +95,6 @@ async def main() -> int:
 
 
 if __name__ == "__main__":
+    # Started as a child (the sandbox, `rigcheck run`): end with the parent even if it is killed outright.
+    die_with_parent_from_env()
     sys.exit(asyncio.run(main()))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -143,6 +144,7 @@ async def _prompt(session: Any, args: argparse.Namespace) -> None:
 
 async def _run_sandbox(args: argparse.Namespace) -> int:
     from bot.sandbox.ask import serve_playground
+    from bot.sandbox.harness import BotStartError
 
     _sandbox_env()
     loop = asyncio.get_running_loop()
@@ -152,7 +154,22 @@ async def _run_sandbox(args: argparse.Namespace) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stopping.set)
     try:
-        session = await serve_playground(_bot_argv(), host="127.0.0.1", port=args.port, admin=args.admin)
+        # The bot runs where `rigcheck run` was started, as `python -m bot` would: that directory's `.env`
+        # and relative paths (RIGCHECK_DATA_DIR=./data) are read there, not in the project.
+        starting = asyncio.ensure_future(serve_playground(_bot_argv(), host="127.0.0.1", port=args.port,
+                                                          admin=args.admin, cwd=os.getcwd()))
+        interrupted = asyncio.ensure_future(stopping.wait())
+        await asyncio.wait([starting, interrupted], return_when=asyncio.FIRST_COMPLETED)
+        interrupted.cancel()
+        if stopping.is_set():
+            # Ctrl-C while starting reaches the bot too (same process group) and it exits with -2; that is
+            # the interrupt, not a failure to start. Cancelling the start stops the bot and the sandbox.
+            starting.cancel()
+            with contextlib.suppress(asyncio.CancelledError, BotStartError):
+                session = await starting
+                await session.close()
+            return 0
+        session = starting.result()
         try:
             print(t(lang(args), "cli.run.banner", url=session.url), flush=True)
             bot_exit = asyncio.ensure_future(session.wait())
@@ -180,12 +197,27 @@ async def _run_sandbox(args: argparse.Namespace) -> int:
             loop.remove_signal_handler(sig)
 
 
-def cmd_run(_svc: Any, args: argparse.Namespace) -> int:
+def _token_given() -> bool:
+    """DISCORD_TOKEN from the environment or from `.env` in the current directory, as the bot reads it."""
     if os.environ.get("DISCORD_TOKEN"):
-        from bot.__main__ import main as bot_main
+        return True
+    from dotenv import dotenv_values
 
-        return asyncio.run(bot_main())
+    from bot.settings import Settings
+
+    env_file = Settings.model_config.get("env_file")
+    if not isinstance(env_file, (str, os.PathLike)) or "DISCORD_TOKEN" in os.environ:
+        return False  # an empty DISCORD_TOKEN in the environment wins over `.env`, as in Settings
+    return bool(dotenv_values(env_file, encoding=Settings.model_config.get("env_file_encoding")).get("DISCORD_TOKEN"))
+
+
+def cmd_run(_svc: Any, args: argparse.Namespace) -> int:
+    # Ctrl-C stops `run` at any moment, starting or started, with status 0 and nothing printed.
     try:
+        if _token_given():
+            from bot.__main__ import main as bot_main
+
+            return asyncio.run(bot_main())
         return asyncio.run(_run_sandbox(args))
     except KeyboardInterrupt:
         return 0

@@ -9,20 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
-import ctypes.util
 import hashlib
 import logging
 import multiprocessing
 import os
 import pickle
-import signal
-import sys
 import time
 from collections import OrderedDict
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 
 from bot.answers import reply_to
+from bot.lifeline import die_with_parent
 from bot.render import charts
 from bot.render.reply import Reply
 from bot.requests import Request
@@ -32,21 +29,6 @@ from catalog.schema import Model
 log = logging.getLogger(__name__)
 
 _worker_service: Service | None = None
-PR_SET_PDEATHSIG = 1  # linux/prctl.h
-
-
-def _die_with_parent(parent_pid: int) -> None:
-    """A worker must not outlive the bot: a killed bot would otherwise leave workers holding its pipes.
-
-    The parent's pid is handed over rather than guessed: in a container the bot is often PID 1 itself,
-    so "my parent is 1" says nothing about whether the bot is gone.
-    """
-    if sys.platform.startswith("linux"):
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-    if os.getppid() != parent_pid:  # the parent died before prctl took effect (we were re-parented)
-        os._exit(0)
-
 
 # Chart workers yield the CPU to the bot process: the answer a person sees first (the embed) comes from
 # there, the chart a moment later from here.
@@ -55,7 +37,7 @@ WORKER_NICENESS = 4
 
 def _init_worker(parent_pid: int) -> None:
     global _worker_service
-    _die_with_parent(parent_pid)
+    die_with_parent(parent_pid)
     with contextlib.suppress(OSError):
         os.nice(WORKER_NICENESS)
     _worker_service = Service()

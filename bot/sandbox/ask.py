@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -114,9 +115,11 @@ async def serve_playground(
     env: Mapping[str, str] | None = None,
     reply_timeout_s: float = 30.0,
     admin: bool = False,
+    cwd: str | os.PathLike[str] | None = None,
 ) -> PlaygroundSession:
     """Starts the sandbox (with its playground page) and the bot; call `close()` when done. With `admin`
-    the page starts acting as a server manager (a tick box on the page turns it off)."""
+    the page starts acting as a server manager (a tick box on the page turns it off). `cwd` is where the bot
+    runs: where its `.env` and relative paths such as RIGCHECK_DATA_DIR are read (default: the project)."""
     from bot.sandbox.playground import ADMIN
 
     ensure_loopback(host)
@@ -124,7 +127,7 @@ async def serve_playground(
     sandbox.server.app[ADMIN] = admin
     await sandbox.__aenter__()
     try:
-        process = await sandbox.start_bot(list(bot_argv), env=env)
+        process = await sandbox.start_bot(list(bot_argv), env=env, cwd=cwd)
     except BaseException:
         await sandbox.__aexit__(None, None, None)
         raise

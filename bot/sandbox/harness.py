@@ -21,6 +21,10 @@ from bot.sandbox.server import SandboxServer, ServerOptions
 from bot.sandbox.state import SandboxState, Violation
 from bot.sandbox.world import World
 
+# The variable `bot.lifeline` reads to end the bot with this process (the sandbox imports nothing from the rest
+# of bot, so the name is repeated here; tests/deploy/test_lifeline.py holds the two equal).
+PARENT_PID_ENV = "RIGCHECK_PARENT_PID"
+
 log = logging.getLogger(__name__)
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -201,6 +205,8 @@ class Sandbox:
         full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), full_env.get("PYTHONPATH")]))
         full_env["PYTHONUNBUFFERED"] = "1"
         full_env["NO_PROXY"] = "127.0.0.1,localhost,::1"
+        # The bot ends with this process even when it is killed outright (SIGKILL, a closed terminal).
+        full_env[PARENT_PID_ENV] = str(os.getpid())
         syncs_before = self.state.commands.syncs
         identifies_before = self.state.hub.identifies
         process = await asyncio.create_subprocess_exec(

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -132,3 +133,61 @@ async def test_an_unreachable_database_is_one_line_and_writes_no_state(tmp_path:
     assert "hunter2" not in output and "Traceback" not in output
     data = tmp_path / "data"
     assert not (data / "state.sqlite3").exists() and not (data / "cache.sqlite3").exists()
+
+
+def test_run_reads_the_token_from_dotenv_in_the_current_directory(tmp_path: Path) -> None:
+    # README "Going live": DISCORD_TOKEN may sit in `.env`; `run` then goes live instead of opening the sandbox.
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # bound but not listening: connections are refused
+        (tmp_path / ".env").write_text(f"DISCORD_TOKEN=x\nDISCORD_API_BASE=http://127.0.0.1:{port}/api/v10\n")
+        done = subprocess.run([*RIGCHECK, "run", "--port", "0"], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=60, check=False, env=_env(tmp_path, RIGCHECK_LOG_LEVEL="WARNING"))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stderr.startswith("rigcheck: cannot reach Discord at http://127.0.0.1:"), done.stderr
+
+
+def _group_gone(pgid: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+@pytest.mark.long
+@pytest.mark.parametrize("delay", [0.5, 1.5, 2.5])
+def test_ctrl_c_while_run_starts_is_quiet_and_leaves_no_process(tmp_path: Path, delay: float) -> None:
+    proc = subprocess.Popen([*RIGCHECK, "run", "--port", "0"], cwd=tmp_path, env=_env(tmp_path),
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        time.sleep(delay)
+        os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole foreground group
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 0, err
+        assert len(err.splitlines()) <= 1, err
+        assert _group_gone(proc.pid, 10), "a process of `rigcheck run` outlived it"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+@pytest.mark.long
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGHUP])
+def test_children_die_with_a_killed_run(tmp_path: Path, sig: signal.Signals) -> None:
+    proc = subprocess.Popen([*RIGCHECK, "run", "--port", "0"], cwd=tmp_path,
+                            env=_env(tmp_path, RIGCHECK_RENDER_WORKERS="1"), stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        _wait_for_line(proc, "Playground:", 90)
+        proc.send_signal(sig)  # the parent alone: its bot, the bot's chart worker and resource tracker must follow
+        proc.wait(timeout=10)
+        assert _group_gone(proc.pid, 15), "the bot or a render worker outlived a killed `rigcheck run`"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
