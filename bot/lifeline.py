@@ -15,17 +15,22 @@ PARENT_PID_ENV = "RIGCHECK_PARENT_PID"
 
 
 def die_with_parent(parent_pid: int) -> None:
-    """SIGTERM this process when `parent_pid` (its parent) exits; exit now if it has already gone.
+    """SIGTERM this process when `parent_pid`, its direct parent, exits (nothing when it is not the direct parent).
 
     The parent's pid is handed over rather than guessed: in a container the parent is often PID 1 itself,
     so "my parent is 1" says nothing about whether it is gone. Linux only; elsewhere only the check runs.
     The kernel ties the signal to the parent's *thread* that started this process, so start children from
     a thread that lives as long as the parent (the event loop's).
     """
+    if os.getppid() != parent_pid:
+        # Started through a wrapper (`unshare --pid --fork`, where the parent outside the namespace reads as 0) or
+        # already orphaned: the signal would be tied to the wrong process, and an orphan cannot be told from a
+        # wrapped child, so the parent's own cleanup has to do.
+        return
     if sys.platform.startswith("linux"):
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-    if os.getppid() != parent_pid:  # the parent died before prctl took effect (we were re-parented)
+    if os.getppid() != parent_pid:  # the parent died between the check and prctl (we were re-parented)
         os._exit(0)
 
 

@@ -44,17 +44,17 @@ _SNOWFLAKE = re.compile(r"[0-9]{1,20}")
 SNOWFLAKE_MAX = 2**63 - 1
 
 
-# A summary may be sent for a day some time zone has reached (UTC−12 to UTC+14: a scheduler posting its local
-# date), or re-sent for a missed day up to a week back. A later day would be marked sent before it comes, and its
-# own trigger then skipped; a year-1 day overflowed the composer.
+# A summary may be sent for today or tomorrow (UTC; a scheduler east of UTC posts its local date), or re-sent for a
+# missed day up to a week back. A day further ahead would be marked sent long before it comes, and its own trigger
+# then skipped; a year-1 day overflowed the composer.
 TRIGGER_DAYS_BACK = 7
-EARLIEST_ZONE = timedelta(hours=-12)
-LATEST_ZONE = timedelta(hours=14)
+TRIGGER_DAYS_AHEAD = 1
 
 
 def trigger_days(now: datetime) -> tuple[date, date]:
     """The first and last day a trigger at `now` (UTC) may name."""
-    return (now + EARLIEST_ZONE).date() - timedelta(days=TRIGGER_DAYS_BACK), (now + LATEST_ZONE).date()
+    today = now.astimezone(UTC).date()
+    return today - timedelta(days=TRIGGER_DAYS_BACK), today + timedelta(days=TRIGGER_DAYS_AHEAD)
 
 
 def json_error(status: int, message: str, **extra: Any) -> web.Response:

@@ -13,6 +13,7 @@ import os
 import signal
 import sys
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -132,7 +133,9 @@ async def test_three_processes_one_database(tmp_path: Path, pg_server: PostgresS
 
         # One trigger to each process at the same moment: six summaries, each posted once. (Each signed
         # afresh: the processes share the replay record, so one signed request is good for one process.)
-        day = "2031-01-01"
+        # Days a trigger may name (up to a week back), and days no other test posts for.
+        today = datetime.now(UTC).date()
+        day = (today - timedelta(days=1)).isoformat()
         # Whole seconds apart from one reading of the clock: offsets from three readings could land two requests
         # in the same second, with the same signature.
         now = int(time.time())
@@ -148,7 +151,7 @@ async def test_three_processes_one_database(tmp_path: Path, pg_server: PostgresS
 
         # A process dies holding a claim: its delivery keeps failing, then it is killed mid-retry.
         victim, doomed = nodes[0], GUILDS[3]
-        day2 = "2031-01-02"
+        day2 = (today - timedelta(days=2)).isoformat()
         sb.faults.inject(f"/channels/{channel_of(doomed)}/messages", status=503, times=10_000, method="POST")
         seen = max((r.seq for r in sb.requests), default=0)
         await victim.trigger(date=day2, guild=str(doomed.id))

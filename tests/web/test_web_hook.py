@@ -27,18 +27,16 @@ def _june_2025_is_a_day_to_send(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(web_app, "trigger_days", lambda now: (date(2025, 1, 1), TRIGGER_DAYS(now)[1]))
 
 
-def test_a_trigger_names_a_day_some_time_zone_has_reached_or_one_a_week_back() -> None:
-    now = datetime(2026, 12, 3, 9, 0, tzinfo=UTC)
-    assert TRIGGER_DAYS(now) == (date(2026, 11, 25), date(2026, 12, 3))  # UTC+14 is still on the 3rd
-    later = datetime(2026, 12, 3, 10, 30, tzinfo=UTC)
-    assert TRIGGER_DAYS(later)[1] == date(2026, 12, 4)  # UTC+14 has reached the 4th
+def test_a_trigger_names_today_tomorrow_or_a_day_up_to_a_week_back() -> None:
+    assert TRIGGER_DAYS(datetime(2026, 12, 3, 0, 5, tzinfo=UTC)) == (date(2026, 11, 26), date(2026, 12, 4))
+    assert TRIGGER_DAYS(datetime(2026, 12, 3, 23, 55, tzinfo=UTC)) == (date(2026, 11, 26), date(2026, 12, 4))
 
 
 async def test_a_day_outside_the_window_is_refused(client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(web_app, "trigger_days", lambda now: (date(2026, 11, 25), date(2026, 12, 3)))
-    for day in ("0001-01-01", "2026-11-24", "2026-12-04"):
+    monkeypatch.setattr(web_app, "trigger_days", lambda now: (date(2026, 11, 26), date(2026, 12, 4)))
+    for day in ("0001-01-01", "2026-11-25", "2026-12-05", "2031-01-01"):
         status, answer = await post(client, f'{{"date": "{day}"}}'.encode())
-        assert status == 400 and "date must be between 2026-11-25 and 2026-12-03" in answer["error"], day
+        assert status == 400 and "date must be between 2026-11-26 and 2026-12-04" in answer["error"], day
 
 
 async def test_a_wrong_method_names_the_ones_allowed(client: Client) -> None:
