@@ -219,8 +219,7 @@ class Service:
         if not runnable:
             check_format_on(formats[0], gpu)
         formats = [format_as_run(f, gpu) for f in runnable]  # named for what runs on this GPU
-        ctx = model.context_as_meant(req.ctx)  # the title then names the window the answer is for
-        self.check_context(model, ctx)
+        ctx = self.context_as_asked(model, req.ctx)  # the title then names the window the answer is for
         q = Query(
             gpu=gpu,
             gpus=choice.count,
@@ -240,6 +239,14 @@ class Service:
         refusal = kv_refusal(engine, kv)
         if refusal is not None:
             raise refusal
+
+    @classmethod
+    def context_as_asked(cls, model: Model, ctx: int) -> int:
+        """The context a question means for this model (`Model.context_as_meant`: a "1M" window of 1,010,000 for
+        `ctx:1M`), refused past every window the publisher documents."""
+        meant = model.context_as_meant(ctx)
+        cls.check_context(model, meant)
+        return meant
 
     @staticmethod
     def check_context(model: Model, ctx: int) -> None:
@@ -261,9 +268,7 @@ class Service:
         formats = self.formats(req.engine, req.quant, tagged)
         if not req.quant and tagged is None:
             formats = [self.quant("int4", req.engine)]  # one level to list setups for, not /fit's three
-        ctx = model.context_as_meant(req.ctx)
-        self.check_context(model, ctx)
-        return model, ctx, formats
+        return model, self.context_as_asked(model, req.ctx), formats
 
     def what_gpu(self, req: WhatGpuRequest) -> WhatGpuAnswer:
         """/whatgpu and `rigcheck whatgpu`: every setup that runs the model, in the estimator's order."""

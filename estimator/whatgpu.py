@@ -114,11 +114,12 @@ def what_gpu_setups(
                 continue
             if min_tps is not None and setup.decode_tps < min_tps:
                 continue
-            if budget_usd is not None and setup.price_usd is None:
-                unpriced += 1
-                continue
-            if budget_usd is not None and setup.price_usd is not None and setup.price_usd > budget_usd:
-                continue
+            if budget_usd is not None:
+                if setup.price_usd is None:
+                    unpriced += 1
+                    continue
+                if setup.price_usd > budget_usd:
+                    continue
             out.append(setup)
     return WhatGpuSetups(setups=sorted(out, key=Setup.sort_key), unpriced=unpriced)
 
