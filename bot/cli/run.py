@@ -53,8 +53,13 @@ def cmd_ask(_svc: Any, args: argparse.Namespace) -> int:
     loc = lang(args)
     # The asker's Discord language: --locale, else the one --lang gave the CLI, so the reply matches its wrapper.
     locale = args.locale or loc or "en-US"
-    results = asyncio.run(ask(list(args.commands), bot_argv=_bot_argv(), locale=locale, save_dir=args.save,
-                              admin=args.admin))
+    from bot.sandbox.harness import BotStartError
+
+    try:
+        results = asyncio.run(ask(list(args.commands), bot_argv=_bot_argv(), locale=locale, save_dir=args.save,
+                                  admin=args.admin))
+    except BotStartError as exc:
+        return _bot_did_not_start(loc, exc)
     for result in results:
         if args.json:
             sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
@@ -211,8 +216,21 @@ def _token_given() -> bool:
     return bool(dotenv_values(env_file, encoding=Settings.model_config.get("env_file_encoding")).get("DISCORD_TOKEN"))
 
 
+def _bot_did_not_start(loc: str, exc: Any) -> int:
+    """What the bot printed says why (a full disk, a bad setting); the harness's traceback would only hide it."""
+    if exc.status is None:
+        print("rigcheck: " + t(loc, "cli.run.bot_not_ready"), file=sys.stderr)
+    else:
+        print("rigcheck: " + t(loc, "cli.run.bot_not_started", status=exc.status), file=sys.stderr)
+    if exc.output.strip():
+        print(exc.output.rstrip(), file=sys.stderr)
+    return exc.status or 1
+
+
 def cmd_run(_svc: Any, args: argparse.Namespace) -> int:
     # Ctrl-C stops `run` at any moment, starting or started, with status 0 and nothing printed.
+    from bot.sandbox.harness import BotStartError
+
     try:
         if _token_given():
             from bot.__main__ import main as bot_main
@@ -221,6 +239,8 @@ def cmd_run(_svc: Any, args: argparse.Namespace) -> int:
         return asyncio.run(_run_sandbox(args))
     except KeyboardInterrupt:
         return 0
+    except BotStartError as exc:
+        return _bot_did_not_start(lang(args), exc)
     except OSError as exc:
         print("rigcheck: " + t(lang(args), "cli.run.no_port", port=args.port, reason=exc.strerror or exc),
               file=sys.stderr)

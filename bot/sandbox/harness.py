@@ -32,7 +32,13 @@ STDERR_TAIL_LINES = 200
 
 
 class BotStartError(RuntimeError):
-    """The bot process exited, or did not sync and connect in time."""
+    """The bot process exited (`status`), or did not sync and connect in time (`status` None); `output` is the
+    tail of what it printed, which says why."""
+
+    def __init__(self, message: str, *, status: int | None, output: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.output = output
 
 
 class BotProcess:
@@ -233,12 +239,13 @@ class Sandbox:
             await self.stop_bot(bot)
             raise BotStartError(
                 f"bot {list(argv)} did not sync and connect within {ready_timeout:.0f}s\n--- its output ---\n"
-                + bot.output_tail()
+                + bot.output_tail(), status=None, output=bot.output_tail()
             ) from None
         if process.returncode is not None:
             await self.stop_bot(bot)
             raise BotStartError(
-                f"bot {list(argv)} exited with status {process.returncode}\n--- its output ---\n" + bot.output_tail()
+                f"bot {list(argv)} exited with status {process.returncode}\n--- its output ---\n" + bot.output_tail(),
+                status=process.returncode, output=bot.output_tail()
             )
         log.info("bot pid %s ready after %.2fs", process.pid, time.monotonic() - started)
         return bot

@@ -191,3 +191,16 @@ def test_children_die_with_a_killed_run(tmp_path: Path, sig: signal.Signals) -> 
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("command", [["ask", "/help"], ["run", "--port", "0"]])
+def test_a_sandbox_bot_that_cannot_start_says_why_without_a_traceback(tmp_path: Path, command: list[str]) -> None:
+    done = subprocess.run([*RIGCHECK, *command], cwd=tmp_path, capture_output=True, text=True, timeout=90,
+                          check=False, stdin=subprocess.DEVNULL,
+                          env=_env(tmp_path, RIGCHECK_DATABASE_URL="mysql://root:hunter2@db/rigcheck"))
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr + done.stdout
+    lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
+    assert lines[0] == "rigcheck: the bot did not start (exit status 2); it said:", done.stderr
+    assert any("RIGCHECK_DATABASE_URL" in ln and "postgresql://" in ln for ln in lines[1:]), done.stderr
+    assert "hunter2" not in done.stderr
