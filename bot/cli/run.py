@@ -216,7 +216,7 @@ def _token_given() -> bool:
     return bool(dotenv_values(env_file, encoding=Settings.model_config.get("env_file_encoding")).get("DISCORD_TOKEN"))
 
 
-def _bot_did_not_start(loc: str, exc: Any) -> int:
+def _bot_did_not_start(loc: str | None, exc: Any) -> int:
     """What the bot printed says why (a full disk, a bad setting); the harness's traceback would only hide it."""
     if exc.status is None:
         print("rigcheck: " + t(loc, "cli.run.bot_not_ready"), file=sys.stderr)

@@ -585,11 +585,21 @@ def family_key(name: str) -> str:
     return re.sub(r"[\s_-]+", "", name).casefold()
 
 
+def family_matches(name: str, asked: str) -> bool:
+    """A family answers to its whole name (qwen3 is Qwen3, not Qwen3.5 or Qwen3-VL), or to a maker's word that
+    begins it: `qwen` is every Qwen family, `llama` LLaMA and Llama 2 to 4 (a word alone names no one family)."""
+    key = family_key(asked)
+    if not key or family_key(name) == key:
+        return True
+    word, low = asked.strip().casefold(), name.casefold()
+    return word.isalpha() and low.startswith(word) and len(low) > len(word) and not low[len(word)].isalpha()
+
+
 def related_families(families: set[str], asked: str) -> list[str]:
-    """Families a name may have meant besides its exact match: those it begins or is part of (qwen3 →
+    """Families a name may have meant besides those it matches: those it begins or is part of (qwen3 →
     Qwen3-2507, Qwen3-VL), then spellings close to it (qwen3vi → Qwen3-VL)."""
     key = family_key(asked)
-    others = sorted(f for f in families if family_key(f) != key)
+    others = sorted(f for f in families if not family_matches(f, asked))
     starts = [f for f in others if family_key(f).startswith(key)]
     within = [f for f in others if key in family_key(f) and f not in starts]
     keys = {family_key(f): f for f in others}
@@ -611,28 +621,29 @@ def family_note(families: set[str], asked: str, label: str, matched: bool, local
 def models_reply(svc: Service, req: ModelsRequest, page: int = 1, *, locale: str,
                  family_label: str | None = None) -> Reply:
     """`family_label` is the family as shown back (bounded and escaped by the caller). A family matches by
-    its whole name (`family_key`): qwen3 is Qwen3, not Qwen3.5; the near ones are named instead."""
+    its whole name or a maker's word (`family_matches`): qwen3 is Qwen3, not Qwen3.5; the near ones are named
+    instead."""
     family, max_params = req.family, req.max_params
-    needle = family_key(family or "")
     picked = sorted((m for m in svc.catalog.models
-                     if (not needle or family_key(m.family) == needle)
+                     if family_matches(m.family, family or "")
                      and (max_params is None or m.params_b <= max_params)), key=lambda m: (m.family, m.params_b))
     if not picked:
         return no_models_reply(svc, req, locale, family_label or family or "")
     pages = max(1, math.ceil(len(picked) / MODELS_PAGE))
     page = min(max(1, page), pages)
     shown = picked[(page - 1) * MODELS_PAGE : page * MODELS_PAGE]
-    columns = [Column(t(locale, "col.model"), 26), Column(t(locale, "col.params"), 13, ">"),
-               Column(t(locale, "col.ctx"), 6, ">")]
     rows = [[short_model_name(m, 26),
              f"{params_b_text(m.params_b)}B"
              + (f" ({params_b_text(m.active_params_b)}A)" if m.active_params_b < m.params_b else ""),
              format_tokens(m.max_context)] for m in shown]
+    # An exact window (1,010,000) is wider than 128k: the column takes the page's widest, so the table stays aligned.
+    columns = [Column(t(locale, "col.model"), 26), Column(t(locale, "col.params"), 13, ">"),
+               Column(t(locale, "col.ctx"), max([6, *(len(r[2]) for r in rows)]), ">")]
     intro = t(locale, "list.models.intro_one" if len(picked) == 1 else "list.models.intro", n=len(picked))
     intro += f" · {family_label}" if family_label else ""
     if family:
         families = {m.family for m in svc.catalog.models}
-        matched = any(family_key(f) == needle for f in families)
+        matched = any(family_matches(f, family) for f in families)
         note = family_note(families, family, family_label or family, matched, locale)
         intro += f"\n{note}" if note else ""
     footer = t(locale, "list.footer", page=t(locale, "page", page=page, pages=pages))
@@ -645,16 +656,16 @@ def no_models_reply(svc: Service, req: ModelsRequest, locale: str, label: str) -
     """A filter nothing matches is the asker's question gone wrong, not a listing for the channel: a private
     answer saying which filter emptied it, with the families meant (a family no model has) or the smallest model
     there is (a size below every model's)."""
-    needle = family_key(req.family or "")
+    asked = req.family or ""
     families = {m.family for m in svc.catalog.models}
-    if needle and not any(family_key(f) == needle for f in families):
+    if asked and not any(family_matches(f, asked) for f in families):
         near = related_families(families, req.family or "")[:FAMILY_SUGGESTIONS]
         key = "list.models.none_family" if near else "list.models.none_family_near"
         return error_reply(t(locale, "list.models.none.title"), t(locale, key, family=label), locale,
                            [f"`{f}`" for f in near])
-    kin = [m for m in svc.catalog.models if not needle or family_key(m.family) == needle]
+    kin = [m for m in svc.catalog.models if family_matches(m.family, asked)]
     smallest = min(kin, key=lambda m: m.params_b)
-    key = "list.models.none_family_size" if needle else "list.models.none_size"
+    key = "list.models.none_family_size" if family_key(asked) else "list.models.none_size"
     return error_reply(t(locale, "list.models.none.title"),
                        t(locale, key, family=label, most=f"{req.max_params:g}", model=smallest.name,
                          params=params_b_text(smallest.params_b)), locale)

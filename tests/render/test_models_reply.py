@@ -1,4 +1,5 @@
-"""/models family:… lists that family, matched by its whole name, and names the near ones instead of mixing them in."""
+"""/models family:… lists that family, matched by its whole name or a maker's word, and names the near ones instead
+of mixing them in."""
 
 from __future__ import annotations
 
@@ -25,6 +26,27 @@ def test_a_family_is_matched_whole_not_by_its_first_letters(asked: str) -> None:
     assert text.startswith(f"{len(qwen3)} models · {asked}\n")
     # The near families are named, each in a form `family:` takes.
     assert "Other families: `Qwen3-2507`, `Qwen3-Coder`" in text and "`Qwen3.5`" in text
+
+
+QWEN = ["Qwen QwQ", "Qwen1.5", "Qwen2", "Qwen2.5", "Qwen2.5 (QwQ)", "Qwen2.5-Coder", "Qwen2.5-Math", "Qwen3",
+        "Qwen3-2507", "Qwen3-Coder", "Qwen3-Next", "Qwen3-VL", "Qwen3.5", "Qwen3.6", "Qwen3.8"]
+LLAMA = ["LLaMA", "Llama 2", "Llama 3", "Llama 3.1", "Llama 3.1 Nemotron", "Llama 3.2", "Llama 3.3", "Llama 4"]
+
+
+@pytest.mark.parametrize(("asked", "has", "lacks"), [
+    ("qwen", QWEN, ["DeepSeek-R1-Distill (Qwen2.5)", "OpenThinker (Qwen2.5)"]),
+    ("Llama", LLAMA, ["Code Llama", "TinyLlama", "OpenLLaMA", "Dolphin (Llama 3.1)"]),
+])
+def test_a_makers_word_lists_every_family_it_begins(asked: str, has: list[str], lacks: list[str]) -> None:
+    families = {m.family for m in SVC.catalog.models}
+    assert set(lacks) <= families
+    meant = [m for m in SVC.catalog.models if m.family in has]
+    reply = models_reply(SVC, ModelsRequest.of(family=asked), locale="en-US", family_label=asked)
+    assert not reply.ephemeral
+    text = str(reply.embeds[0]["description"])
+    assert text.startswith(f"{len(meant)} models · {asked}\n"), text
+    # What the word does not begin is named beside, not mixed in.
+    assert all(f"`{f}`" in text for f in lacks) and not any(f"`{f}`" in text for f in has)
 
 
 @pytest.mark.parametrize(("asked", "meant"), [("qwen3vi", "`Qwen3-VL`"), ("gema 3", "`Gemma 3`"),
@@ -58,4 +80,4 @@ def test_family_names_stay_distinct_when_matched_whole() -> None:
 
 
 def test_one_model_is_one_model() -> None:
-    assert description("LLaMA").startswith("1 model · LLaMA")
+    assert description("Codestral").startswith("1 model · Codestral")
