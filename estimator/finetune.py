@@ -1020,9 +1020,20 @@ def spilled_paged_bytes(mem: FinetuneMemory, usable_per_gpu_bytes: float) -> flo
     return mem.pageable
 
 
-def _change(key: ChangeKey, value: str, mem: FinetuneMemory, usable: float) -> Change:
+# The host memory of NVIDIA's own 8-GPU H200 SXM server as submitted to MLPerf Inference v4.1
+# (mlcommons/inference_results_v4.1, closed/NVIDIA/systems/H200-SXM-141GBx8_TRT_MaxQ.json: host_memory_capacity
+# "2 TB", 32x 64GB DIMMs). A run whose offloaded state needs more than that needs a host few machines have.
+LARGE_HOST_MEMORY_BYTES = 32 * 64 * 2**30
+
+
+def host_memory_bytes(mem: FinetuneMemory, s: FinetuneSettings) -> float:
+    """CPU memory the run needs on its machine: what each GPU's process offloads, for every GPU."""
+    return mem.offloaded * s.gpus
+
+
+def _change(key: ChangeKey, value: str, mem: FinetuneMemory, usable: float, s: FinetuneSettings) -> Change:
     return Change(key=key, value=value, total=mem.total, verdict=memory_verdict(mem, usable),
-                  paged=spilled_paged_bytes(mem, usable))
+                  paged=spilled_paged_bytes(mem, usable), host=host_memory_bytes(mem, s))
 
 
 def finetune_verdict(model: Model, settings: FinetuneSettings, usable_per_gpu_bytes: float) -> Verdict:
@@ -1085,6 +1096,7 @@ class Change(BaseModel):
     total: float
     verdict: Verdict
     paged: float = Field(default=0.0, description="paged optimizer state it fits only by spilling to host memory")
+    host: float = Field(default=0.0, description="CPU memory the changed run offloads to, all GPUs together")
 
 
 class SeqCurve(BaseModel):
@@ -1195,8 +1207,9 @@ def _changes(model: Model, s: FinetuneSettings, usable: float, verdict: Verdict,
         if kind in found or _same_run(changed, s):
             continue
         mem = finetune_memory(model, changed)
-        if at_least(memory_verdict(mem, usable), target):
-            found[kind] = _change(key, value, mem, usable)
+        # Offloading to more CPU memory than a large 8-GPU server has lifts nothing anyone can run.
+        if at_least(memory_verdict(mem, usable), target) and host_memory_bytes(mem, changed) <= LARGE_HOST_MEMORY_BYTES:
+            found[kind] = _change(key, value, mem, usable, changed)
     return sorted(found.values(), key=lambda c: CHANGE_ORDER.index(c.key))
 
 

@@ -66,9 +66,11 @@ def finetune_json(svc: Service, query: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(query, dict) or not query.get("gpu") or not query.get("model"):
         raise BadValue.of("cli.ft.needs_gpu_and_model")
     req = finetune_request(query)
-    gpu = svc.gpu(req.gpu)
+    # "8x h100" names the count, as in /finetune; --gpus says it where the name does not.
+    choice = svc.gpu_choice(req.gpu, req.gpus)
+    gpu = choice.gpu
     model, _ = svc.model(req.model)
-    settings = req.settings(gpu)
+    settings = req.settings(gpu, choice.count)
     svc.check_context(model, settings.seq)
     budget = usable_vram_bytes(gpu)
     plan = ft.finetune_plan(model, settings, budget, more_gpus=not gpu.unified_memory)
@@ -83,6 +85,7 @@ def finetune_json(svc: Service, query: dict[str, Any]) -> dict[str, Any]:
     # The terms do not all peak together (`memory_gb` lists each at its largest): what the peak holds, rounded
     # so it adds up to the total, and what other moments of the step hold beyond it.
     peak = peak_figures(mem, PEAK_GIB_DIGITS)
+    host = ft.host_memory_bytes(mem, settings)
     peak_gb = {"phase": mem.peak_phase, "held": {term: float(f) for term, f in peak.held},
                "apart": {term: float(f) for term, f in peak.apart}}
     return {
@@ -100,13 +103,17 @@ def finetune_json(svc: Service, query: dict[str, Any]) -> dict[str, Any]:
         "memory_gb": memory_gb,
         "peak_gb": peak_gb,
         "usable_gb": to_gib(budget),
+        # CPU memory the whole run offloads to (memory_gb.offloaded is one GPU's share), and whether that is more
+        # than a large 8-GPU server has (estimator.finetune.LARGE_HOST_MEMORY_BYTES).
+        "host_memory_gb": to_gib(host),
+        "host_memory_large": host > ft.LARGE_HOST_MEMORY_BYTES,
         "fits": plan.verdict != "does_not_fit",
         "verdict": plan.verdict,
         "max_seq": plan.max_seq,
         "max_batch": plan.max_batch,
         "changes": [
             {"change": c.key, "to": c.value, "total_gb": to_gib(c.total), "verdict": c.verdict,
-             "paged_gb": to_gib(c.paged)}
+             "paged_gb": to_gib(c.paged), "host_gb": to_gib(c.host)}
             for c in plan.changes
         ],
         "curve": [
@@ -151,15 +158,23 @@ def cmd_finetune(svc: Any, args: argparse.Namespace) -> int:
         print("  " + t(loc, "cli.ft.apart", parts=apart))
     for key in BESIDE_THE_PEAK:
         print(f"  {pad(t(loc, f'cli.term.{key}'), 16)} {mem[key]:8.2f} GiB")
+    if data["host_memory_gb"] and (data["gpu"]["count"] > 1 or data["host_memory_large"]):
+        print("  " + t(loc, "cli.ft.host", gib=f"{data['host_memory_gb']:.2f}")
+              + (": " + t(loc, "ft.host_large") if data["host_memory_large"] else ""))
     none_fits = t(loc, "cli.ft.none_fits")
     print("  " + t(loc, "cli.ft.largest", seq=data["max_seq"] or none_fits, batch=data["max_batch"] or none_fits,
                    at_seq=s["seq"]))
     for c in data["changes"]:
         paged = t(loc, "cli.ft.try_paged", gib=f"{c['paged_gb']:.2f}") if c["paged_gb"] else ""
+        if c["host_gb"] and c["change"] in OFFLOAD_CHANGES:
+            paged += t(loc, "cli.ft.try_host", gib=f"{c['host_gb']:.2f}")
         flags = _FINETUNE_CHANGE_FLAGS[c["change"]].format(c["to"])
         print("  " + t(loc, "cli.ft.try", flags=flags, gib=f"{c['total_gb']:.2f}",
                        verdict=t(loc, f"verdict.{c['verdict']}"), paged=paged))
     return 0
+
+
+OFFLOAD_CHANGES = ("offload", "cpu_offload_optimizer", "cpu_offload_params")
 
 
 # Each suggested change (estimator.finetune.ChangeKey) as the flags that make it.

@@ -470,7 +470,9 @@ def finetune_reply(svc: Service, req: FinetuneRequest, *, locale: str, theme: ch
     plan = ft.finetune_plan(model, settings, usable, more_gpus=not gpu.unified_memory)
     mem = plan.memory
     advice = [t(locale, f"ft.change.{c.key}", value=_change_value(c), gib=gib_text(c.total))
+              + (t(locale, "ft.change.host", gib=gib_text(c.host)) if c.host and c.key in OFFLOAD_CHANGES else "")
               + (t(locale, "ft.change.paged", gib=gib_text(c.paged)) if c.paged else "") for c in plan.changes]
+    host = ft.host_memory_bytes(mem, settings)
     # The parts the peak holds, adding up to it as printed; the terms other moments hold are named apart.
     peak = peak_figures(mem)
     peak_parts = [(t(locale, f"ft.term.{term}"), figure) for term, figure in peak.held]
@@ -502,6 +504,8 @@ def finetune_reply(svc: Service, req: FinetuneRequest, *, locale: str, theme: ch
         # The cache grows into whatever the card has left; past the card it is a figure for a bigger one.
         reserved_fills_card=mem.reserved > usable >= mem.total,
         offloaded=mem.offloaded,
+        host=host,
+        host_large=t(locale, "ft.host_large") if host > ft.LARGE_HOST_MEMORY_BYTES else "",
         # "it runs, slower" only where it runs: a run too big even without its paged state just does not fit.
         paged=mem.pageable if mem.total > usable and plan.verdict != "does_not_fit" else 0.0,
         max_seq=plan.max_seq,
@@ -514,6 +518,10 @@ def finetune_reply(svc: Service, req: FinetuneRequest, *, locale: str, theme: ch
     setup = gpu_label(gpu, gpus)
     png = finetune_chart(curves, usable, title=f"{model.name} · {setup}", setup=setup, locale=locale, theme=theme)
     return Reply(embeds=[embed], files=[ReplyFile(filename="vram.png", data=png)])
+
+
+# Changes that move state or activations to CPU memory: their tip says how much that memory must hold.
+OFFLOAD_CHANGES = ("offload", "cpu_offload_optimizer", "cpu_offload_params")
 
 
 def _change_value(change: Any) -> str:

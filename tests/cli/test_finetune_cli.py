@@ -17,7 +17,7 @@ LEGACY_SETTINGS = {
     "checkpointing", "flash_attention", "packing", "loss", "gradient_accumulation", "optimizer_in_backward", "gpus",
     "sharding",
 }
-NEW_KEYS = {"framework", "verdict", "changes", "curve", "peak_gb"}
+NEW_KEYS = {"framework", "verdict", "changes", "curve", "peak_gb", "host_memory_gb", "host_memory_large"}
 NEW_SETTINGS = {
     "framework", "lora_dropout", "lora_head", "train_embeddings", "regime", "base_fp32", "checkpointing_mode",
     "activation_offload", "attention", "gradient_accumulation_steps", "offload", "fused_optimizer", "compiled",
@@ -107,7 +107,8 @@ def test_text_changes_are_flags_that_give_the_figure_shown(capsys: pytest.Captur
     for line in tries:
         flags, shown = line.split(": ")
         data = run_json([*argv, *flags.split()], capsys)
-        assert f"{data['memory_gb']['total']:.2f} GiB ({data['verdict'].replace('_', ' ')})" == shown, flags
+        host = f", {data['host_memory_gb']:.2f} GiB in CPU memory" if data["host_memory_gb"] else ""
+        assert f"{data['memory_gb']['total']:.2f} GiB ({data['verdict'].replace('_', ' ')}{host})" == shown, flags
 
 
 def test_text_does_not_say_it_runs_when_it_does_not_fit(capsys: pytest.CaptureFixture[str]) -> None:
@@ -180,3 +181,33 @@ def test_each_try_is_flags_that_lift_the_verdict(seq: str, capsys: pytest.Captur
     if asked == "does_not_fit":
         assert any(line.startswith("--offload params:") for line in tries)
         assert any(line.startswith("--gpus 3:") for line in tries)
+
+
+def test_a_count_in_the_gpu_name_is_the_runs_count(capsys: pytest.CaptureFixture[str]) -> None:
+    named = run_json(["finetune", "--gpu", "8x h100 sxm", "--model", "llama-3.1-70b", "--method", "full"], capsys)
+    flag = run_json(["finetune", "--gpu", "h100 sxm", "--gpus", "8", "--model", "llama-3.1-70b", "--method", "full"],
+                    capsys)
+    one = run_json(["finetune", "--gpu", "h100 sxm", "--model", "llama-3.1-70b", "--method", "full"], capsys)
+    assert named["gpu"]["count"] == named["settings"]["gpus"] == 8
+    assert named["memory_gb"] == flag["memory_gb"] and named["memory_gb"]["total"] < one["memory_gb"]["total"] / 4
+
+
+def test_cpu_memory_is_counted_for_the_whole_run(capsys: pytest.CaptureFixture[str]) -> None:
+    data = run_json(["finetune", "--gpu", "8x h100 sxm", "--model", "llama-3.1-405b", "--method", "full",
+                     "--offload", "params"], capsys)
+    # 405B parameters with an fp32 master copy, AdamW's two fp32 moments and bf16 weights: 14 bytes each, ~5.2 TiB.
+    assert data["host_memory_gb"] == pytest.approx(8 * data["memory_gb"]["offloaded"], abs=0.05)
+    assert data["host_memory_gb"] > 405e9 * 14 / 2**30 * 0.95 and data["host_memory_large"]
+    cli.main(["finetune", "--gpu", "8x h100 sxm", "--model", "llama-3.1-405b", "--method", "full",
+              "--offload", "params"])
+    assert "more than the 2,048 GiB of CPU memory" in capsys.readouterr().out
+
+
+def test_offload_tips_say_how_much_cpu_memory_and_stay_within_a_server(capsys: pytest.CaptureFixture[str]) -> None:
+    seventy = run_json(["finetune", "--gpu", "8x h100 sxm", "--model", "llama-3.1-70b", "--method", "full"], capsys)
+    offload = [c for c in seventy["changes"] if c["change"].startswith("cpu_offload")]
+    assert offload and all(0 < c["host_gb"] <= 2048 for c in offload)
+    # 405B's offloaded state (over 5 TiB) fits no server: the tip is not offered.
+    big = run_json(["finetune", "--gpu", "8x h100 sxm", "--model", "llama-3.1-405b", "--method", "full"], capsys)
+    assert not [c for c in big["changes"] if c["change"].startswith("cpu_offload")]
+    assert [c["change"] for c in big["changes"]] == ["qlora"]

@@ -1,4 +1,4 @@
-"""/finetune's embed: the paged-optimizer note only on runs that fit with it."""
+"""/finetune's embed: the paged-optimizer note only on runs that fit with it; CPU memory for the whole run."""
 
 from __future__ import annotations
 
@@ -97,3 +97,15 @@ def test_a_run_over_two_cards_is_told_what_would_fit(svc: Service, locale: str, 
     lines = next(f["value"] for f in reply.embeds[0]["fields"] if f["name"] == field).splitlines()
     assert any(offload in line for line in lines), lines
     assert any(line.startswith(f"• {cards}") for line in lines), lines
+
+
+def test_offloaded_memory_is_said_for_the_whole_run_and_past_a_servers(svc: Service) -> None:
+    text = description(svc, "8x h100 sxm", "llama-3.1-405b", "full", 2048, {"offload": "params"})
+    line = next(ln for ln in text.splitlines() if "in CPU memory" in ln)
+    whole, per_gpu = (float(x) for x in re.findall(r"([\d.]+) GiB", line)[:2])
+    assert whole == pytest.approx(8 * per_gpu, abs=0.5) and whole > 2048
+    assert line.endswith("more than the 2,048 GiB of CPU memory in NVIDIA's own 8-GPU H200 server")
+    # One card's run states its one figure; 70B's 920 GiB is within a server.
+    alone = description(svc, "h100 sxm", "llama-3.1-70b", "full", 2048, {"offload": "params"})
+    line = next(ln for ln in alone.splitlines() if "in CPU memory" in ln)
+    assert "per GPU" not in line and "more than" not in line
