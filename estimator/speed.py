@@ -508,6 +508,28 @@ def prefill_seconds(
     return prefill_seconds_from(t, prefill_coefficients(engine, fmt, gpu))
 
 
+# What each prompt pays on its own when several arrive together: attention over its own tokens (and cache), and a
+# server's per-request cost. The rest (GEMMs, weight passes, tile unpacking, activations, layer launches) is work over
+# all their tokens at once, as the engine batches the prompts.
+_PER_PROMPT_TERMS = ("attention_s", "kv_reread_s", "vector_kv_reread_s", "vector_attention_s", "score_matrix_s",
+                     "request")
+
+
+def prefill_seconds_together(
+    model: Model, fmt: QuantFormat, gpu: GPU, engine: Engine, prompt_tokens: int, prompts: int, gpus: int = 1
+) -> float:
+    """Until the last of `prompts` prompts that arrive at once has its first token: they are prefilled together."""
+    if prompt_tokens <= 0 or prompts <= 1:
+        return prefill_seconds(model, fmt, gpu, engine, prompt_tokens, gpus)
+    one = prefill_terms(model, fmt, gpu, engine, prompt_tokens, 0)
+    t = prefill_terms(model, fmt, gpu, engine, prompt_tokens * prompts, 0)
+    t = replace(t, **{name: getattr(one, name) * prompts for name in _PER_PROMPT_TERMS})
+    parallel = gpus if tensor_parallel(engine) else 1
+    if parallel > 1:
+        t = replace(t, **{name: getattr(t, name) / parallel for name in _SPLIT_PREFILL_TERMS})
+    return prefill_seconds_from(t, prefill_coefficients(engine, fmt, gpu))
+
+
 class Speed(BaseModel):
     """Point estimates and the 80 % band of each (from cross-validated errors in the same situation)."""
 
@@ -523,6 +545,10 @@ class Speed(BaseModel):
     prefill_tps_high: float = 0.0
     ttft_s_low: float = 0.0
     ttft_s_high: float = 0.0
+    # With `batch` sequences whose prompts arrive at once: when the last of them has its first token.
+    ttft_last_s: float = 0.0
+    ttft_last_s_low: float = 0.0
+    ttft_last_s_high: float = 0.0
 
 
 def speed(q: Query) -> Speed:
@@ -540,10 +566,13 @@ def speed_of(
     d_lo, d_hi = band_for("decode", engine, gpu, model.moe is not None)
     p_lo, p_hi = band_for("prefill", engine, gpu, model.moe is not None)
     decode = 1 / step_s
+    last = (prefill_seconds_together(model, fmt, gpu, engine, prompt_tokens, sequences, gpus) if sequences > 1
+            else ttft)
     # Every field is a float computed here: skip re-validation (ranking builds thousands of these).
     return Speed.model_construct(
         decode_tps=decode, aggregate_tps=sequences / step_s, prefill_tps=prefill_tps, ttft_s=ttft,
         decode_tps_low=decode * math.exp(d_lo), decode_tps_high=decode * math.exp(d_hi),
         prefill_tps_low=prefill_tps * math.exp(p_lo), prefill_tps_high=prefill_tps * math.exp(p_hi),
         ttft_s_low=ttft * math.exp(-p_hi), ttft_s_high=ttft * math.exp(-p_lo),
+        ttft_last_s=last, ttft_last_s_low=last * math.exp(-p_hi), ttft_last_s_high=last * math.exp(-p_lo),
     )

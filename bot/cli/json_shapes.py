@@ -50,6 +50,10 @@ def fit_json(result: FitResult) -> dict[str, Any]:
                 },
                 **speed_json(o.speed),
                 "aggregate_tps": round(o.speed.aggregate_tps, 1),
+                # With `batch` prompts arriving at once, when the last has its first token (= ttft_s at batch 1).
+                "ttft_last_s": round(o.speed.ttft_last_s, 3),
+                "ttft_last_s_low": round(o.speed.ttft_last_s_low, 3),
+                "ttft_last_s_high": round(o.speed.ttft_last_s_high, 3),
                 "max_ctx": o.max_ctx,
                 "max_ctx_scaled": o.max_ctx_scaled,
             }

@@ -43,7 +43,8 @@ MEMORY_KEYS = {"weights", "kv_cache", "overhead", "total"}
 # addition or removal is a visible change.
 FIT_EXTRA = {"batch", "partial_offload"}
 OPTION_EXTRA = {"quant_name", "verdict", "max_ctx_scaled", "aggregate_tps", "decode_tps_low", "decode_tps_high",
-                "prefill_tps_low", "prefill_tps_high", "ttft_s_low", "ttft_s_high"}
+                "prefill_tps_low", "prefill_tps_high", "ttft_s_low", "ttft_s_high", "ttft_last_s", "ttft_last_s_low",
+                "ttft_last_s_high"}
 MEMORY_EXTRA = {"usable", "headroom", "host_weights"}
 
 

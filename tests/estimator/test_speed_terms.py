@@ -31,6 +31,7 @@ from estimator.speed import (
     decode_terms,
     matmul_flops,
     prefill_seconds,
+    prefill_seconds_together,
     prefill_terms,
     speed_of,
 )
@@ -1007,3 +1008,23 @@ def test_prompt_matmuls_count_the_body_whatever_tables_the_card_counts(mid: str)
     body = active_decoder_params(m) - tables
     assert active_body_params(m) == pytest.approx(body, rel=0.02)
     assert matmul_flops(m, 100) == pytest.approx(2 * 100 * body, rel=0.02)
+
+
+@pytest.mark.parametrize(("gid", "engine", "qid", "prompt"), [
+    ("nvidia-h100-sxm", "vllm", "bf16", 2048), ("nvidia-rtx-4090", "llama.cpp", "q4_k_m", 300),
+    ("nvidia-rtx-4090", "llama.cpp", "q4_k_m", 8192),
+])
+def test_prompts_arriving_together_share_the_gemms_but_not_their_attention(
+    gid: str, engine: Engine, qid: str, prompt: int,
+) -> None:
+    m, q, g = model("llama-3.1-8b"), quant(qid), gpu(gid)
+    one = prefill_seconds(m, q, g, engine, prompt)
+    assert prefill_seconds_together(m, q, g, engine, prompt, 1) == one
+    last = prefill_seconds_together(m, q, g, engine, prompt, 32)
+    # Never faster than one prompt each way, never slower than 32 in a row; one long prompt of all their tokens
+    # pays attention over 32× the length, so it takes longer still.
+    assert one * 16 < last <= one * 32
+    assert last < prefill_seconds(m, q, g, engine, prompt * 32)
+    speed = speed_of(m, q, g, 1, engine, "f16", prompt, 32)
+    assert speed.ttft_last_s == pytest.approx(last)
+    assert speed.ttft_last_s_low < speed.ttft_last_s < speed.ttft_last_s_high
