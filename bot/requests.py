@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, Self, TypeVar, cast, get_args, get_origin
 
 import annotated_types
-from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic.fields import FieldInfo
 
 from bot.params import BOUND_KEYS, BadValue, as_typed, parse_engine, parse_kv, parse_tokens, validation_message
@@ -223,6 +223,9 @@ class Request(BaseModel):
     """One command's question. Frozen (it is a cache key and crosses to render processes), no unknown fields."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+    # The context came from a stored default, not from this command: like the built-in default, it yields to a
+    # model whose window is shorter (`ctx_yields`).
+    _ctx_stored: bool = PrivateAttr(default=False)
 
     COMMAND: ClassVar[str]
     # Options a stored server or personal default fills when they are left out.
@@ -248,7 +251,15 @@ class Request(BaseModel):
         (None); the model's own defaults fill the rest."""
         given = {k: v for k, v in options.items() if v is not None}
         used = {k: stored.values[k] for k in cls.STORED if k not in given and k in stored.values}
-        return Built(cls.of(**given, **used), used, {k: stored.sources[k] for k in used})
+        request = cls.of(**given, **used)
+        request._ctx_stored = "ctx" in used
+        return Built(request, used, {k: stored.sources[k] for k in used})
+
+    @property
+    def ctx_yields(self) -> bool:
+        """No context was typed in this command (the built-in or a stored default holds): a model whose window is
+        shorter is answered at its window, not refused."""
+        return "ctx" not in self.model_fields_set or self._ctx_stored
 
     def cache_key(self, svc: Service) -> dict[str, Any]:
         """The question as resolved: two spellings of one question share one cached answer."""
@@ -336,6 +347,8 @@ class FitRequest(_Options):
             # The prompt as asked too: one longer than the context is cut to it and the reply says so, a default one
             # silently; the two replies differ though the cut prompt is the same.
             "prompt_asked": self.prompt,
+            # A default context past the model's window is answered at the window, and the reply names the default.
+            "ctx_asked": self.ctx if self.ctx_yields else None,
             # The format the model name's tag names: beside another asked with `quant`, the reply says so.
             "tagged": tagged.id if (tagged := svc.model(self.model)[1]) else None,
             "kv": q.kv,
@@ -403,13 +416,18 @@ class CompareRequest(_Options):
             raise BadValue.of("compare.needs_second")
         return self
 
-    def sides(self) -> list[FitRequest]:
-        shared = {"ctx": self.ctx, "engine": self.engine, "kv": self.kv, "quant": self.quant}
+    def sides(self, svc: Service) -> list[FitRequest]:
+        ctx = self.ctx
+        if self.ctx_yields:
+            # A default context yields to the shorter window of the two models, the same on both sides.
+            models = [svc.model(name)[0] for name in (self.model, self.model2 or self.model)]
+            ctx = min([ctx, *(m.max_context for m in models if m.context_as_meant(ctx) > m.max_context)])
+        shared = {"ctx": ctx, "engine": self.engine, "kv": self.kv, "quant": self.quant}
         return [FitRequest.of(gpu=self.gpu, model=self.model, **shared),
                 FitRequest.of(gpu=self.gpu2 or self.gpu, model=self.model2 or self.model, **shared)]
 
     def cache_key(self, svc: Service) -> dict[str, Any]:
-        first, second = self.sides()
+        first, second = self.sides(svc)
         a, b = first.cache_key(svc), second.cache_key(svc)
         # Like for like: one thing changes between the sides, the GPU setup or the model, never both (the
         # figures would then say nothing about either), and never neither.

@@ -38,7 +38,9 @@ def encode_request(request: Request, page: int, key: str | None) -> dict[str, An
     name = type(request).__name__
     if REQUEST_TYPES.get(name) is not type(request):
         raise NotResumable(f"cannot keep a {name}")
-    return {"request": {"type": name, "fields": request.model_dump(mode="json")}, "page": page, "key": key}
+    # Only what was set: an option left to its default stays "not asked" (a default context yields to a short window).
+    return {"request": {"type": name, "fields": request.model_dump(mode="json", exclude_unset=True)}, "page": page,
+            "key": key}
 
 
 def decode_request(record: dict[str, Any]) -> tuple[Request, int]:

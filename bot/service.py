@@ -219,7 +219,7 @@ class Service:
         if not runnable:
             check_format_on(formats[0], gpu)
         formats = [format_as_run(f, gpu) for f in runnable]  # named for what runs on this GPU
-        ctx = self.context_as_asked(model, req.ctx)  # the title then names the window the answer is for
+        ctx = self.context_as_asked(model, req.ctx, req.ctx_yields)  # the title names the window it is for
         q = Query(
             gpu=gpu,
             gpus=choice.count,
@@ -241,10 +241,13 @@ class Service:
             raise refusal
 
     @classmethod
-    def context_as_asked(cls, model: Model, ctx: int) -> int:
+    def context_as_asked(cls, model: Model, ctx: int, yields: bool = False) -> int:
         """The context a question means for this model (`Model.context_as_meant`: a "1M" window of 1,010,000 for
-        `ctx:1M`), refused past every window the publisher documents."""
+        `ctx:1M`), refused past every window the publisher documents; one the asker did not type (`yields`: a
+        default) is the model's own window where that is shorter."""
         meant = model.context_as_meant(ctx)
+        if yields and meant > model.max_context:
+            return model.max_context
         cls.check_context(model, meant)
         return meant
 
@@ -268,7 +271,7 @@ class Service:
         formats = self.formats(req.engine, req.quant, tagged)
         if not req.quant and tagged is None:
             formats = [self.quant("int4", req.engine)]  # one level to list setups for, not /fit's three
-        return model, self.context_as_asked(model, req.ctx), formats
+        return model, self.context_as_asked(model, req.ctx, req.ctx_yields), formats
 
     def what_gpu(self, req: WhatGpuRequest) -> WhatGpuAnswer:
         """/whatgpu and `rigcheck whatgpu`: every setup that runs the model, in the estimator's order."""

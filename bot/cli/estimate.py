@@ -301,7 +301,8 @@ def add_fit_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True, help="model: 'qwen3-8b', 'Qwen/Qwen3-8B', 'llama3.1:8b-instruct-q4_K_M'")
     p.add_argument("--quant", help="format (Q4_K_M, Q8_0, AWQ …) or level (int4, int8, fp16); default: compare three")
     p.add_argument("--engine", default=DEFAULT_ENGINE, help="llama.cpp (also Ollama, LM Studio), vllm or mlx")
-    p.add_argument("--ctx", default=format_tokens(DEFAULT_CTX), help="context length: 8192, 32k, 128K, 1M")
+    p.add_argument("--ctx", help=f"context length: 8192, 32k, 128K, 1M (default {format_tokens(DEFAULT_CTX)}, or the "
+                                 "model's window where that is shorter)")
     p.add_argument("--prompt", default=str(DEFAULT_PROMPT_TOKENS), help="prompt tokens for TTFT (0 = empty context)")
     p.add_argument("--kv", default=DEFAULT_KV, help="KV cache precision: f16, q8_0, q4_0, fp8")
     p.add_argument("--gpus", default=1, help="number of GPUs (1-8)")
@@ -341,7 +342,7 @@ def register(sub: Any) -> None:
     p.add_argument("--model", required=True, help="catalog model or hf:org/name")
     p.add_argument("--quant", help="format or level (default int4)")
     p.add_argument("--engine", default=DEFAULT_ENGINE)
-    p.add_argument("--ctx", default=format_tokens(DEFAULT_CTX))
+    p.add_argument("--ctx", help=f"default {format_tokens(DEFAULT_CTX)}, or the model's window where that is shorter")
     p.add_argument("--kv", default=DEFAULT_KV)
     p.add_argument("--min-tps", type=float, dest="min_tps", help="at least this many tokens/s")
     p.add_argument("--max-gpus", default=8, dest="max_gpus")

@@ -22,6 +22,14 @@ def prompt_note(q: Query, asked: int, locale: str) -> str | None:
              prompt=format_tokens(q.prompt_tokens))
 
 
+def window_note(q: Query, req: FitRequest, locale: str) -> str | None:
+    """A default context (built in or stored) longer than the model's window is answered at the window: say so."""
+    if not req.ctx_yields or q.ctx >= q.model.context_as_meant(req.ctx):
+        return None
+    return t(locale, "ctx.window_default", ctx=format_tokens(q.ctx), model=q.model.name,
+             asked=format_tokens(req.ctx))
+
+
 def tag_format_note(svc: Service, req: FitRequest, locale: str) -> str | None:
     """A model name whose tag names a format (an Ollama tag's `-q4_K_M`, a GGUF repo's `:Q8_0`) beside a `quant`
     option naming another: the option wins, as an explicit choice should, and the answer says so rather than
@@ -37,4 +45,5 @@ def tag_format_note(svc: Service, req: FitRequest, locale: str) -> str | None:
 
 def fit_notes(svc: Service, req: FitRequest, q: Query, locale: str) -> list[str]:
     """What /fit and `rigcheck fit` say beside the answer about how the question was read."""
-    return [n for n in (prompt_note(q, req.prompt, locale), tag_format_note(svc, req, locale)) if n]
+    return [n for n in (window_note(q, req, locale), prompt_note(q, req.prompt, locale),
+                        tag_format_note(svc, req, locale)) if n]

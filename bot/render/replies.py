@@ -395,7 +395,7 @@ def compare_reply(svc: Service, req: CompareRequest, *, locale: str, theme: char
     from estimator.curve import vram_curves
     from estimator.verdict import fit, shared_format
 
-    reqs = req.sides()
+    reqs = req.sides(svc)
     queries = [svc.base_query(req) for req in reqs]
     results = [fit(q, formats) for q, formats in queries]
     fmt = shared_format(results)

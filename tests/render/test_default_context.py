@@ -1,0 +1,60 @@
+"""A context nobody typed (the built-in 8k, or a stored default) yields to a model whose window is shorter, and the
+answer says so; a typed one past the window is still refused."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.params import BadValue
+from bot.render.replies import compare_reply, fit_reply
+from bot.requests import CompareRequest, FitRequest, Stored, WhatGpuRequest
+from bot.resume import decode_request, encode_request
+from bot.service import Service
+
+SVC = Service()
+
+
+def description(req: FitRequest) -> str:
+    return str(fit_reply(SVC, req, locale="en-US").embeds[0]["description"])
+
+
+def test_the_built_in_default_is_answered_at_a_shorter_window() -> None:
+    req = FitRequest.of(gpu="t4", model="llama2")
+    q, _ = SVC.base_query(req)
+    assert q.model.max_context == 4096 and q.ctx == 4096
+    text = description(req)
+    assert "context 4k" in text.splitlines()[0]
+    assert "Context 4k: Llama 2 7B's whole window (the default, 8k, is longer)" in text
+    # A model whose window holds the default is answered at the default, with nothing said.
+    qwen = FitRequest.of(gpu="t4", model="qwen3-8b")
+    assert SVC.base_query(qwen)[0].ctx == 8192 and "whole window" not in description(qwen)
+
+
+def test_a_typed_context_past_the_window_is_still_refused() -> None:
+    with pytest.raises(BadValue) as err:
+        SVC.base_query(FitRequest.of(gpu="t4", model="llama2", ctx="8k"))
+    assert err.value.key == "ctx.too_long"
+
+
+def test_a_stored_default_yields_too_and_is_named() -> None:
+    built = FitRequest.build(Stored({"ctx": 32768}, {"ctx": "me"}), gpu="t4", model="phi-1")
+    q, _ = SVC.base_query(built.request)
+    assert q.ctx == q.model.max_context == 2048
+    assert "(the default, 32k, is longer)" in description(built.request)
+    # Typed in the command, the same 32k is the asker's and is refused.
+    with pytest.raises(BadValue):
+        SVC.base_query(FitRequest.build(Stored({"ctx": 32768}, {"ctx": "me"}), gpu="t4", model="phi-1",
+                                        ctx="32k").request)
+
+
+def test_whatgpu_and_compare_take_the_shorter_window() -> None:
+    model, ctx, _ = SVC.whatgpu_question(WhatGpuRequest.of(model="llama2"))
+    assert ctx == model.max_context == 4096
+    # Two models: both sides at the shorter window, like for like.
+    reply = compare_reply(SVC, CompareRequest.of(gpu="t4", model="llama2", model2="qwen3-8b"), locale="en-US")
+    assert "context 4k" in str(reply.embeds[0]["description"]).splitlines()[0]
+
+
+def test_a_resumed_request_keeps_its_context_unasked() -> None:
+    req, _ = decode_request(encode_request(FitRequest.of(gpu="t4", model="llama2"), 1, None))
+    assert isinstance(req, FitRequest) and req.ctx_yields and SVC.base_query(req)[0].ctx == 4096
