@@ -17,7 +17,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, Self, TypeVar, cast, get_args, get_origin
 
 import annotated_types
-from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic.fields import FieldInfo
 
 from bot.params import BOUND_KEYS, BadValue, as_typed, parse_engine, parse_kv, parse_tokens, validation_message
