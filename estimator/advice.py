@@ -196,7 +196,13 @@ def partial_offload(result: FitResult) -> OffloadPlan | None:
     """llama.cpp with some layers in system RAM, for `offload_format`, when no format fits at all."""
     if overall_verdict(result) != "does_not_fit" or family(result.query.engine) != "llama.cpp":
         return None
-    return offload_plan(result.query.model_copy(update={"quant": offload_format(result)}))
+    q = result.query
+    plan = offload_plan(q.model_copy(update={"quant": offload_format(result)}))
+    # Unified memory: the "system RAM" the CPU layers read is the same memory the GPU's share comes from, so the
+    # split helps only while both halves fit in it together (a 16 GB Mac cannot hold 10.7 GiB twice).
+    if plan is not None and q.gpu.unified_memory and plan.vram_bytes + plan.ram_bytes > q.gpu.vram_bytes * q.gpus:
+        return None
+    return plan
 
 
 class FitAnswer(BaseModel):

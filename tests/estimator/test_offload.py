@@ -102,3 +102,21 @@ def test_more_layers_on_gpu_is_faster_than_fewer():
 def test_nothing_fits_gives_none():
     tiny = CAT.gpus[0].model_copy(update={"vram_gb": 0.3})
     assert offload_plan(q70(gpu=tiny)) is None
+
+
+@pytest.mark.parametrize(("gpu", "model", "quant", "planned"), [
+    ("nvidia-gb10", "deepseek-r1", "q4_k_m", False),  # 383 GiB of weights on a 128 GB machine
+    ("apple-m4-16gb", "qwen3-32b", "q4_k_m", False),  # 10.7 GiB on the GPU and as much again "in RAM" of 16 GB
+    ("apple-m2-max-64gb", "llama-3.1-70b", "q6_k", True),  # 48 GiB GPU share + the rest within 64 GB
+    ("nvidia-rtx-4090", "llama-3.1-70b", "q4_k_m", True),  # a discrete card: the host's RAM is its own
+])
+def test_unified_memory_splits_only_within_the_one_memory(gpu: str, model: str, quant: str, planned: bool) -> None:
+    from estimator.advice import partial_offload
+    from estimator.verdict import fit
+
+    g = CAT.gpu(gpu)
+    q = Query(gpu=g, model=CAT.model(model), quant=CAT.quant(quant), ctx=8192)
+    plan = partial_offload(fit(q, [q.quant]))
+    assert (plan is not None) == planned
+    if plan is not None and g.unified_memory:
+        assert plan.vram_bytes + plan.ram_bytes <= g.vram_bytes
