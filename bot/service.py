@@ -130,6 +130,10 @@ class Service:
             if count not in (1, setup.count):
                 raise BadValue.of("gpus.conflict", text=Typed(text.strip()[:40]), written=setup.count, option=count)
             count = self.gpus(setup.count)
+        if count > 1 and setup.options[0].unified_memory:
+            # One machine's unified memory: several do not pool into one GPU setup (RPC or exo clusters over the
+            # network are another thing), and /whatgpu never lists such setups.
+            raise BadValue.of("gpus.unified", gpu=setup.family or setup.options[0].name)
         if not setup.is_family:
             return GpuChoice(gpu=setup.options[0], count=count)
         options = tuple(setup.options)

@@ -58,3 +58,11 @@ def test_whatgpu_and_compare_take_the_shorter_window() -> None:
 def test_a_resumed_request_keeps_its_context_unasked() -> None:
     req, _ = decode_request(encode_request(FitRequest.of(gpu="t4", model="llama2"), 1, None))
     assert isinstance(req, FitRequest) and req.ctx_yields and SVC.base_query(req)[0].ctx == 4096
+
+
+@pytest.mark.parametrize(("gpu", "gpus"), [("M2 Max", 2), ("2x M2 Ultra", 1), ("2x dgx spark", 1)])
+def test_unified_memory_machines_do_not_pool(gpu: str, gpus: int) -> None:
+    with pytest.raises(BadValue) as err:
+        SVC.base_query(FitRequest.of(gpu=gpu, model="qwen3-8b", gpus=gpus))
+    assert err.value.key == "gpus.unified"
+    assert SVC.gpu_choice(gpu.removeprefix("2x "), 1).count == 1
