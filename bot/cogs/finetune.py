@@ -12,7 +12,7 @@ from bot.cogs.common import HEAVY_COMMAND_PER_S, HEAVY_COMMAND_RATE
 from bot.cogs.settings import defaults_note, join_notes
 from bot.render.replies import choice_note
 from bot.requests import FinetuneRequest
-from bot.transformers import GpuCount, GpuOption, ModelOption, NumberRange, given
+from bot.transformers import GpuCount, GpuOption, ModelOption, NumberRange, Tokens, given
 
 if TYPE_CHECKING:
     from bot.client import RigBot
@@ -50,7 +50,7 @@ class Finetune(commands.Cog):
         model: ModelOption,
         gpu: GpuOption | None = None,
         method: Literal["qlora", "lora", "full"] | None = None,
-        ctx: str | None = None,
+        ctx: Tokens | None = None,
         batch: app_commands.Transform[int, NumberRange("batch", 1, 128)] = 1,
         gpus: GpuCount = 1,
         framework: Literal["hf", "trl", "unsloth", "torchtune", "axolotl", "litgpt", "llama-factory"] | None = None,

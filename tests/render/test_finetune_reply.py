@@ -109,3 +109,17 @@ def test_offloaded_memory_is_said_for_the_whole_run_and_past_a_servers(svc: Serv
     alone = description(svc, "h100 sxm", "llama-3.1-70b", "full", 2048, {"offload": "params"})
     line = next(ln for ln in alone.splitlines() if "in CPU memory" in ln)
     assert "per GPU" not in line and "more than" not in line
+
+
+def test_the_no_bf16_refusal_names_a_precision_the_command_takes() -> None:
+    import typing
+
+    from bot.cogs.finetune import Finetune
+    from bot.render.text import t
+
+    hints = typing.get_type_hints(Finetune.finetune.callback, include_extras=True)
+    choices = {a for arg in typing.get_args(hints["precision"]) for a in typing.get_args(arg)}
+    for locale in ("en-US", "zh-CN"):
+        said = t(locale, "bad.finetune_bf16", gpu="NVIDIA T4")
+        named = set(re.findall(r"`precision:(\w+)`", said))
+        assert named and named <= choices, (said, choices)
