@@ -32,7 +32,8 @@ def embed_as_text(embed: dict[str, Any]) -> str:
         lines.append(f"-- {field['name']}")
         lines.append(field["value"])
     if embed.get("footer", {}).get("text"):
-        lines.append(f"({embed['footer']['text']})")
+        # Each footer line in its own brackets: a defaults note sits on its own line above the standing footer.
+        lines.extend(f"({line})" for line in embed['footer']['text'].splitlines() if line.strip())
     return "\n".join(lines)
 
 
