@@ -185,7 +185,9 @@ def setup_text(gpu_id: str, count: int) -> str:
 
 
 _MEMORY_SUFFIX = re.compile(r"-\d+gb$")
-_TRAILING_MEMORY = re.compile(r"^\s*(.*?\S)[\s-]*(\d+(?:\.\d+)?)\s*(?:gb|gib|g)\s*$", re.IGNORECASE)
+# A memory size at the end without its B ('80g') or unit at all ('a100-40', 'h100 80'), 8 to 288 GB.
+_SHORT_MEMORY = re.compile(r"^\s*(.+?)[\s-]+(8|[1-9]\d|1\d\d|2[0-8]\d)\s*g?\s*$", re.IGNORECASE)
+_TRAILING_MEMORY = re.compile(r"^\s*(.*?\S)[\s-]*(\d+(?:\.\d+)?)\s*(?:gb|gib|g)?\s*$", re.IGNORECASE)
 
 
 def memory_family(gpus: list[GPU]) -> str | None:
@@ -327,10 +329,19 @@ class Resolver:
         return self._find_gpu(_compatible(text))
 
     def _find_gpu(self, text: str) -> GPU:
-        """`_gpus.find`, also taking a trailing memory size that only restates the GPU's own ('RTX 4090 24GB')."""
+        """`_gpus.find`, also taking a trailing memory size that only restates the GPU's own ('RTX 4090 24GB'), and
+        one written short ('A100 80G', 'a100-40', 'H100 80') as the catalog writes it ('80gb')."""
         try:
             return self._gpus.find(text)
         except NotFound as err:
+            short = _SHORT_MEMORY.match(text[: MAX_QUERY_CHARS + 1])
+            if short is not None:
+                try:
+                    return self._gpus.find(f"{short.group(1)} {short.group(2)}gb")
+                except NotFound as spelled:
+                    # Several cards with that memory ('H100 80G': PCIe or SXM) is the better refusal: it lists them.
+                    if spelled.ambiguous:
+                        raise NotFound(spelled.kind, text, spelled.suggestions, ambiguous=True) from None
             m = _TRAILING_MEMORY.match(text[: MAX_QUERY_CHARS + 1])
             if m is None:
                 raise

@@ -513,3 +513,28 @@ def test_a_hugging_face_repo_the_catalog_lists_is_its_entry(text: str) -> None:
 @pytest.mark.parametrize("text", ["hf:nobody/unlisted", "hf:Qwen/Qwen3-8B-Extra", "hf:", "qwen3-8b"])
 def test_a_repo_the_catalog_does_not_list_is_left_to_the_hub(text: str) -> None:
     assert R.hf_model(text) is None
+
+
+@pytest.mark.parametrize(("text", "gpu"), [
+    ("A100 80G", "nvidia-a100-80gb-sxm"), ("a100 80", "nvidia-a100-80gb-sxm"), ("a100-40", "nvidia-a100-40gb-sxm"),
+    ("a100 40g", "nvidia-a100-40gb-sxm"), ("rtx 3060 12", "nvidia-rtx-3060-12gb"),
+    ("4060 ti 16g", "nvidia-rtx-4060-ti-16gb"),
+    ("rx 7900 xtx 24", "amd-rx-7900-xtx"), ("mi300x 192", "amd-mi300x"),
+])
+def test_a_memory_size_written_short_reads_as_the_catalog_writes_it(text: str, gpu: str) -> None:
+    assert R.gpu(text).id == gpu
+
+
+@pytest.mark.parametrize(("text", "among"), [
+    ("H100 80G", {"nvidia-h100-pcie", "nvidia-h100-sxm"}),
+    ("v100 32", {"nvidia-v100-pcie-32gb", "nvidia-v100-sxm2-32gb"}),
+])
+def test_a_short_memory_size_of_several_cards_lists_them(text: str, among: set[str]) -> None:
+    with pytest.raises(NotFound) as err:
+        R.gpu(text)
+    assert err.value.ambiguous and {s.id for s in err.value.suggestions} >= among and err.value.query == text
+
+
+def test_a_memory_size_the_card_does_not_have_is_not_read_away() -> None:
+    with pytest.raises(NotFound):
+        R.gpu("rtx 4090 23")
