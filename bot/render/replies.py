@@ -198,6 +198,7 @@ def _tps_cell(tps: float) -> str:
 
 
 def _ttft_cell(seconds: float) -> str:
+    # Under 0.1 s in ms: the 9-character cell ('1000 30ms') has no room for '0.03s' beside a four-digit tok/s.
     if seconds < 0.1:
         return f"{seconds * 1000:.0f}ms"
     return f"{seconds:.1f}s" if seconds < 10 else f"{seconds:.0f}s"
@@ -225,8 +226,8 @@ def rank_table(rows: list[RankRow], formats: list[QuantFormat], start: int, loca
             tight = "!" if got.memory.verdict == "tight" else ""
             cells.append(f"{_tps_cell(got.speed.decode_tps)} {_ttft_cell(got.speed.ttft_s)}{tight}")
         number = str(start + i + 1) if r.ranked else "-"
-        if ctx > r.model.max_context:
-            number += "*"  # this context needs the model's documented RoPE scaling
+        if r.model.context_as_meant(ctx) > r.model.max_context:
+            number += "*"  # this context needs the model's documented RoPE scaling (a "1M" window is its 1M)
         body.append([number, short_model_name(r.model, RANK_NAME_WIDTH), *cells])
     lines = render_table(columns, body)
     out = [lines[0]]
@@ -287,8 +288,8 @@ def rank_reply(
         ranked=sum(1 for r in rows if r.ranked),
         table=rank_table(chunk, formats, start, locale, ctx) if chunk else [],
         kv_hint=smaller_kv(engine, req.kv),
-        legend=t(locale, "rank.legend") + (t(locale, "rank.scaled") if any(ctx > r.model.max_context for r in chunk)
-                                           else ""),
+        legend=t(locale, "rank.legend") + (t(locale, "rank.scaled") if any(
+            r.model.context_as_meant(ctx) > r.model.max_context for r in chunk) else ""),
         ranges=range_note([f.speed for r in chunk for f in r.fitting if f.quant.id in shown_formats], locale),
         formats=" · ".join(f"{f.level.upper()} = {format_label(f.name, locale)}" for f in formats)
         if len(formats) > 1 else "",

@@ -66,3 +66,13 @@ def test_unified_memory_machines_do_not_pool(gpu: str, gpus: int) -> None:
         SVC.base_query(FitRequest.of(gpu=gpu, model="qwen3-8b", gpus=gpus))
     assert err.value.key == "gpus.unified"
     assert SVC.gpu_choice(gpu.removeprefix("2x "), 1).count == 1
+
+
+def test_a_native_1m_window_is_not_starred_as_rope_scaled_in_rank() -> None:
+    from bot.render.replies import rank_reply
+    from bot.requests import RankRequest
+
+    reply = rank_reply(SVC, RankRequest.of(gpu="h200 sxm", ctx="1M"), locale="en-US")
+    table = str(reply.embeds[0]["description"]).split("```")[1]
+    row = next(line for line in table.splitlines() if "Qwen2.5-7B-Instruct-1M" in line)
+    assert "*" not in row.split("Qwen2.5")[0], row
