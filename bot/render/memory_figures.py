@@ -22,17 +22,20 @@ def gib_figure(nbytes: float, digits: int = REPLY_DIGITS) -> str:
 
 
 def parts_adding_up(parts: Sequence[float], total: float, digits: int = REPLY_DIGITS) -> list[str]:
-    """Each part in GiB, rounded so the shown parts add up to the shown total (largest remainder): rounding each
-    on its own printed 4.4 + 1.2 + 0.6 beside a total of 6.1. Each stays within one last digit of its own figure;
-    no underlying number changes."""
+    """Each part in GiB, rounded so the shown parts add up to the shown total: rounding each on its own printed
+    4.4 + 1.2 + 0.6 beside a total of 6.1. Each part is rounded as itself, and the last digits the sum misses or has
+    too many go to the largest parts rounded the other way, one each: the KV cache of one context then reads the
+    same beside every format, and the weights (different in each anyway) take the difference. No underlying number
+    changes."""
     scale = 10**digits
     target = round(float(gib_figure(total, digits)) * scale)
     exact = [p / GIB * scale for p in parts]
-    units = [math.floor(x) for x in exact]
+    units = [math.floor(x + 0.5) for x in exact]
     short = target - sum(units)
-    # Largest remainders first take the units the floors left out; the smallest give back any extra.
-    by_remainder = sorted(range(len(parts)), key=lambda i: exact[i] - units[i], reverse=short > 0)
-    for i in by_remainder[: abs(short)]:
+    # Only a part rounded the other way may move (so each stays within one last digit of its own figure); there are
+    # always enough of them, as the sum's miss is made of their rounding.
+    movable = [i for i in range(len(parts)) if (units[i] < exact[i] if short > 0 else units[i] > exact[i])]
+    for i in sorted(movable, key=lambda i: -parts[i])[: abs(short)]:
         units[i] += 1 if short > 0 else -1
     return [f"{u / scale:.{digits}f}" for u in units]
 
