@@ -1191,6 +1191,8 @@ def _smaller_ranks(rank: int) -> list[int]:
 
 
 MAX_FINETUNE_GPUS = 8  # FinetuneSettings.gpus
+MIN_CHANGE_SHARE = 0.02  # of the usable memory per GPU
+MIN_CHANGE_BYTES = 0.25 * 2**30
 # Changes of one kind, of which only the lightest that works is offered: more cards (with the sharding the run
 # has, or with FSDP), an 8-bit optimizer (in GPU memory, or paged), CPU offload (optimizer state, or parameters).
 SAME_KIND: dict[ChangeKey, ChangeKey] = {"gpus_fsdp": "gpus", "optimizer_paged": "optimizer_8bit",
@@ -1201,12 +1203,18 @@ def _changes(model: Model, s: FinetuneSettings, usable: float, verdict: Verdict,
     """Single changes that lift the verdict (does not fit → tight or fits; tight → fits), each differing from the
     question, cheapest first (CHANGE_ORDER); of each kind, its lightest variant that reaches the better verdict."""
     target = next_verdict(verdict)
+    # A change must take off at least this much: 12 tokens less of sequence that crosses the line by a few MiB is
+    # true and useless.
+    least = max(MIN_CHANGE_SHARE * usable, MIN_CHANGE_BYTES)
+    now = finetune_memory(model, s).total
     found: dict[ChangeKey, Change] = {}
     for key, value, changed in _candidates(model, s, usable, target, more_gpus):
         kind = SAME_KIND.get(key, key)
         if kind in found or _same_run(changed, s):
             continue
         mem = finetune_memory(model, changed)
+        if now - mem.total < least:
+            continue
         # Offloading to more CPU memory than a large 8-GPU server has lifts nothing anyone can run.
         if at_least(memory_verdict(mem, usable), target) and host_memory_bytes(mem, changed) <= LARGE_HOST_MEMORY_BYTES:
             found[kind] = _change(key, value, mem, usable, changed)

@@ -140,6 +140,9 @@ def fit_reply(svc: Service, req: FitRequest, *, locale: str, theme: charts.Theme
         headline=t(locale, f"headline.{verdict}"),
         color=COLORS[verdict],
         advice=advice(answer.changes, q, locale),
+        # It runs as asked: the tips are for headroom, not a fit (a smaller context than "Max context" reads oddly
+        # under "What to change").
+        tight=verdict == "tight",
         offload=offload,
         # The format the offload plan is for: its field quotes the split's speed, not an all-in-VRAM one.
         offload_for=answer.offload_quant.id if answer.offload_quant else None,
@@ -485,6 +488,8 @@ def finetune_reply(svc: Service, req: FinetuneRequest, *, locale: str, theme: ch
         parts.append(t(locale, "ft.offload"))
     if settings.empty_cache_steps:
         parts.append(t(locale, "ft.empty_cache", steps=settings.empty_cache_steps))
+    if settings.gpus > 1:
+        parts.append(t(locale, f"ft.sharding.{settings.sharding}"))
     embed = render_embed(
         "finetune",
         locale,
@@ -512,6 +517,7 @@ def finetune_reply(svc: Service, req: FinetuneRequest, *, locale: str, theme: ch
         max_seq=plan.max_seq,
         max_batch=plan.max_batch,
         advice=advice,
+        tight=plan.verdict == "tight",
         color=COLORS[plan.verdict],
         image="vram.png",
     )

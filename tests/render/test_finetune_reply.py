@@ -123,3 +123,25 @@ def test_the_no_bf16_refusal_names_a_precision_the_command_takes() -> None:
         said = t(locale, "bad.finetune_bf16", gpu="NVIDIA T4")
         named = set(re.findall(r"`precision:(\w+)`", said))
         assert named and named <= choices, (said, choices)
+
+
+def test_a_multi_gpu_run_says_how_it_is_sharded_and_tips_take_off_something(svc: Service) -> None:
+    text = str(finetune_reply(svc, FinetuneRequest.of(gpu="4090", model="llama-3.1-8b", method="full", gpus=6),
+                              locale="en-US").embeds[0]["description"])
+    assert text.splitlines()[0].endswith("· FSDP (everything sharded)")
+    one = description(svc, "4090", "llama-3.1-8b", "lora", 2048, {})
+    assert "sharded" not in one.splitlines()[0]
+
+
+def test_no_tip_is_a_rounding_away() -> None:
+    from estimator import finetune as ft
+    from estimator.memory import usable_vram_bytes
+
+    s = Service()
+    gpu = s.gpu("4090")
+    model, _ = s.model("llama-3.1-8b")
+    settings = FinetuneRequest.of(gpu="4090", model="llama-3.1-8b", method="full", gpus=6).settings(gpu, 6)
+    usable = usable_vram_bytes(gpu)
+    plan = ft.finetune_plan(model, settings, usable)
+    assert plan.verdict == "tight" and plan.changes
+    assert all(plan.memory.total - c.total >= 0.02 * usable for c in plan.changes)
