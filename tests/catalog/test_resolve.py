@@ -538,3 +538,12 @@ def test_a_short_memory_size_of_several_cards_lists_them(text: str, among: set[s
 def test_a_memory_size_the_card_does_not_have_is_not_read_away() -> None:
     with pytest.raises(NotFound):
         R.gpu("rtx 4090 23")
+
+
+@pytest.mark.parametrize("tag", ["gemma3:27b-it-qat", "gemma3:12b-it-qat"])
+def test_an_ollama_qat_tag_is_googles_q4_0_file(tag: str) -> None:
+    choice = R.model(tag)
+    assert choice.quant is not None and choice.quant.id == "q4_0-qat"
+    # Q4_0 blocks, the tied embedding table at F16: larger than a plain Q4_0 of the same model.
+    plain = CAT.quant("q4_0")
+    assert choice.quant.bits_per_weight == plain.bits_per_weight and choice.quant.embedding_bits == 16
