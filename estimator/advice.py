@@ -38,6 +38,8 @@ from estimator.speed import speed
 from estimator.verdict import FitOption, FitResult, fit
 
 LONG_CONTEXT = 32 * 1024
+# A "long context" recommendation is for at least LONG_CONTEXT and this many times the context asked.
+LONG_CONTEXT_FACTOR = 4
 
 
 class ReferenceSpeed(BaseModel):
@@ -54,8 +56,10 @@ class ReferenceSpeed(BaseModel):
 class Recommendation(BaseModel):
     model_config = ConfigDict(frozen=True)
 
-    comfortable_high_precision: LargestModel  # at 8-bit, short context
-    long_context_q4: LargestModel  # at 4-bit with 32k of context
+    comfortable_high_precision: LargestModel  # at 8-bit, at the context asked
+    long_context_q4: LargestModel  # at 4-bit, at `long_ctx`
+    ctx: int = DEFAULT_CTX
+    long_ctx: int = LONG_CONTEXT
     reference_speeds: tuple[ReferenceSpeed, ...]
     bandwidth_bound: bool  # single-stream decode is limited by memory bandwidth
 
@@ -77,14 +81,19 @@ def recommend(
     references: tuple[Model, ...],
     engine: Engine = "llama.cpp",
     gpus: int = 1,
+    ctx: int = DEFAULT_CTX,
 ) -> Recommendation:
-    """What `gpus` cards of `gpu` are comfortable with, and how fast they decode the reference models."""
+    """What `gpus` cards of `gpu` are comfortable with at the context asked (and at a longer one), and how fast they
+    decode the reference models."""
+    long_ctx = max(LONG_CONTEXT, LONG_CONTEXT_FACTOR * ctx)
     return Recommendation(
         # Both are offered as comfortable: only models /fit calls "fits" (not tight) at the stated context.
-        comfortable_high_precision=largest_that_fits(models, q8, "int8", gpu, gpus=gpus, ctx=DEFAULT_CTX,
+        comfortable_high_precision=largest_that_fits(models, q8, "int8", gpu, gpus=gpus, ctx=ctx,
                                                      engine=engine, with_headroom=True),
-        long_context_q4=largest_that_fits(models, q4, "int4", gpu, gpus=gpus, ctx=LONG_CONTEXT, engine=engine,
+        long_context_q4=largest_that_fits(models, q4, "int4", gpu, gpus=gpus, ctx=long_ctx, engine=engine,
                                           with_headroom=True),
+        ctx=ctx,
+        long_ctx=long_ctx,
         reference_speeds=tuple(reference_speed(gpu, m, q4, engine, gpus) for m in references),
         # Decode moves every weight per token but does 2 FLOPs per weight: at batch 1 even the slowest
         # tensor cores finish long before the memory does.
@@ -288,7 +297,7 @@ def gpu_card(catalog: Catalog, gpu: GPU, *, ctx: int = DEFAULT_CTX, gpus: int = 
     refs = tuple(m for i in REFERENCE_SPEED_MODELS for m in models if m.id == i)
     return GpuCard(gpu=gpu, gpus=gpus, ctx=ctx, usable_bytes=usable, levels=tuple(levels), finetune=best,
                    precision=training_precision(gpu), matrix_units=has_matrix_units(gpu),
-                   recommendation=recommend(gpu, models, q4, q8, refs, engine, gpus))
+                   recommendation=recommend(gpu, models, q4, q8, refs, engine, gpus, ctx))
 
 
 def class_curves(catalog: Catalog, gpu: GPU, *, ctx: int = DEFAULT_CTX, gpus: int = 1,

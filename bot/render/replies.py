@@ -329,9 +329,9 @@ def recommendation_text(rec: Recommendation, locale: str) -> str:
     hp, lc = rec.comfortable_high_precision.model, rec.long_context_q4.model
     lines = []
     if hp:
-        lines.append(t(locale, "rec.comfortable", model=hp.name))
+        lines.append(t(locale, "rec.comfortable", model=hp.name, ctx=format_tokens(rec.ctx)))
     if lc:
-        lines.append(t(locale, "rec.long", model=lc.name))
+        lines.append(t(locale, "rec.long", model=lc.name, ctx=format_tokens(rec.long_ctx)))
     speeds = t(locale, "list_sep").join(
         t(locale, "rec.speed", model=r.model.name, tps=tps_text(r.decode_tps),
           low=tps_text(r.decode_tps_low, r.decode_tps), high=tps_text(r.decode_tps_high, r.decode_tps))

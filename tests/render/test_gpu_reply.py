@@ -96,3 +96,19 @@ def test_a_count_typed_with_the_gpu_is_the_card_answered_for(capsys: pytest.Capt
     assert card["capability"]["int4"]["model"]["name"] in largest["8× NVIDIA H100 NVL 94GB"]
     assert cli.main(["gpu", "--gpu", "8x h100 nvl"]) == 0
     assert capsys.readouterr().out.startswith("8× NVIDIA H100 NVL 94GB: 94.0 GB HBM3")
+
+
+def test_the_recommendation_is_for_the_context_asked() -> None:
+    from estimator.advice import gpu_card
+    from estimator.memory import memory
+    from estimator.query import Query
+
+    fields = {f["name"]: f["value"] for f in
+              gpu_reply(SVC, GpuRequest.of(gpu="rtx 4090", ctx="32k"), locale="en-US").embeds[0]["fields"]}
+    rec = fields["Recommendation"]
+    assert "at Q8 (32k context)" in rec and "at Q4 with 128k" in rec
+    card = gpu_card(SVC.catalog, SVC.gpu("rtx 4090"), ctx=32768)
+    comfortable = card.recommendation.comfortable_high_precision
+    assert comfortable.model is not None
+    q = Query(gpu=SVC.gpu("rtx 4090"), model=comfortable.model, quant=comfortable.quant, ctx=32768)
+    assert memory(q).verdict == "fits"
