@@ -227,8 +227,23 @@ def environment() -> Environment:
     )
     env.filters.update(gib=gib_text, tps=tps_text, secs=_secs, secs_span=_secs_span, tokens=format_tokens,
                        params=_params, over_by=_over_by, over_usable=_over_usable,
-                       memory_figures=memory_figures, scaled_ctx=_scaled_ctx, format_name=_format_name)
+                       memory_figures=memory_figures, scaled_ctx=_scaled_ctx, format_name=_format_name,
+                       engine_name=engine_name, amount=_amount)
     return env
+
+
+# Engines as their projects write them (the ids are what options and flags take).
+ENGINE_DISPLAY = {"llama.cpp": "llama.cpp", "vllm": "vLLM", "mlx": "MLX", "ollama": "Ollama", "lm studio": "LM Studio",
+                  "sglang": "SGLang", "trt-llm": "TensorRT-LLM", "exllamav2": "ExLlamaV2", "exllamav3": "ExLlamaV3"}
+
+
+def engine_name(engine: str) -> str:
+    return ENGINE_DISPLAY.get(engine, engine)
+
+
+def _amount(value: float) -> str:
+    """A threshold or an amount as typed back: 200 not 200.0, 2,000 not 2000."""
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,g}"
 
 
 def render_embed(kind: str, locale: str | None, **context: Any) -> dict[str, Any]:

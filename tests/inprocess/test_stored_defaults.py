@@ -115,13 +115,13 @@ async def test_whatgpu_computes_with_the_stored_kv_cache_and_says_so(sb: Sandbox
     typed = await sb.invoke("/whatgpu model:qwen3-8b ctx:32k engine:vllm kv:fp8", user=user + 100, dm=True)
     assert stored.error is None and typed.error is None
     head = str(stored.embeds[0]["description"]).splitlines()[0]
-    assert head.startswith("vllm · KV fp8 ·"), head
+    assert head.startswith("vLLM · KV fp8 ·"), head
     assert stored.embeds[0]["description"] == typed.embeds[0]["description"]
     note = str(stored.embeds[0]["footer"]["text"])
     assert "engine vllm (yours)" in note and "KV cache fp8 (yours)" in note, note
     # Given in the command, the KV cache is the asker's own and the stored one is not used.
     f16 = await sb.invoke("/whatgpu model:qwen3-8b ctx:32k kv:f16", user=user, dm=True)
-    assert str(f16.embeds[0]["description"]).startswith("vllm · KV f16 ·")
+    assert str(f16.embeds[0]["description"]).startswith("vLLM · KV f16 ·")
     assert "KV cache" not in str(f16.embeds[0]["footer"]["text"])
 
 

@@ -76,3 +76,14 @@ def test_a_native_1m_window_is_not_starred_as_rope_scaled_in_rank() -> None:
     table = str(reply.embeds[0]["description"]).split("```")[1]
     row = next(line for line in table.splitlines() if "Qwen2.5-7B-Instruct-1M" in line)
     assert "*" not in row.split("Qwen2.5")[0], row
+
+
+def test_headers_name_engines_as_their_projects_do_and_amounts_as_typed() -> None:
+    from bot.render.replies import whatgpu_reply
+
+    fit_head = description(FitRequest.of(gpu="h100 sxm", model="qwen3-8b", engine="TensorRT-LLM")).splitlines()[0]
+    assert "· TensorRT-LLM ·" in fit_head and "trt-llm" not in fit_head
+    reply = whatgpu_reply(SVC, WhatGpuRequest.of(model="qwen3-8b", min_tps=200, budget=2000), locale="en-US")
+    head = str(reply.embeds[0]["description"]).splitlines()[0]
+    assert "at least 200 tok/s" in head and "budget $2,000" in head
+    assert ("1 setup," in head) or ("1 setups" not in head)
