@@ -8,6 +8,7 @@ import contextlib
 import json
 import os
 import signal
+import stat
 import sys
 import threading
 from pathlib import Path
@@ -180,6 +181,8 @@ async def _run_sandbox(args: argparse.Namespace) -> int:
             print(t(lang(args), "cli.run.banner", url=session.url), flush=True)
             bot_exit = asyncio.ensure_future(session.wait())
             waits: list[asyncio.Future[Any]] = [bot_exit, asyncio.ensure_future(stopping.wait())]
+            if not sys.stdin.isatty() and not args.prompt and _piped(sys.stdin):
+                print(t(lang(args), "cli.run.piped"), file=sys.stderr, flush=True)
             if sys.stdin.isatty() or args.prompt:
                 waits.append(asyncio.ensure_future(_prompt(session, args)))
             try:
@@ -201,6 +204,15 @@ async def _run_sandbox(args: argparse.Namespace) -> int:
     finally:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
+
+
+def _piped(stream: Any) -> bool:
+    """Commands piped or redirected in from a file (not a service's empty /dev/null)."""
+    try:
+        mode = os.fstat(stream.fileno()).st_mode
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISREG(mode)
 
 
 def _token_given() -> bool:

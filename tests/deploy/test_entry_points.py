@@ -204,3 +204,14 @@ def test_a_sandbox_bot_that_cannot_start_says_why_without_a_traceback(tmp_path: 
     assert lines[0] == "rigcheck: the bot did not start (exit status 2); it said:", done.stderr
     assert any("RIGCHECK_DATABASE_URL" in ln and "postgresql://" in ln for ln in lines[1:]), done.stderr
     assert "hunter2" not in done.stderr
+
+
+def test_commands_on_a_pipe_without_prompt_get_a_hint(tmp_path: Path) -> None:
+    proc = subprocess.Popen([*RIGCHECK, "run", "--port", "0"], cwd=tmp_path, env=_env(tmp_path),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        lines = _wait_for_line(proc, "only with --prompt", timeout=60)
+        assert any("rigcheck run --prompt" in line for line in lines)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
