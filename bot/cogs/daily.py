@@ -85,7 +85,7 @@ class DailyCog(
     # permission is checked again on every call.
     @app_commands.command(name="subscribe", description="Post the daily summary to a channel or channel webhook")
     @app_commands.describe(
-        channel="Channel to post in",
+        channel="Channel to post in (default: this one)",
         gpus="GPUs to cover, comma-separated (up to 4), e.g. 't4, a30'",
         ctx="Context length to rank at, e.g. 32k",
         webhook_url="A channel webhook URL to post through instead of the bot",
@@ -100,6 +100,8 @@ class DailyCog(
         webhook_url: app_commands.Range[str, 1, 300] | None = None,
     ) -> None:
         assert interaction.guild_id is not None
+        if channel is None and webhook_url is None and isinstance(interaction.channel, discord.TextChannel):
+            channel = interaction.channel  # asked in a text channel: that is where it is meant to go
         if webhook_url is not None:
             parse_webhook_url(webhook_url, self.bot.settings.discord_api_base)
         state = self._state()

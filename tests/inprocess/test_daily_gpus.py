@@ -32,3 +32,12 @@ async def test_a_typed_count_is_kept_and_summarised_for(sb: Sandbox) -> None:
     assert preview.error is None, preview
     names = [f["name"] for f in preview.embeds[0]["fields"]]
     assert names[:2] == ["NVIDIA T4", "2× NVIDIA A30"], names
+
+
+async def test_no_channel_means_the_channel_it_was_asked_in(sb: Sandbox) -> None:
+    reply = await sb.invoke("/daily subscribe gpus:t4", user=7101, member_permissions=MANAGE_GUILD)
+    assert reply.error is None, reply
+    said = reply.content or ""
+    assert said.startswith("Subscribed: the daily summary goes to <#") and "(NVIDIA T4, 8k context)" in said, said
+    removed = await sb.invoke("/daily unsubscribe", user=7101, member_permissions=MANAGE_GUILD)
+    assert removed.error is None
