@@ -581,7 +581,9 @@ def whatgpu_reply(svc: Service, req: WhatGpuRequest, page: int = 1, *, locale: s
                          budget=budget, unpriced=unpriced_note(answer.unpriced, locale),
                          total=len(setups), table=whatgpu_table(shown, locale, svc.catalog.gpus) if shown else [],
                          ranges=range_note([s.speed for s in shown], locale),
-                         page=t(locale, "page", page=page, pages=pages), image="whatgpu.png")
+                         page=t(locale, "page", page=page, pages=pages), image="whatgpu.png" if shown else "")
+    if not shown:
+        return Reply(embeds=[embed], meta={"pages": pages})  # no bars to draw: no empty chart
     bars = [(f"{setup_label(s.gpu, s.count, short=True, among=svc.catalog.gpus)} · {s.quant.name}", s.decode_tps,
              s.headroom_bytes / GIB) for s in shown]
     png = charts.setups_chart(bars, title=f"{model.name} · {format_tokens(ctx)}", locale=locale, theme=theme)
