@@ -27,6 +27,8 @@ PASTE_MAX_CHARS = 4000
 # Bounds on what a single stream can plausibly do; outside them a number is a typo or a unit mix-up.
 DECODE_TPS_MAX = 10_000.0
 PREFILL_TPS_MAX = 1_000_000.0
+# Below this a rate is a typo or another unit (0.001 tok/s is one token in 17 minutes), not a measurement.
+TPS_MIN = 0.01
 
 Source = Literal["manual", "llama-bench", "ollama"]
 
@@ -67,6 +69,8 @@ def _bounded(value: float, name: str, limit: float) -> float:
         raise BadValue.of("report.rate_positive", name=name)
     if value > limit:
         raise BadValue.of("report.rate_too_high", name=name, limit=f"{limit:g}")
+    if value < TPS_MIN:
+        raise BadValue.of("report.rate_too_low", name=name, least=f"{TPS_MIN:g}")
     return value
 
 

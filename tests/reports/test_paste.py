@@ -84,3 +84,11 @@ def test_rates(text: str, value: float) -> None:
 def test_bad_rates(text: str) -> None:
     with pytest.raises(BadValue):
         parse_rate(text, "decode_tps", 10_000)
+
+
+@pytest.mark.parametrize("text", ["0.001", "0.009 tok/s"])
+def test_a_rate_too_small_to_be_measured_is_refused(text: str) -> None:
+    with pytest.raises(BadValue) as raised:
+        parse_rate(text, "prefill_tps", 1_000_000)
+    assert raised.value.key == "report.rate_too_low"
+    assert parse_rate("0.01", "prefill_tps", 1_000_000) == 0.01
