@@ -29,10 +29,11 @@ from pydantic import (
 from pydantic.fields import FieldInfo
 
 from bot.params import BOUND_KEYS, BadValue, as_typed, parse_engine, parse_kv, parse_tokens, validation_message
-from bot.render.text import Message, format_tokens
+from bot.render.text import Message, engine_name, format_tokens
 from bot.reports.paste import DECODE_TPS_MAX, PREFILL_TPS_MAX, Measured, parse_paste, parse_rate
 from bot.reports.rules import BUILD_MAX_CHARS, NOTES_MAX_CHARS, clean_text
 from catalog.resolve import setup_text
+from estimator.engines import nearest_kv, runs_kv
 from estimator.query import (
     DEFAULT_CTX,
     DEFAULT_ENGINE,
@@ -125,6 +126,8 @@ class Built(Generic[R]):
     request: R
     used: Mapping[str, Any] = field(default_factory=dict)
     sources: Mapping[str, Scope] = field(default_factory=dict)
+    # How a used default is shown where it is not the stored value itself (a KV cache the engine lacks, swapped).
+    shown: Mapping[str, Message] = field(default_factory=dict)
 
     def check(self, svc: Service) -> None:
         """`request.check`; a refusal of a value a stored default gave names that default and how to change it."""
@@ -260,8 +263,17 @@ class Request(BaseModel):
         given = {k: v for k, v in options.items() if v is not None}
         used = {k: stored.values[k] for k in cls.STORED if k not in given and k in stored.values}
         request = cls.of(**given, **used)
+        shown: dict[str, Message] = {}
+        engine = getattr(request, "engine", None)
+        kv = getattr(request, "kv", None)
+        if "kv" in used and engine is not None and kv is not None and not runs_kv(engine, kv):
+            # A stored KV cache the engine asked for does not keep yields to the nearest one it does, as a stored
+            # context yields to a short window; one typed in the command is still refused.
+            nearest = nearest_kv(engine, kv)
+            request = cls.of(**given, **{**used, "kv": nearest})
+            shown["kv"] = Message("defaults.kv_swapped", {"kv": nearest, "stored": kv, "engine": engine_name(engine)})
         request._ctx_stored = "ctx" in used
-        return Built(request, used, {k: stored.sources[k] for k in used})
+        return Built(request, used, {k: stored.sources[k] for k in used}, shown)
 
     @property
     def ctx_yields(self) -> bool:

@@ -35,7 +35,7 @@ def defaults_note(built: Built[Any], locale: str, label: Mapping[str, str] | Non
         return None
     items = [
         t(locale, "defaults.item", name=t(locale, f"setting.{k}"),
-          value=(label or {}).get(k) or _shown(k, built.used[k]),
+          value=(label or {}).get(k) or built.shown.get(k) or _shown(k, built.used[k]),
           source=t(locale, f"defaults.source.{built.sources[k]}"))
         for k in STORED_KEYS if k in built.used
     ]

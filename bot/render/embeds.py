@@ -25,6 +25,7 @@ from jinja2.runtime import Context
 from bot.render.memory_figures import memory_figures, over_mib
 from bot.render.text import (
     TEMPLATES,
+    engine_name,
     format_label,
     format_tokens,
     locale_key,
@@ -230,15 +231,6 @@ def environment() -> Environment:
                        memory_figures=memory_figures, scaled_ctx=_scaled_ctx, format_name=_format_name,
                        engine_name=engine_name, amount=_amount)
     return env
-
-
-# Engines as their projects write them (the ids are what options and flags take).
-ENGINE_DISPLAY = {"llama.cpp": "llama.cpp", "vllm": "vLLM", "mlx": "MLX", "ollama": "Ollama", "lm studio": "LM Studio",
-                  "sglang": "SGLang", "trt-llm": "TensorRT-LLM", "exllamav2": "ExLlamaV2", "exllamav3": "ExLlamaV3"}
-
-
-def engine_name(engine: str) -> str:
-    return ENGINE_DISPLAY.get(engine, engine)
 
 
 def _amount(value: float) -> str:

@@ -190,3 +190,12 @@ def scaled_context_text(native: int, scaled: int | None) -> str:
     if not scaled or format_tokens(scaled) == format_tokens(native):
         return ""
     return format_tokens(scaled)
+
+
+# Engines as their projects write them (the ids are what options and flags take).
+ENGINE_DISPLAY = {"llama.cpp": "llama.cpp", "vllm": "vLLM", "mlx": "MLX", "ollama": "Ollama", "lm studio": "LM Studio",
+                  "sglang": "SGLang", "trt-llm": "TensorRT-LLM", "exllamav2": "ExLlamaV2", "exllamav3": "ExLlamaV3"}
+
+
+def engine_name(engine: str) -> str:
+    return ENGINE_DISPLAY.get(engine, engine)

@@ -98,10 +98,14 @@ async def test_a_stored_kv_cache_is_checked_against_the_engine(sb: Sandbox) -> N
     saved = await sb.invoke("/settings me kv:q8_0", user=user, dm=True)
     assert saved.error is None and "q8_0" in (saved.content or "")
     assert refusal(await sb.invoke("/settings me engine:vllm", user=user, dm=True)).startswith("Not saved: vllm")
-    # A stored KV cache meeting an engine given in the command: the refusal names the stored default.
-    said = refusal(await sb.invoke("/fit gpu:H100 SXM model:llama3.1:8b engine:vllm", user=user, dm=True))
-    assert said.startswith("vllm has no q8_0 KV cache: try kv:fp8")
-    assert "KV cache q8_0 is your stored default" in said and "`/settings me kv:…`" in said
+    # A stored KV cache meeting an engine given in the command that lacks it yields to the nearest one the engine
+    # keeps, and the note says so; typed in the command, the same KV cache is refused.
+    swapped = await sb.invoke("/fit gpu:H100 SXM model:llama3.1:8b engine:vllm", user=user, dm=True)
+    assert swapped.error is None and "· KV fp8" in str(swapped.embeds[0]["description"]).splitlines()[0]
+    note = str(swapped.embeds[0]["footer"]["text"])
+    assert "KV cache fp8 instead of q8_0, which vLLM lacks (yours)" in note, note
+    typed = refusal(await sb.invoke("/fit gpu:H100 SXM model:llama3.1:8b engine:vllm kv:q8_0", user=user, dm=True))
+    assert typed.startswith("vllm has no q8_0 KV cache: try kv:fp8")
     switched = await sb.invoke("/settings me engine:vllm kv:fp8", user=user, dm=True)
     assert switched.error is None and "fp8" in (switched.content or "")
 
