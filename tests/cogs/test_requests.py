@@ -101,7 +101,9 @@ def test_a_command_takes_only_the_stored_defaults_it_uses() -> None:
     stored = Stored.layered([("me", {"gpu": "nvidia-t4", "ctx": 32768, "kv": "q8_0", "engine": "vllm"})])
     # /whatgpu has no GPU to take, but computes with the stored KV cache as /fit does (it once kept f16).
     whatgpu = WhatGpuRequest.build(stored, model="qwen3-8b")
-    assert set(whatgpu.used) == {"ctx", "engine", "kv"} and whatgpu.request.kv == "q8_0"
+    assert set(whatgpu.used) == {"ctx", "engine", "kv"}
+    # A stored q8_0 meeting a stored vLLM (say the server's engine and a person's cache) is vLLM's nearest, fp8.
+    assert whatgpu.request.kv == "fp8" and whatgpu.used["kv"] == "q8_0" and "kv" in whatgpu.shown
     finetune = FinetuneRequest.build(stored, model="qwen3-8b")
     assert set(finetune.used) == {"gpu"} and finetune.request.seq == 2048
 
