@@ -29,7 +29,7 @@ from pydantic import (
 from pydantic.fields import FieldInfo
 
 from bot.params import BOUND_KEYS, BadValue, as_typed, parse_engine, parse_kv, parse_tokens, validation_message
-from bot.render.text import Message, engine_name, format_tokens
+from bot.render.text import FormatNames, Message, engine_name, format_tokens
 from bot.reports.paste import DECODE_TPS_MAX, PREFILL_TPS_MAX, Measured, parse_paste, parse_rate
 from bot.reports.rules import BUILD_MAX_CHARS, NOTES_MAX_CHARS, clean_text
 from catalog.resolve import setup_text
@@ -437,12 +437,21 @@ class CompareRequest(_Options):
         return self
 
     def sides(self, svc: Service) -> list[FitRequest]:
+        names = (self.model, self.model2 or self.model)
         ctx = self.ctx
         if self.ctx_yields:
             # A default context yields to the shorter window of the two models, the same on both sides.
-            models = [svc.model(name)[0] for name in (self.model, self.model2 or self.model)]
-            ctx = min([ctx, *(m.max_context for m in models if m.context_as_meant(ctx) > m.max_context)])
-        shared = {"ctx": ctx, "engine": self.engine, "kv": self.kv, "quant": self.quant}
+            ctx = min(svc.context_as_asked(svc.model(name)[0], ctx, yields=True) for name in names)
+        quant = self.quant
+        if quant is None:
+            # A format one name's tag sets (an Ollama tag's -q8_0) is the format of both sides; two that differ
+            # leave no one format to compare in.
+            tags = [svc.model(name)[1] for name in names]
+            named = {tag.id: tag for tag in tags if tag is not None}
+            if len(named) > 1:
+                raise BadValue.of("compare.tags_differ", formats=FormatNames(tuple(t.name for t in named.values())))
+            quant = next(iter(named), None)
+        shared = {"ctx": ctx, "engine": self.engine, "kv": self.kv, "quant": quant}
         return [FitRequest.of(gpu=self.gpu, model=self.model, **shared),
                 FitRequest.of(gpu=self.gpu2 or self.gpu, model=self.model2 or self.model, **shared)]
 

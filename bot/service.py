@@ -250,8 +250,9 @@ class Service:
         `ctx:1M`), refused past every window the publisher documents; one the asker did not type (`yields`: a
         default) is the model's own window where that is shorter."""
         meant = model.context_as_meant(ctx)
-        if yields and meant > model.max_context:
-            return model.max_context
+        fit_ = model.context_fit(meant)
+        if yields and fit_.status == "too_long":
+            return fit_.limit  # the longest the publisher documents (with its RoPE scaling, where it has one)
         cls.check_context(model, meant)
         return meant
 

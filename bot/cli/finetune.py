@@ -139,12 +139,16 @@ def cmd_finetune(svc: Any, args: argparse.Namespace) -> int:
     if mem["pageable"] and mem["total"] > data["usable_gb"]:
         weighed = t(loc, "cli.ft.weighed_paged", weighed=weighed, total=f"{mem['total']:.2f}")
     print(t(loc, "cli.ft.title", method=data["method"], model=data["model"]["name"], count=data["gpu"]["count"],
-            gpu=data["gpu"]["name"], verdict=t(loc, f"cli.ft.verdict.{data['verdict']}"), weighed=weighed))
+            gpu=data["gpu"]["name"], weighed=weighed,
+            verdict=t(loc, "cli.ft.verdict.host") if data["host_memory_large"]
+            else t(loc, f"cli.ft.verdict.{data['verdict']}")))
     knobs = [data["framework"] or t(loc, "cli.ft.default_framework"), s["regime"], s["optimizer"],
              t(loc, "cli.ft.checkpointing", mode=s["checkpointing_mode"]), t(loc, "cli.ft.loss", loss=s["loss"]),
              t(loc, "cli.ft.attention", attention=s["attention"])]
     if s["activation_offload"]:
         knobs.append(t(loc, "cli.ft.activation_offload"))
+    if s["gpus"] > 1:
+        knobs.append(t(loc, f"ft.sharding.{s['sharding']}"))
     print("  " + " · ".join(knobs))
     if mem["pageable"] and mem["total"] > data["usable_gb"] and data["verdict"] != "does_not_fit":
         print("  " + t(loc, "cli.ft.spills", gib=f"{mem['pageable']:.2f}"))
@@ -160,7 +164,7 @@ def cmd_finetune(svc: Any, args: argparse.Namespace) -> int:
         print(f"  {pad(t(loc, f'cli.term.{key}'), 16)} {mem[key]:8.2f} GiB")
     if data["host_memory_gb"] and (data["gpu"]["count"] > 1 or data["host_memory_large"]):
         print("  " + t(loc, "cli.ft.host", gib=f"{data['host_memory_gb']:.2f}")
-              + (": " + t(loc, "ft.host_large") if data["host_memory_large"] else ""))
+              + (" — " + t(loc, "ft.host_large") if data["host_memory_large"] else ""))
     none_fits = t(loc, "cli.ft.none_fits")
     print("  " + t(loc, "cli.ft.largest", seq=data["max_seq"] or none_fits, batch=data["max_batch"] or none_fits,
                    at_seq=s["seq"]))

@@ -11,6 +11,7 @@ from estimator.query import DEFAULT_PROMPT_TOKENS, Query
 if TYPE_CHECKING:
     from bot.requests import FitRequest
     from bot.service import Service
+    from catalog.schema import Model
 
 
 def prompt_note(q: Query, asked: int, locale: str) -> str | None:
@@ -23,11 +24,17 @@ def prompt_note(q: Query, asked: int, locale: str) -> str | None:
 
 
 def window_note(q: Query, req: FitRequest, locale: str) -> str | None:
-    """A default context (built in or stored) longer than the model's window is answered at the window: say so."""
-    if not req.ctx_yields or q.ctx >= q.model.context_as_meant(req.ctx):
+    return context_read_note(q.model, q.ctx, req.ctx, req.ctx_yields, locale)
+
+
+def context_read_note(model: Model, used: int, asked: int, yields: bool, locale: str) -> str | None:
+    """Where the context answered is not the one asked, why: a default (built in or stored) past the model's longest
+    window yields to it; a typed one a hair past it ("1M" for a 1,010,000 window, 4,200 for 4,096) means it."""
+    if used == asked:
         return None
-    return t(locale, "ctx.window_default", ctx=format_tokens(q.ctx), model=q.model.name,
-             asked=format_tokens(req.ctx))
+    if yields:
+        return t(locale, "ctx.window_default", ctx=format_tokens(used), model=model.name, asked=format_tokens(asked))
+    return t(locale, "ctx.window_meant", ctx=format_tokens(used), model=model.name, asked=format_tokens(asked))
 
 
 def tag_format_note(svc: Service, req: FitRequest, locale: str) -> str | None:

@@ -11,7 +11,7 @@ from typing import Any
 from bot.render import charts
 from bot.render.embeds import COLORS, render_embed
 from bot.render.memory_figures import peak_figures
-from bot.render.notes import fit_notes
+from bot.render.notes import context_read_note, fit_notes
 from bot.render.reply import Reply, ReplyFile
 from bot.render.table import (
     CODE_BLOCK_MAX,
@@ -432,6 +432,10 @@ def compare_reply(svc: Service, req: CompareRequest, *, locale: str, theme: char
         sides=sides,
         engine=first.engine,
         ctx=first.ctx,
+        # Named after the side whose window set the context (the shorter one, where a default yielded).
+        ctx_note=context_read_note(min((q.model for q, _ in queries),
+                                       key=lambda m: svc.context_as_asked(m, req.ctx, yields=True)),
+                                   first.ctx, req.ctx, req.ctx_yields, locale) or "",
         kv=first.kv,
         fmt=fmt,
         why=t(locale, compare_why(asked, [s["option"] for s in sides]), fmt=FormatNames((fmt.name,))),
@@ -477,6 +481,7 @@ def finetune_reply(svc: Service, req: FinetuneRequest, *, locale: str, theme: ch
               + (t(locale, "ft.change.host", gib=gib_text(c.host)) if c.host and c.key in OFFLOAD_CHANGES else "")
               + (t(locale, "ft.change.paged", gib=gib_text(c.paged)) if c.paged else "") for c in plan.changes]
     host = ft.host_memory_bytes(mem, settings)
+    host_large = host > ft.LARGE_HOST_MEMORY_BYTES
     # The parts the peak holds, adding up to it as printed; the terms other moments hold are named apart.
     peak = peak_figures(mem)
     peak_parts = [(t(locale, f"ft.term.{term}"), figure) for term, figure in peak.held]
@@ -500,7 +505,8 @@ def finetune_reply(svc: Service, req: FinetuneRequest, *, locale: str, theme: ch
         seq=seq,
         batch=batch,
         settings_line=" · ".join(parts),
-        headline=t(locale, f"headline.{plan.verdict}"),
+        # The GPUs may hold it, but not a host with that much CPU memory: it does not run as asked.
+        headline=t(locale, "ft.headline_host") if host_large else t(locale, f"headline.{plan.verdict}"),
         total=mem.total,
         usable=usable,
         peak_parts=peak_parts,
@@ -511,14 +517,14 @@ def finetune_reply(svc: Service, req: FinetuneRequest, *, locale: str, theme: ch
         reserved_fills_card=mem.reserved > usable >= mem.total,
         offloaded=mem.offloaded,
         host=host,
-        host_large=t(locale, "ft.host_large") if host > ft.LARGE_HOST_MEMORY_BYTES else "",
+        host_large=t(locale, "ft.host_large") if host_large else "",
         # "it runs, slower" only where it runs: a run too big even without its paged state just does not fit.
         paged=mem.pageable if mem.total > usable and plan.verdict != "does_not_fit" else 0.0,
         max_seq=plan.max_seq,
         max_batch=plan.max_batch,
         advice=advice,
         tight=plan.verdict == "tight",
-        color=COLORS[plan.verdict],
+        color=COLORS["does_not_fit" if host_large else plan.verdict],
         image="vram.png",
     )
     curves = [(t(locale, f"method.{c.method}"), c.seq, c.total_bytes, c.max_seq) for c in plan.curves]
@@ -577,6 +583,7 @@ def whatgpu_reply(svc: Service, req: WhatGpuRequest, page: int = 1, *, locale: s
     page = min(max(1, page), pages)
     shown = setups[(page - 1) * WHATGPU_PAGE : page * WHATGPU_PAGE]
     embed = render_embed("whatgpu", locale, model=model, ctx=ctx, engine=engine, kv=req.kv,
+                         ctx_note=context_read_note(model, ctx, req.ctx, req.ctx_yields, locale) or "",
                          formats=", ".join(format_label(f.name, locale) for f in formats), min_tps=min_tps,
                          budget=budget, unpriced=unpriced_note(answer.unpriced, locale),
                          total=len(setups), table=whatgpu_table(shown, locale, svc.catalog.gpus) if shown else [],

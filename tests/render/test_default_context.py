@@ -24,7 +24,7 @@ def test_the_built_in_default_is_answered_at_a_shorter_window() -> None:
     assert q.model.max_context == 4096 and q.ctx == 4096
     text = description(req)
     assert "context 4k" in text.splitlines()[0]
-    assert "Context 4k: Llama 2 7B's whole window (the default, 8k, is longer)" in text
+    assert "Context 4k: the longest Llama 2 7B takes (the default, 8k, is longer)" in text
     # A model whose window holds the default is answered at the default, with nothing said.
     qwen = FitRequest.of(gpu="t4", model="qwen3-8b")
     assert SVC.base_query(qwen)[0].ctx == 8192 and "whole window" not in description(qwen)
@@ -87,3 +87,34 @@ def test_headers_name_engines_as_their_projects_do_and_amounts_as_typed() -> Non
     head = str(reply.embeds[0]["description"]).splitlines()[0]
     assert "at least 200 tok/s" in head and "budget $2,000" in head
     assert ("1 setup," in head) or ("1 setups" not in head)
+
+
+def test_compare_and_whatgpu_say_why_the_context_is_shorter() -> None:
+    from bot.render.replies import whatgpu_reply
+
+    # The note names the side whose window set it, wherever it stands.
+    reply = compare_reply(SVC, CompareRequest.of(gpu="t4", model="qwen3-8b", model2="llama2"), locale="en-US")
+    text = str(reply.embeds[0]["description"])
+    assert "Context 4k: the longest Llama 2 7B takes (the default, 8k, is longer)" in text
+    what = whatgpu_reply(SVC, WhatGpuRequest.of(model="llama2"), locale="en-US")
+    assert "Context 4k: the longest Llama 2 7B takes" in str(what.embeds[0]["description"])
+
+
+def test_a_typed_context_a_hair_past_the_window_says_what_it_was_read_as() -> None:
+    text = description(FitRequest.of(gpu="t4", model="llama2", ctx="4200"))
+    assert "Context 4k: Llama 2 7B's window, which is what 4,200 means for it" in text
+
+
+def test_compare_takes_the_one_format_a_tag_names_and_refuses_two() -> None:
+    one = compare_reply(SVC, CompareRequest.of(gpu="4090", model="llama3.1:8b-instruct-q5_K_M", gpu2="3090"),
+                        locale="en-US")
+    assert "Both in Q5_K_M, as asked" in str(one.embeds[0]["description"])
+    with pytest.raises(BadValue) as err:
+        compare_reply(SVC, CompareRequest.of(gpu="4090", model="llama3.1:8b-instruct-q5_K_M",
+                                             model2="llama3.1:8b-instruct-q8_0"), locale="en-US")
+    assert err.value.key == "compare.tags_differ"
+
+
+def test_a_stored_context_within_the_rope_scaled_window_is_kept() -> None:
+    built = FitRequest.build(Stored({"ctx": 131072}, {"ctx": "me"}), gpu="4090", model="qwen3-8b")
+    assert SVC.base_query(built.request)[0].ctx == 131072

@@ -145,3 +145,8 @@ def test_no_tip_is_a_rounding_away() -> None:
     plan = ft.finetune_plan(model, settings, usable)
     assert plan.verdict == "tight" and plan.changes
     assert all(plan.memory.total - c.total >= 0.02 * usable for c in plan.changes)
+
+
+def test_a_run_no_server_can_hold_in_cpu_memory_is_not_said_to_run(svc: Service) -> None:
+    text = description(svc, "8x h100 sxm", "llama-3.1-405b", "full", 2048, {"offload": "params"})
+    assert text.splitlines()[1].startswith("Fits the GPUs, not a server's CPU memory")
