@@ -130,9 +130,10 @@ class Service:
             if count not in (1, setup.count):
                 raise BadValue.of("gpus.conflict", text=Typed(text.strip()[:40]), written=setup.count, option=count)
             count = self.gpus(setup.count)
-        if count > 1 and setup.options[0].unified_memory:
+        if count > 1 and setup.options[0].unified_memory and "socketed" not in setup.options[0].form_factor.lower():
             # One machine's unified memory: several do not pool into one GPU setup (RPC or exo clusters over the
-            # network are another thing), and /whatgpu never lists such setups.
+            # network are another thing), and /whatgpu never lists such setups. A socketed data-center APU (MI300A)
+            # is built four to a node, linked by Infinity Fabric, as GPUs are.
             raise BadValue.of("gpus.unified", gpu=setup.family or setup.options[0].name)
         if not setup.is_family:
             return GpuChoice(gpu=setup.options[0], count=count)

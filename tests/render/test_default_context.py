@@ -118,3 +118,8 @@ def test_compare_takes_the_one_format_a_tag_names_and_refuses_two() -> None:
 def test_a_stored_context_within_the_rope_scaled_window_is_kept() -> None:
     built = FitRequest.build(Stored({"ctx": 131072}, {"ctx": "me"}), gpu="4090", model="qwen3-8b")
     assert SVC.base_query(built.request)[0].ctx == 131072
+
+
+def test_a_socketed_data_center_apu_is_built_several_to_a_node() -> None:
+    q, _ = SVC.base_query(FitRequest.of(gpu="4x MI300A", model="llama-3.1-70b", engine="vllm"))
+    assert q.gpus == 4 and q.gpu.unified_memory
