@@ -93,6 +93,13 @@ def cmd_fit(svc: Service, args: argparse.Namespace) -> int:
     # model tag's format beside another `--quant`), as /fit says it.
     for note in fit_notes(svc, req, result.query, loc or DEFAULT_LOCALE):
         print(note)
+    # Several sequences: their summed rate, and when the last of their prompts, arriving together, starts.
+    if data["batch"] > 1 and data["prompt_tokens"]:
+        for o in data["options"]:
+            if o["verdict"] != "does_not_fit":
+                print(t(loc, "cli.fit.batch_line", fmt=o["quant_name"], n=data["batch"],
+                        total=f"{o['aggregate_tps']:,.0f}", last=f"{o['ttft_last_s']:.2f}",
+                        low=f"{o['ttft_last_s_low']:.2f}", high=f"{o['ttft_last_s_high']:.2f}"))
     # Where nothing fits, the split /fit offers (llama.cpp with some layers in system RAM), and its speed.
     offload = offload_text(partial_offload(result), loc or DEFAULT_LOCALE)
     if offload:

@@ -506,3 +506,13 @@ def test_whatgpu_under_a_budget_counts_the_unpriced_setups(lang: str, note: str,
     code, out, _ = run(["--lang", lang, *argv], capsys)
     assert code == 0 and f"{data['unpriced']} " in out and note in out
     assert run_json(["whatgpu", "--model", "qwen3-14b"], capsys)["unpriced"] == 0
+
+
+def test_fit_text_with_a_batch_states_the_total_rate_and_the_last_first_token(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    data = run_json(["fit", "--gpu", "4090", "--model", "qwen3-8b", "--batch", "4"], capsys)
+    assert cli.main(["fit", "--gpu", "4090", "--model", "qwen3-8b", "--batch", "4"]) == 0
+    out = capsys.readouterr().out
+    first = data["options"][0]
+    line = next(ln for ln in out.splitlines() if ln.startswith(f"{first['quant_name']}: 4 sequences"))
+    assert f"{first['aggregate_tps']:,.0f} tok/s in all" in line and f"after {first['ttft_last_s']:.2f} s" in line
