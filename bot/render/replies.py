@@ -625,7 +625,9 @@ def related_families(families: set[str], asked: str) -> list[str]:
     key = family_key(asked)
     others = sorted(f for f in families if not family_matches(f, asked))
     starts = [f for f in others if family_key(f).startswith(key)]
-    within = [f for f in others if key in family_key(f) and f not in starts]
+    # Part of it from a word's start ("qwen" in "DeepSeek-R1-Distill (Qwen2.5)"), not inside one ("phi" in Dolphin).
+    within = [f for f in others if f not in starts
+              and any(family_key(w).startswith(key) for w in re.split(r"[\s(),/-]+", f))]
     keys = {family_key(f): f for f in others}
     close = [keys[k] for k in difflib.get_close_matches(key, list(keys), n=FAMILY_SUGGESTIONS, cutoff=0.75)]
     return list(dict.fromkeys(starts + within + close))

@@ -35,7 +35,7 @@ LLAMA = ["LLaMA", "Llama 2", "Llama 3", "Llama 3.1", "Llama 3.1 Nemotron", "Llam
 
 @pytest.mark.parametrize(("asked", "has", "lacks"), [
     ("qwen", QWEN, ["DeepSeek-R1-Distill (Qwen2.5)", "OpenThinker (Qwen2.5)"]),
-    ("Llama", LLAMA, ["Code Llama", "TinyLlama", "OpenLLaMA", "Dolphin (Llama 3.1)"]),
+    ("Llama", LLAMA, ["Code Llama", "Dolphin (Llama 3.1)"]),
 ])
 def test_a_makers_word_lists_every_family_it_begins(asked: str, has: list[str], lacks: list[str]) -> None:
     families = {m.family for m in SVC.catalog.models}
@@ -45,8 +45,9 @@ def test_a_makers_word_lists_every_family_it_begins(asked: str, has: list[str], 
     assert not reply.ephemeral
     text = str(reply.embeds[0]["description"])
     assert text.startswith(f"{len(meant)} models · {asked}\n"), text
-    # What the word does not begin is named beside, not mixed in.
+    # What the word does not begin is named beside, not mixed in; a name it is only inside (TinyLlama) is neither.
     assert all(f"`{f}`" in text for f in lacks) and not any(f"`{f}`" in text for f in has)
+    assert "TinyLlama" not in text.split("```")[0] or asked != "Llama"
 
 
 @pytest.mark.parametrize(("asked", "meant"), [("qwen3vi", "`Qwen3-VL`"), ("gema 3", "`Gemma 3`"),
@@ -81,3 +82,8 @@ def test_family_names_stay_distinct_when_matched_whole() -> None:
 
 def test_one_model_is_one_model() -> None:
     assert description("Codestral").startswith("1 model · Codestral")
+
+
+def test_a_word_inside_another_is_not_a_near_family() -> None:
+    text = description("phi")
+    assert "Dolphin" not in text.split("```")[0], text
