@@ -367,8 +367,9 @@ class FitRequest(_Options):
             # The prompt as asked too: one longer than the context is cut to it and the reply says so, a default one
             # silently; the two replies differ though the cut prompt is the same.
             "prompt_asked": self.prompt,
-            # A default context past the model's window is answered at the window, and the reply names the default.
-            "ctx_asked": self.ctx if self.ctx_yields else None,
+            # The reply says why a context differs from the one asked (a default yielding, "1M" meant).
+            "ctx_asked": self.ctx,
+            "ctx_yields": self.ctx_yields,
             # The format the model name's tag names: beside another asked with `quant`, the reply says so.
             "tagged": tagged.id if (tagged := svc.model(self.model)[1]) else None,
             "kv": q.kv,
@@ -467,7 +468,8 @@ class CompareRequest(_Options):
         if not gpus_differ and not models_differ and a["quant"] == b["quant"]:
             model, _ = svc.model(first.model)
             raise BadValue.of("compare.same_twice", model=model.name, gpu=svc.gpu_choice(first.gpu).gpu.name)
-        return {"a": a, "b": b}
+        # The sides carry the context answered; the reply also says why it differs from the one asked.
+        return {"a": a, "b": b, "ctx_asked": self.ctx, "ctx_yields": self.ctx_yields}
 
 
 class WhatGpuRequest(_Options):
@@ -511,7 +513,9 @@ class WhatGpuRequest(_Options):
         # before any defer.
         found, ctx, formats = svc.whatgpu_question(self)
         return {"model": found.id, "ctx": ctx, "quant": [f.id for f in formats], "min_tps": self.min_tps,
-                "budget": self.budget, "engine": self.engine, "kv": self.kv, "max_gpus": self.max_gpus}
+                "budget": self.budget, "engine": self.engine, "kv": self.kv, "max_gpus": self.max_gpus,
+                # The reply says why a context differs from the one asked (a default yielding, "1M" meant).
+                "ctx_asked": self.ctx, "ctx_yields": self.ctx_yields}
 
 
 class FinetuneRequest(_Options):

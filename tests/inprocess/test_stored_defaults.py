@@ -144,3 +144,17 @@ async def test_a_gpu_count_is_not_stored_as_one_card(sb: Sandbox) -> None:
 async def test_a_gpu_card_is_for_the_count_typed(sb: Sandbox) -> None:
     reply = await sb.invoke("/gpu gpu:8x nvidia-h100-nvl", user=6110, dm=True)
     assert reply.error is None and reply.embeds[0]["title"] == "8× NVIDIA H100 NVL 94GB"
+
+
+async def test_a_cached_answer_at_the_window_does_not_lose_why_the_context_is_shorter(sb: Sandbox) -> None:
+    """A typed ctx:4k and a default that yields to 4k answer the same figures, but only the second says why:
+    one cached answer must not serve both."""
+    user = 6111
+    for command in ("/whatgpu model:llama2", "/fit gpu:T4 model:llama2", "/compare gpu:T4 model:llama2 gpu2:A30"):
+        typed = await sb.invoke(f"{command} ctx:4k", user=user, dm=True)
+        default = await sb.invoke(command, user=user, dm=True)
+        typed_again = await sb.invoke(f"{command} ctx:4k", user=user, dm=True)
+        assert typed.error is None and default.error is None, (typed, default)
+        note = "the longest Llama 2 7B takes (the default, 8k, is longer)"
+        assert note in str(default.embeds[0]["description"]), command
+        assert note not in str(typed.embeds[0]["description"]) and note not in str(typed_again.embeds[0]["description"])
