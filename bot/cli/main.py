@@ -126,7 +126,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CatalogError as exc:
         print(f"rigcheck: {exc.text(args.lang)}", file=sys.stderr)
     except KeyboardInterrupt:
-        return 130
+        # `run` exits 0 on Ctrl-C at any moment, even while the catalog loads before it starts.
+        return 0 if getattr(args, "command", None) == "run" else 130
     except BrokenPipeError:
         # `rigcheck catalog list | head`: the reader left, which is not an error worth a traceback. Point
         # stdout at /dev/null so the interpreter's final flush does not raise the same error again.
