@@ -438,17 +438,16 @@ class CompareRequest(_Options):
         return self
 
     def sides(self, svc: Service) -> list[FitRequest]:
-        names = (self.model, self.model2 or self.model)
+        found = [svc.model(name) for name in (self.model, self.model2 or self.model)]
         ctx = self.ctx
         if self.ctx_yields:
             # A default context yields to the shorter window of the two models, the same on both sides.
-            ctx = min(svc.context_as_asked(svc.model(name)[0], ctx, yields=True) for name in names)
+            ctx = min(svc.context_as_asked(model, ctx, yields=True) for model, _ in found)
         quant = self.quant
         if quant is None:
             # A format one name's tag sets (an Ollama tag's -q8_0) is the format of both sides; two that differ
             # leave no one format to compare in.
-            tags = [svc.model(name)[1] for name in names]
-            named = {tag.id: tag for tag in tags if tag is not None}
+            named = {tag.id: tag for _, tag in found if tag is not None}
             if len(named) > 1:
                 raise BadValue.of("compare.tags_differ", formats=FormatNames(tuple(t.name for t in named.values())))
             quant = next(iter(named), None)

@@ -1026,6 +1026,10 @@ def spilled_paged_bytes(mem: FinetuneMemory, usable_per_gpu_bytes: float) -> flo
 LARGE_HOST_MEMORY_BYTES = 32 * 64 * 2**30
 
 
+# Changes that move state or activations to CPU memory: a tip for one says how much that memory must hold.
+OFFLOAD_CHANGES: tuple[ChangeKey, ...] = ("offload", "cpu_offload_optimizer", "cpu_offload_params")
+
+
 def host_memory_bytes(mem: FinetuneMemory, s: FinetuneSettings) -> float:
     """CPU memory the run needs on its machine: what each GPU's process offloads, for every GPU."""
     return mem.offloaded * s.gpus
@@ -1199,21 +1203,21 @@ SAME_KIND: dict[ChangeKey, ChangeKey] = {"gpus_fsdp": "gpus", "optimizer_paged":
                                          "cpu_offload_params": "cpu_offload_optimizer"}
 
 
-def _changes(model: Model, s: FinetuneSettings, usable: float, verdict: Verdict, more_gpus: bool) -> list[Change]:
+def _changes(model: Model, s: FinetuneSettings, usable: float, now: FinetuneMemory, more_gpus: bool
+             ) -> list[Change]:
     """Single changes that lift the verdict (does not fit → tight or fits; tight → fits), each differing from the
     question, cheapest first (CHANGE_ORDER); of each kind, its lightest variant that reaches the better verdict."""
-    target = next_verdict(verdict)
+    target = next_verdict(memory_verdict(now, usable))
     # A change must take off at least this much: 12 tokens less of sequence that crosses the line by a few MiB is
     # true and useless.
     least = max(MIN_CHANGE_SHARE * usable, MIN_CHANGE_BYTES)
-    now = finetune_memory(model, s).total
     found: dict[ChangeKey, Change] = {}
     for key, value, changed in _candidates(model, s, usable, target, more_gpus):
         kind = SAME_KIND.get(key, key)
         if kind in found or _same_run(changed, s):
             continue
         mem = finetune_memory(model, changed)
-        if now - mem.total < least:
+        if now.total - mem.total < least:
             continue
         # Offloading to more CPU memory than a large 8-GPU server has lifts nothing anyone can run.
         if at_least(memory_verdict(mem, usable), target) and host_memory_bytes(mem, changed) <= LARGE_HOST_MEMORY_BYTES:
@@ -1226,7 +1230,7 @@ def finetune_plan(model: Model, settings: FinetuneSettings, usable_per_gpu_bytes
     """The answer; `more_gpus` False where cards cannot be added (one machine's unified memory)."""
     mem = finetune_memory(model, settings)
     verdict = memory_verdict(mem, usable_per_gpu_bytes)
-    changes = _changes(model, settings, usable_per_gpu_bytes, verdict, more_gpus) if verdict != "fits" else []
+    changes = _changes(model, settings, usable_per_gpu_bytes, mem, more_gpus) if verdict != "fits" else []
     curves = [seq_curve(model, settings_for_method(settings, m), usable_per_gpu_bytes) for m in CURVE_METHODS]
     return FinetunePlan(
         settings=settings,

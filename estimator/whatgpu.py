@@ -124,24 +124,6 @@ def what_gpu_setups(
     return WhatGpuSetups(setups=sorted(out, key=Setup.sort_key), unpriced=unpriced)
 
 
-def what_gpu(
-    model: Model,
-    formats: Sequence[QuantFormat],
-    gpus_catalog: Iterable[GPU],
-    *,
-    ctx: int,
-    engine: Engine = "llama.cpp",
-    kv: KVDtype = "f16",
-    min_tps: float | None = None,
-    max_gpus: int = MAX_GPUS,
-    budget_usd: float | None = None,
-    prompt_tokens: int = DEFAULT_PROMPT_TOKENS,
-) -> list[Setup]:
-    """The setups of `what_gpu_setups`, without the count of those left out for an unknown price."""
-    return what_gpu_setups(model, formats, gpus_catalog, ctx=ctx, engine=engine, kv=kv, min_tps=min_tps,
-                           max_gpus=max_gpus, budget_usd=budget_usd, prompt_tokens=prompt_tokens).setups
-
-
 def _first_that_fits(model: Model, fmt: QuantFormat, gpu: GPU, *, ctx: int, engine: Engine, kv: KVDtype,
                      min_tps: float | None, max_gpus: int, prompt_tokens: int) -> Setup | None:
     first: Setup | None = None
@@ -162,4 +144,4 @@ def _first_that_fits(model: Model, fmt: QuantFormat, gpu: GPU, *, ctx: int, engi
     return first
 
 
-__all__ = ["Setup", "WhatGpuSetups", "what_gpu", "what_gpu_setups"]
+__all__ = ["Setup", "WhatGpuSetups", "what_gpu_setups"]

@@ -170,15 +170,12 @@ def cmd_finetune(svc: Any, args: argparse.Namespace) -> int:
                    at_seq=s["seq"]))
     for c in data["changes"]:
         paged = t(loc, "cli.ft.try_paged", gib=f"{c['paged_gb']:.2f}") if c["paged_gb"] else ""
-        if c["host_gb"] and c["change"] in OFFLOAD_CHANGES:
+        if c["host_gb"] and c["change"] in ft.OFFLOAD_CHANGES:
             paged += t(loc, "cli.ft.try_host", gib=f"{c['host_gb']:.2f}")
         flags = _FINETUNE_CHANGE_FLAGS[c["change"]].format(c["to"])
         print("  " + t(loc, "cli.ft.try", flags=flags, gib=f"{c['total_gb']:.2f}",
                        verdict=t(loc, f"verdict.{c['verdict']}"), paged=paged))
     return 0
-
-
-OFFLOAD_CHANGES = ("offload", "cpu_offload_optimizer", "cpu_offload_params")
 
 
 # Each suggested change (estimator.finetune.ChangeKey) as the flags that make it.

@@ -478,7 +478,7 @@ def finetune_reply(svc: Service, req: FinetuneRequest, *, locale: str, theme: ch
     plan = ft.finetune_plan(model, settings, usable, more_gpus=not gpu.unified_memory)
     mem = plan.memory
     advice = [t(locale, f"ft.change.{c.key}", value=_change_value(c), gib=gib_text(c.total))
-              + (t(locale, "ft.change.host", gib=gib_text(c.host)) if c.host and c.key in OFFLOAD_CHANGES else "")
+              + (t(locale, "ft.change.host", gib=gib_text(c.host)) if c.host and c.key in ft.OFFLOAD_CHANGES else "")
               + (t(locale, "ft.change.paged", gib=gib_text(c.paged)) if c.paged else "") for c in plan.changes]
     host = ft.host_memory_bytes(mem, settings)
     host_large = host > ft.LARGE_HOST_MEMORY_BYTES
@@ -531,10 +531,6 @@ def finetune_reply(svc: Service, req: FinetuneRequest, *, locale: str, theme: ch
     setup = gpu_label(gpu, gpus)
     png = finetune_chart(curves, usable, title=f"{model.name} · {setup}", setup=setup, locale=locale, theme=theme)
     return Reply(embeds=[embed], files=[ReplyFile(filename="vram.png", data=png)])
-
-
-# Changes that move state or activations to CPU memory: their tip says how much that memory must hold.
-OFFLOAD_CHANGES = ("offload", "cpu_offload_optimizer", "cpu_offload_params")
 
 
 def _change_value(change: Any) -> str:

@@ -18,7 +18,7 @@ from estimator.engines import (
     tensor_parallel_sizes,
 )
 from estimator.rank import rank
-from estimator.whatgpu import what_gpu
+from estimator.whatgpu import what_gpu_setups
 
 CAT = load_catalog()
 
@@ -75,7 +75,7 @@ def test_fp8_is_named_for_what_vllm_runs_on_the_gpu(gpu: str, name: str) -> None
 
 
 def test_whatgpu_names_fp8_per_setup() -> None:
-    setups = what_gpu(CAT.model("llama-3.1-8b"), [CAT.quant("fp8")], CAT.gpus, ctx=8192, engine="vllm")
+    setups = what_gpu_setups(CAT.model("llama-3.1-8b"), [CAT.quant("fp8")], CAT.gpus, ctx=8192, engine="vllm").setups
     names = {s.gpu.id: s.quant.name for s in setups}
     assert names["nvidia-t4"] == "FP8 (W8A16)" and names["nvidia-l4"] == "FP8 (W8A8)"
 
@@ -90,7 +90,7 @@ def test_tensor_parallel_groups_split_whole_query_and_kv_heads() -> None:
 
 def test_whatgpu_and_rank_leave_out_what_cannot_run() -> None:
     llama = CAT.model("llama-3.1-8b")
-    setups = what_gpu(llama, [CAT.quant("fp8")], CAT.gpus, ctx=8192, engine="vllm")
+    setups = what_gpu_setups(llama, [CAT.quant("fp8")], CAT.gpus, ctx=8192, engine="vllm").setups
     assert setups and all(format_runs_on(s.quant, s.gpu) and supports("vllm", s.gpu) for s in setups)
     assert all(s.count in (1, 2, 4, 8) for s in setups)
     rows = rank(CAT.models, [CAT.quant("bf16")], CAT.gpu("nvidia-rtx-4090"), gpus=3, engine="vllm", ctx=4096)

@@ -9,7 +9,7 @@ import pytest
 from catalog.store import load_catalog
 from estimator.memory import memory
 from estimator.query import Query
-from estimator.whatgpu import what_gpu, what_gpu_setups
+from estimator.whatgpu import what_gpu_setups
 
 CAT = load_catalog()
 LLAMA70 = CAT.model("llama-3.3-70b")
@@ -19,7 +19,7 @@ CTX = 32 * 1024
 
 @pytest.fixture(scope="module")
 def setups():
-    return what_gpu(LLAMA70, [Q4], CAT.gpus, ctx=CTX)
+    return what_gpu_setups(LLAMA70, [Q4], CAT.gpus, ctx=CTX).setups
 
 
 def test_includes_multi_gpu_and_single_80gb_cards(setups):
@@ -59,15 +59,15 @@ def test_sorted_by_count_price_power_speed(setups):
 
 
 def test_min_tps_filters(setups):
-    fast = what_gpu(LLAMA70, [Q4], CAT.gpus, ctx=CTX, min_tps=40)
+    fast = what_gpu_setups(LLAMA70, [Q4], CAT.gpus, ctx=CTX, min_tps=40).setups
     assert fast and all(s.decode_tps >= 40 for s in fast)
     assert len(fast) < len(setups)
-    assert what_gpu(LLAMA70, [Q4], CAT.gpus, ctx=CTX, min_tps=1e6) == []
+    assert what_gpu_setups(LLAMA70, [Q4], CAT.gpus, ctx=CTX, min_tps=1e6).setups == []
 
 
 def test_budget_filters(setups):
     budget = 5000
-    cheap = what_gpu(LLAMA70, [Q4], CAT.gpus, ctx=CTX, budget_usd=budget)
+    cheap = what_gpu_setups(LLAMA70, [Q4], CAT.gpus, ctx=CTX, budget_usd=budget).setups
     assert cheap
     assert all(s.price_usd is not None and s.price_usd <= budget for s in cheap)
     assert all(s.gpu.launch_price_usd is not None for s in cheap)
@@ -75,24 +75,27 @@ def test_budget_filters(setups):
 
 
 def test_unsupported_engines_are_skipped():
-    out = what_gpu(CAT.model("llama-3.1-8b"), [CAT.quant("awq-int4")], CAT.gpus, ctx=8192, engine="vllm")
+    out = what_gpu_setups(CAT.model("llama-3.1-8b"), [CAT.quant("awq-int4")], CAT.gpus, ctx=8192,
+                          engine="vllm").setups
     assert out and all(s.gpu.vendor != "apple" for s in out)
-    mlx = what_gpu(CAT.model("llama-3.1-8b"), [CAT.quant("mlx-4bit")], CAT.gpus, ctx=8192, engine="mlx")
+    mlx = what_gpu_setups(CAT.model("llama-3.1-8b"), [CAT.quant("mlx-4bit")], CAT.gpus, ctx=8192,
+                          engine="mlx").setups
     assert mlx and all(s.gpu.vendor == "apple" for s in mlx)
 
 
 def test_vllm_tensor_parallel_divides_heads_and_speeds_up():
-    out = what_gpu(LLAMA70, [CAT.quant("awq-int4")], CAT.gpus, ctx=CTX, engine="vllm")
+    out = what_gpu_setups(LLAMA70, [CAT.quant("awq-int4")], CAT.gpus, ctx=CTX, engine="vllm").setups
     assert all(LLAMA70.attention_heads % s.count == 0 for s in out)
     h100 = CAT.gpu("nvidia-h100-sxm")
-    one = what_gpu(LLAMA70, [CAT.quant("awq-int4")], [h100], ctx=CTX, engine="vllm")[0]
+    one = what_gpu_setups(LLAMA70, [CAT.quant("awq-int4")], [h100], ctx=CTX, engine="vllm").setups[0]
     need = one.decode_tps * 1.3
-    more = what_gpu(LLAMA70, [CAT.quant("awq-int4")], [h100], ctx=CTX, engine="vllm", min_tps=need)
+    more = what_gpu_setups(LLAMA70, [CAT.quant("awq-int4")], [h100], ctx=CTX, engine="vllm",
+                           min_tps=need).setups
     assert more and more[0].count > 1 and more[0].decode_tps >= need
 
 
 def test_max_gpus_caps_the_count():
-    out = what_gpu(LLAMA70, [Q4], CAT.gpus, ctx=CTX, max_gpus=2)
+    out = what_gpu_setups(LLAMA70, [Q4], CAT.gpus, ctx=CTX, max_gpus=2).setups
     assert out and max(s.count for s in out) <= 2
 
 
@@ -118,5 +121,6 @@ def test_a_budget_counts_the_setups_it_leaves_out_for_an_unknown_price():
 
 def test_cards_with_a_sourced_launch_price_are_within_a_budget():
     # RX 7800 XT ($499), Arc A770 16GB ($349) and RX 7900 GRE ($549) run Qwen3-14B at 8k and cost under $600.
-    listed = {s.gpu.id for s in what_gpu(CAT.model("qwen3-14b"), [Q4], CAT.gpus, ctx=8192, budget_usd=600)}
+    found = what_gpu_setups(CAT.model("qwen3-14b"), [Q4], CAT.gpus, ctx=8192, budget_usd=600).setups
+    listed = {s.gpu.id for s in found}
     assert {"amd-rx-7800-xt", "intel-arc-a770-16gb", "amd-rx-7900-gre"} <= listed

@@ -23,7 +23,7 @@ from bot.sandbox.models import Reply
 from bot.service import Service
 from estimator.memory import memory
 from estimator.query import Query
-from estimator.whatgpu import DEFAULT_PROMPT_TOKENS, what_gpu
+from estimator.whatgpu import DEFAULT_PROMPT_TOKENS, what_gpu_setups
 from tests.fake_hub import serving, stream_chunked
 from tests.inprocess.local_bot import bot_in_this_process
 
@@ -288,7 +288,7 @@ async def test_whatgpu_rows_are_the_estimators_and_all_fit(world: World, svc: Se
     assert 0 < len(rows) <= WHATGPU_PAGE
 
     q4 = svc.quant("int4", "llama.cpp")
-    expected = what_gpu(model, [q4], svc.catalog.gpus, ctx=32768, engine="llama.cpp")
+    expected = what_gpu_setups(model, [q4], svc.catalog.gpus, ctx=32768, engine="llama.cpp").setups
     assert f"{len(expected)} setups" in embed["description"]
     shown = expected[:WHATGPU_PAGE]
     width = whatgpu_columns(shown, "en-US")[0].width
