@@ -196,9 +196,13 @@ PREFILL_PARAMS: tuple[Param, ...] = (
     Param("request_overhead_s", 0.02, "s per request", ("all", "engine"),
           "a server's tokenisation, scheduling and first-step setup before the first token"),
     # "compute": the kernel family that unpacks (CUDA/HIP int8 MMQ tiles, or Metal's and the BLAS-era kernels'
-    # dequantise-to-half tiles) does different ALU work per weight.
+    # dequantise-to-half tiles) does different ALU work per weight. "die": a tile load is integer ops, global loads and
+    # shared-memory stores, and which of them bounds it is the die's own (RTX Blackwell issues INT32 on every FP32 lane,
+    # which speeds the integer ops and neither of the others). The level took leave-one-GPU-out prefill from 14.3 % (p90
+    # 42.9 %, 103 rows above 35 %) to 13.1 % (p90 41.5 %, 95 rows) and leave-one-source-out from 13.3 % (p90 37.5 %)
+    # to 12.6 % (p90 36.6 %); a die ridge of 0.3, 3 or 10 times the level's did worse (p90 41.8, 42.0 and 42.6 %).
     Param("tile_dequant_ops_per_weight", TILE_DEQUANT_PRIOR, "ALU ops per quantized weight per tile of prompt tokens", (
-        "all", "family", "backend", "kernel", "dp4a", "power_per_flop", "compute", "mmq_unit"),
+        "all", "family", "backend", "kernel", "dp4a", "power_per_flop", "compute", "mmq_unit", "die"),
         "the int8 matrix kernels unpack each quantized weight tile once per tile of prompt tokens",
         ridge=TILE_DEQUANT_RIDGE),
     Param("recurrent_step_s", 5e-6, "s per prompt token per recurrent layer", ("all", "family", "backend"),
