@@ -30,6 +30,18 @@ def test_no_setup_is_one_sentence(svc: Service, locale: str, min_tps: float | No
     assert "```" not in text, "no empty code block"
 
 
+@pytest.mark.parametrize(("locale", "none", "count"), [
+    ("en-US", "No Mac in the catalog meets that", "setups"), ("zh-CN", "目录中没有能满足要求的 Mac", "种配置"),
+])
+def test_nothing_to_list_has_no_count_page_or_order(svc: Service, locale: str, none: str, count: str) -> None:
+    # It read "0 setups, fewest GPUs first · page 1 of 1" under "Ordered by GPU count…", and named GPU counts to MLX.
+    reply = whatgpu_reply(svc, WhatGpuRequest.of(model="kimi-k2", engine="mlx", quant="mlx-8bit"), locale=locale)
+    embed = reply.embeds[0]
+    text = str(embed["description"])
+    assert none in text and count not in text and "1–8" not in text
+    assert "footer" not in embed
+
+
 def test_setups_still_come_as_a_table(svc: Service) -> None:
     text = str(whatgpu_reply(svc, WhatGpuRequest.of(model="qwen3-8b", ctx=8192, engine="llama.cpp"),
                              locale="en-US").embeds[0]["description"])
