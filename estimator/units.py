@@ -19,5 +19,5 @@ def to_gib(nbytes: float, digits: int = 2) -> float:
 
 
 def gib_text(nbytes: float) -> str:
-    """Bytes → GiB with one decimal, as replies show it ("14.3")."""
-    return f"{nbytes / GIB:.1f}"
+    """Bytes → GiB with one decimal, as replies show it ("14.3"; "1,909.7", grouped as every other count)."""
+    return f"{nbytes / GIB:,.1f}"

@@ -18,7 +18,7 @@ OVER_MIB_DECIMAL_BELOW = 10
 
 
 def gib_figure(nbytes: float, digits: int = REPLY_DIGITS) -> str:
-    return f"{nbytes / GIB:.{digits}f}"
+    return f"{nbytes / GIB:,.{digits}f}"
 
 
 def parts_adding_up(parts: Sequence[float], total: float, digits: int = REPLY_DIGITS) -> list[str]:
@@ -28,7 +28,7 @@ def parts_adding_up(parts: Sequence[float], total: float, digits: int = REPLY_DI
     same beside every format, and the weights (different in each anyway) take the difference. No underlying number
     changes."""
     scale = 10**digits
-    target = round(float(gib_figure(total, digits)) * scale)
+    target = round(float(gib_figure(total, digits).replace(",", "")) * scale)
     exact = [p / GIB * scale for p in parts]
     units = [math.floor(x + 0.5) for x in exact]
     short = target - sum(units)
@@ -37,7 +37,7 @@ def parts_adding_up(parts: Sequence[float], total: float, digits: int = REPLY_DI
     movable = [i for i in range(len(parts)) if (units[i] < exact[i] if short > 0 else units[i] > exact[i])]
     for i in sorted(movable, key=lambda i: -parts[i])[: abs(short)]:
         units[i] += 1 if short > 0 else -1
-    return [f"{u / scale:.{digits}f}" for u in units]
+    return [f"{u / scale:,.{digits}f}" for u in units]
 
 
 def over_mib(total: float, usable: float, digits: int = REPLY_DIGITS) -> str:

@@ -67,7 +67,7 @@ def advice(changes: tuple[Tip, ...], q: Query, locale: str) -> list[str]:
             lines.append(t(locale, "advice.gpus", count=tip.gpus, gpu=q.gpu.name))
         else:
             # "At least": rounded up, or a card of the rounded size would be short of it.
-            lines.append(t(locale, "advice.need", gib=f"{math.ceil((tip.need_bytes or 0) / GIB)}",
+            lines.append(t(locale, "advice.need", gib=f"{math.ceil((tip.need_bytes or 0) / GIB):,}",
                            fmt=FormatNames((tip.quant.name,))))
     return lines
 

@@ -145,7 +145,7 @@ def tps_text(value: float, like: float | None = None) -> str:
     so "~58 (51–71)" never reads "~58 (50.8–71)"."""
     # Decided on the rounded figure: 9.96 prints "10", not "10.0".
     whole = round(value if like is None else like, 1) >= 10
-    return f"{value:.0f}" if whole else f"{value:.1f}"
+    return f"{value:,.0f}" if whole else f"{value:.1f}"
 
 
 # Parameter counts are shown to three significant figures: the catalog's own precision for most models (8.19B,

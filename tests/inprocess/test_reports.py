@@ -83,7 +83,7 @@ async def test_pasted_llama_bench_is_confirmed_stored_and_shown_beside_fit(sandb
     preview = await report(sb, "add", *t4_qwen(opt("paste", BENCH.format(pp="1234.56", tg="35.20"))))
     assert preview.error is None and preview.ephemeral, preview
     shown = text_of(preview)
-    assert "decode 35 tok/s" in shown and "prompt 1235 tok/s" in shown and "8e672efe (4446)" in shown
+    assert "decode 35 tok/s" in shown and "prompt 1,235 tok/s" in shown and "8e672efe (4446)" in shown
     assert "rigcheck's estimate" in shown and "80 % range" in shown and "held for review" not in shown
     # Nothing is stored until the reporter confirms.
     assert "Community" not in text_of(await sb.invoke("/fit gpu:T4 model:qwen3-8b quant:Q4_K_M"))

@@ -102,7 +102,7 @@ def test_a_run_over_two_cards_is_told_what_would_fit(svc: Service, locale: str, 
 def test_offloaded_memory_is_said_for_the_whole_run_and_past_a_servers(svc: Service) -> None:
     text = description(svc, "8x h100 sxm", "llama-3.1-405b", "full", 2048, {"offload": "params"})
     line = next(ln for ln in text.splitlines() if "in CPU memory" in ln)
-    whole, per_gpu = (float(x) for x in re.findall(r"([\d.]+) GiB", line)[:2])
+    whole, per_gpu = (float(x.replace(",", "")) for x in re.findall(r"([\d,.]+) GiB", line)[:2])
     assert whole == pytest.approx(8 * per_gpu, abs=0.5) and whole > 2048
     assert line.endswith("more than the 2,048 GiB of CPU memory in NVIDIA's own 8-GPU H200 server")
     # One card's run states its one figure; 70B's 920 GiB is within a server.

@@ -116,6 +116,17 @@ def test_a_speed_that_rounds_to_ten_prints_as_a_whole_number(value: float, text:
     assert tps_text(value) == text
 
 
+def test_thousands_are_grouped_as_every_other_count() -> None:
+    # "Weights 1909.7 GiB" and "12481 tok/s" stood beside "71,054 with RoPE scaling" and "2,048 GiB of CPU memory".
+    from bot.render.memory_figures import parts_adding_up
+    from bot.render.text import tps_text
+    from estimator.units import GIB, gib_text
+
+    assert (tps_text(12480.7), tps_text(999.6), gib_text(1909.74 * GIB), gib_text(14.26 * GIB)) == (
+        "12,481", "1,000", "1,909.7", "14.3")
+    assert parts_adding_up([1909.66 * GIB, 0.54 * GIB, 0.9 * GIB], 1911.1 * GIB) == ["1,909.7", "0.5", "0.9"]
+
+
 @pytest.mark.parametrize(("value", "point", "text"), [(8.84, 10.88, "9"), (50.8, 58.0, "51"), (99.4, 130.0, "99"),
                                                       (10.4, 9.2, "10.4"), (4.44, 5.0, "4.4")])
 def test_a_range_end_is_rounded_as_its_point(value: float, point: float, text: str) -> None:
