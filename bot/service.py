@@ -16,7 +16,7 @@ from typing import Any
 import estimator
 from bot.huggingface_client import HubClient, HubError
 from bot.params import BadValue, Typed, level_alias
-from bot.render.text import FormatNames, format_tokens
+from bot.render.text import FormatNames, engine_name, format_tokens
 from bot.requests import FitRequest, RankRequest, WhatGpuRequest
 from catalog.resolve import NotFound, Resolver
 from catalog.schema import GPU, Model, QuantFormat
@@ -180,9 +180,9 @@ class Service:
         runs_on = [e for e in ENGINES if runs_format(e, fmt)]
         if runs_on:
             raise BadValue.of("quant.other_engine", quant=FormatNames((fmt.name,)), engines=engine_names(fmt.engines),
-                              engine=engine, suggestion=runs_on[0], formats=own)
+                              engine=engine_name(engine), suggestion=runs_on[0], formats=own)
         raise BadValue.of("quant.no_engine", quant=FormatNames((fmt.name,)), engines=engine_names(fmt.engines),
-                          engine=engine, formats=own)
+                          engine=engine_name(engine), formats=own)
 
     def formats(self, engine: Engine, quant: str | None, tagged: QuantFormat | None = None) -> list[QuantFormat]:
         """The asked format; else the one a model tag names (an Ollama tag's `-q4_K_M`), checked like an asked
@@ -293,7 +293,8 @@ class Service:
             return
         splitting = sum(splits_over(engine, m, gpus) for m in self.catalog.models)
         if splitting < RANK_SPLIT_SHARE * len(self.catalog.models):
-            raise BadValue.of("bad.tp_rank", engine=engine, gpus=gpus, n=splitting, total=len(self.catalog.models))
+            raise BadValue.of("bad.tp_rank", engine=engine_name(engine), gpus=gpus, n=splitting,
+                              total=len(self.catalog.models))
 
     def rank_formats(self, engine: Engine, quant: str | None, gpu: GPU) -> list[QuantFormat]:
         """The formats a ranking compares, once the engine and each asked format are known to run on `gpu`."""
@@ -340,11 +341,11 @@ def check_engine(engine: Engine, gpu: GPU) -> None:
         return
     reason, figures = floor
     if gpu.vendor == "apple":
-        raise BadValue.of("bad.engine_gpu_apple", engine=engine, gpu=gpu.name)
+        raise BadValue.of("bad.engine_gpu_apple", engine=engine_name(engine), gpu=gpu.name)
     if reason == "cc" and engine == "exllamav3":
-        raise BadValue.of("bad.engine_gpu_ampere", engine=engine, gpu=gpu.name)
+        raise BadValue.of("bad.engine_gpu_ampere", engine=engine_name(engine), gpu=gpu.name)
     key = {"cc": "bad.engine_gpu_cc", "rocm_target": "bad.engine_gpu_rocm"}.get(reason, "bad.engine_gpu_vendor")
-    raise BadValue.of(key, engine=engine, gpu=gpu.name, **figures)
+    raise BadValue.of(key, engine=engine_name(engine), gpu=gpu.name, **figures)
 
 
 def kv_refusal(engine: Engine, kv: KVDtype) -> BadValue | None:
@@ -352,7 +353,7 @@ def kv_refusal(engine: Engine, kv: KVDtype) -> BadValue | None:
     runs and all it has; None where it can."""
     if runs_kv(engine, kv):
         return None
-    return BadValue.of("bad.kv_engine", engine=engine, kv=kv, suggestion=nearest_kv(engine, kv),
+    return BadValue.of("bad.kv_engine", engine=engine_name(engine), kv=kv, suggestion=nearest_kv(engine, kv),
                        kinds=", ".join(kv_dtypes(engine)))
 
 
@@ -361,7 +362,7 @@ def check_split(engine: Engine, model: Model, gpus: int) -> None:
     if splits_over(engine, model, gpus):
         return
     options = " / ".join(str(n) for n in tensor_parallel_sizes(engine, model, MAX_GPUS) if n > 1) or "1"
-    raise BadValue.of("bad.tp_heads", engine=engine, model=model.name, heads=model.attention_heads,
+    raise BadValue.of("bad.tp_heads", engine=engine_name(engine), model=model.name, heads=model.attention_heads,
                       kv=model.kv_heads, gpus=gpus, options=options)
 
 

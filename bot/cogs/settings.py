@@ -15,7 +15,7 @@ from discord.ext import commands
 
 from bot.params import BadValue
 from bot.render.replies import error_reply
-from bot.render.text import Message, format_tokens, t
+from bot.render.text import Message, engine_name, format_tokens, t
 from bot.requests import STORED_KEYS, Built, Scope, SettingsRequest, stored_values
 from bot.service import check_engine, kv_refusal
 from bot.store.records import GuildSettings, UserSettings
@@ -53,7 +53,7 @@ def _engine_refusal(engine: Engine, gpu: GPU) -> Message:
     except BadValue as err:
         if err.key is not None:
             return Message(err.key, err.values)
-    return Message("bad.engine_gpu", {"engine": engine, "gpu": gpu.name})
+    return Message("bad.engine_gpu", {"engine": engine_name(engine), "gpu": gpu.name})
 
 
 def join_notes(*notes: str | None) -> str | None:

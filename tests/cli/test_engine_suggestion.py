@@ -72,9 +72,9 @@ def test_exl2_on_exllamav3_suggests_exllamav2_and_exl3_the_reverse() -> None:
 
 
 @pytest.mark.parametrize(("gpu", "engine", "words"), [
-    ("rtx 4090", "mlx", "mlx runs on Apple GPUs, not on NVIDIA GeForce RTX 4090"),
+    ("rtx 4090", "mlx", "MLX runs on Apple GPUs, not on NVIDIA GeForce RTX 4090"),
     ("t4", "exllamav3", "needs an Ampere or newer GPU (compute capability 8.0); NVIDIA T4 is older"),
-    ("rx 7900 xtx", "trt-llm", "trt-llm runs on NVIDIA GPUs, not on AMD Radeon RX 7900 XTX"),
+    ("rx 7900 xtx", "trt-llm", "TensorRT-LLM runs on NVIDIA GPUs, not on AMD Radeon RX 7900 XTX"),
 ])
 def test_rank_refuses_an_engine_the_gpu_does_not_run(gpu: str, engine: str, words: str) -> None:
     from bot.requests import RankRequest

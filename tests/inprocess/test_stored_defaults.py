@@ -25,7 +25,7 @@ async def test_an_engine_the_stored_gpu_does_not_run_is_not_stored(sb: Sandbox) 
     saved = await sb.invoke("/settings me gpu:T4", user=user, dm=True)
     assert saved.ephemeral and "NVIDIA T4" in (saved.content or "")
     said = refusal(await sb.invoke("/settings me engine:mlx", user=user, dm=True))
-    assert said.startswith("Not saved: mlx") and "NVIDIA T4" in said and "/settings me gpu:… engine:…" in said
+    assert said.startswith("Not saved: MLX") and "NVIDIA T4" in said and "/settings me gpu:… engine:…" in said
     shown = await sb.invoke("/settings me", user=user, dm=True)
     assert "NVIDIA T4" in (shown.content or "") and "mlx" not in (shown.content or "")
     fit = await sb.invoke("/fit model:qwen3-8b", user=user, dm=True)
@@ -36,11 +36,11 @@ async def test_a_gpu_the_stored_engine_does_not_run_on_is_not_stored(sb: Sandbox
     user = 6102
     assert "mlx" in ((await sb.invoke("/settings me engine:mlx", user=user, dm=True)).content or "")
     said = refusal(await sb.invoke("/settings me gpu:T4", user=user, dm=True))
-    assert said.startswith("Not saved: mlx") and "NVIDIA T4" in said
+    assert said.startswith("Not saved: MLX") and "NVIDIA T4" in said
     zh = refusal(await sb.invoke("/settings me gpu:T4", user=user, dm=True, locale="zh-CN"))
-    assert zh.startswith("未保存：mlx") and "NVIDIA T4" in zh
+    assert zh.startswith("未保存：MLX") and "NVIDIA T4" in zh
     both = refusal(await sb.invoke("/settings me gpu:T4 engine:exllamav3", user=user, dm=True))
-    assert both.startswith("Not saved: exllamav3 needs an Ampere or newer GPU") and "NVIDIA T4" in both
+    assert both.startswith("Not saved: ExLlamaV3 needs an Ampere or newer GPU") and "NVIDIA T4" in both
     apple = await sb.invoke("/settings me gpu:apple-m1-max-64gb", user=user, dm=True)
     assert apple.error is None and "M1 Max" in (apple.content or "") and "mlx" in (apple.content or "")
     # Both given together replace both: a GPU and an engine that do work together are stored.
@@ -52,7 +52,7 @@ async def test_a_refusal_caused_by_your_stored_engine_says_so(sb: Sandbox) -> No
     user = 6103
     await sb.invoke("/settings me engine:mlx", user=user, dm=True)
     said = refusal(await sb.invoke("/fit gpu:T4 model:qwen3-8b", user=user, dm=True))
-    assert said.startswith("mlx ") and "NVIDIA T4" in said
+    assert said.startswith("MLX ") and "NVIDIA T4" in said
     assert "engine mlx is your stored default" in said and "`/settings me engine:…`" in said
     zh = refusal(await sb.invoke("/fit gpu:T4 model:qwen3-8b", user=user, dm=True, locale="zh-CN"))
     assert "引擎 mlx 是你保存的默认值" in zh and "`/settings me engine:…`" in zh
@@ -70,14 +70,14 @@ async def test_a_refusal_caused_by_the_servers_stored_gpu_says_so(sb: Sandbox) -
     assert "GPU NVIDIA T4 is this server's stored default" in said and "`/settings server gpu:…`" in said
     # Your own engine default over the server's GPU would fail every command the same way: refused.
     mine = refusal(await sb.invoke("/settings me engine:mlx", user=member))
-    assert mine.startswith("Not saved: mlx") and "NVIDIA T4" in mine
+    assert mine.startswith("Not saved: MLX") and "NVIDIA T4" in mine
     await sb.invoke("/settings reset scope:server", user=manager, member_permissions=MANAGE_GUILD)
 
 
 async def test_a_kv_cache_the_engine_does_not_run_is_refused_with_the_nearest_it_does(sb: Sandbox) -> None:
     user = 6106
     said = refusal(await sb.invoke("/fit gpu:H100 SXM model:llama3.1:8b engine:vllm kv:q8_0", user=user, dm=True))
-    assert said.startswith("vllm has no q8_0 KV cache: try kv:fp8") and "/settings" not in said
+    assert said.startswith("vLLM has no q8_0 KV cache: try kv:fp8") and "/settings" not in said
     zh = refusal(await sb.invoke("/fit gpu:H100 SXM model:llama3.1:8b engine:vllm kv:q8_0", user=user, dm=True,
                                  locale="zh-CN"))
     assert "请尝试 kv:fp8" in zh
@@ -92,12 +92,12 @@ async def test_a_stored_kv_cache_is_checked_against_the_engine(sb: Sandbox) -> N
     # Stored together, an engine and a KV cache it does not run are refused, and so is a KV cache the default
     # engine (llama.cpp) does not run; given together, ones that work are stored.
     both = refusal(await sb.invoke("/settings me engine:vllm kv:q8_0", user=user, dm=True))
-    assert both.startswith("Not saved: vllm has no q8_0 KV cache: try kv:fp8") and "engine:… kv:…" in both
+    assert both.startswith("Not saved: vLLM has no q8_0 KV cache: try kv:fp8") and "engine:… kv:…" in both
     alone = refusal(await sb.invoke("/settings me kv:fp8", user=user, dm=True))
     assert alone.startswith("Not saved: llama.cpp has no fp8 KV cache")
     saved = await sb.invoke("/settings me kv:q8_0", user=user, dm=True)
     assert saved.error is None and "q8_0" in (saved.content or "")
-    assert refusal(await sb.invoke("/settings me engine:vllm", user=user, dm=True)).startswith("Not saved: vllm")
+    assert refusal(await sb.invoke("/settings me engine:vllm", user=user, dm=True)).startswith("Not saved: vLLM")
     # A stored KV cache meeting an engine given in the command that lacks it yields to the nearest one the engine
     # keeps, and the note says so; typed in the command, the same KV cache is refused.
     swapped = await sb.invoke("/fit gpu:H100 SXM model:llama3.1:8b engine:vllm", user=user, dm=True)
@@ -105,7 +105,7 @@ async def test_a_stored_kv_cache_is_checked_against_the_engine(sb: Sandbox) -> N
     note = str(swapped.embeds[0]["footer"]["text"])
     assert "KV cache fp8 instead of q8_0, which vLLM lacks (yours)" in note, note
     typed = refusal(await sb.invoke("/fit gpu:H100 SXM model:llama3.1:8b engine:vllm kv:q8_0", user=user, dm=True))
-    assert typed.startswith("vllm has no q8_0 KV cache: try kv:fp8")
+    assert typed.startswith("vLLM has no q8_0 KV cache: try kv:fp8")
     switched = await sb.invoke("/settings me engine:vllm kv:fp8", user=user, dm=True)
     assert switched.error is None and "fp8" in (switched.content or "")
 
