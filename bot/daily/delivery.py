@@ -39,7 +39,7 @@ from bot.render.embeds import COLORS, FIELD_VALUE_MAX, FOOTER_MAX, render_embed
 from bot.render.replies import range_note, rank_rows_view
 from bot.render.reply import Reply, ReplyFile
 from bot.render.table import setup_label
-from bot.render.text import format_tokens
+from bot.render.text import format_tokens, t
 from bot.requests import DAILY_MAX_GPUS, RankRequest
 from bot.service import Service
 from catalog.resolve import NotFound
@@ -323,14 +323,20 @@ class DailyJob:
         """What this server's summary would look like today, without claiming or posting anything."""
         day = day or datetime.now(UTC).date().isoformat()
         subs = await self.state.list_subscriptions(guild_id)
+        note: str | None = None
         if subs:
             gpu_ids, ctx, locale = list(subs[0].gpus), subs[0].ctx, subs[0].locale
         else:
             settings = await self.state.get_guild_settings(guild_id)
             gpu_ids = list(settings.gpu_ids) or [self.svc.gpu(DEFAULT_GPU).id]
             ctx = settings.ctx or DEFAULT_CTX
-        return await self.compose_for(guild_id=guild_id, day=day, gpu_ids=gpu_ids, ctx=ctx, locale=locale,
-                                      changes=await self.changes_for(day))
+            # `/daily subscribe` without gpus: takes the server's GPU and refuses without one, so a preview of the
+            # default card says it is an example, not what a subscription would post.
+            note = t(locale, "daily.preview_server" if settings.gpu_ids else "daily.preview_example",
+                     gpu=setup_label(self.svc.gpu(gpu_ids[0]), 1))
+        reply = await self.compose_for(guild_id=guild_id, day=day, gpu_ids=gpu_ids, ctx=ctx, locale=locale,
+                                       changes=await self.changes_for(day))
+        return reply.model_copy(update={"content": note}) if note else reply
 
     # -- running --
 

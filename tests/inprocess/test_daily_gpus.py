@@ -41,3 +41,22 @@ async def test_no_channel_means_the_channel_it_was_asked_in(sb: Sandbox) -> None
     assert said.startswith("Subscribed: the daily summary goes to <#") and "(NVIDIA T4, 8k context)" in said, said
     removed = await sb.invoke("/daily unsubscribe", user=7101, member_permissions=MANAGE_GUILD)
     assert removed.error is None
+
+
+async def test_a_preview_before_any_subscription_says_whose_summary_it_shows(sb: Sandbox) -> None:
+    # It showed an RTX 4090's summary that `/daily subscribe` (no gpus, no server GPU) would refuse to post.
+    assert (await sb.invoke("/daily unsubscribe", user=7101, member_permissions=MANAGE_GUILD)).error is None
+    example = await sb.invoke("/daily preview", user=7101, member_permissions=MANAGE_GUILD)
+    assert example.error is None and (example.content or "").startswith("No subscription yet"), example
+    assert "RTX 4090, as an example" in (example.content or "") and "gpus:…" in (example.content or "")
+    saved = await sb.invoke("/settings server gpu:a30", user=7101, member_permissions=MANAGE_GUILD)
+    assert saved.error is None, saved
+    try:
+        server = await sb.invoke("/daily preview", user=7101, member_permissions=MANAGE_GUILD)
+        assert "this server's GPU" in (server.content or "") and server.embeds[0]["fields"][0]["name"] == "NVIDIA A30"
+        await subscribe(sb, "t4")
+        subscribed = await sb.invoke("/daily preview", user=7101, member_permissions=MANAGE_GUILD)
+        assert not subscribed.content, subscribed.content
+    finally:
+        await sb.invoke("/settings reset scope:server", user=7101, member_permissions=MANAGE_GUILD)
+        await sb.invoke("/daily unsubscribe", user=7101, member_permissions=MANAGE_GUILD)
