@@ -24,7 +24,7 @@ from bot.render.memory_figures import MemoryFigures, memory_figures
 from bot.render.notes import fit_notes
 from bot.render.replies import offload_text, unpriced_note
 from bot.render.table import setup_label
-from bot.render.text import DEFAULT_LOCALE, params_b_text, scaled_context_text, t, tps_text
+from bot.render.text import DEFAULT_LOCALE, engine_name, params_b_text, scaled_context_text, t, tps_text
 from bot.requests import DEFAULT_SORT, DEFAULT_WHATGPU_LIMIT, GpuRequest, RankRequest, WhatGpuRequest
 from bot.service import Service
 from catalog.resolve import NotFound
@@ -67,8 +67,8 @@ def cmd_fit(svc: Service, args: argparse.Namespace) -> int:
         return 0
     g, m, loc = data["gpu"], data["model"], lang(args)
     print(t(loc, "cli.fit.title", model=m["name"], params_b=params_b_text(m["params_b"]), count=g["count"],
-            gpu=g["name"], engine=data["engine"], ctx=format_tokens(data["ctx"]), prompt=data["prompt_tokens"],
-            kv=data["kv_dtype"]))
+            gpu=g["name"], engine=engine_name(data["engine"]), ctx=format_tokens(data["ctx"]),
+            prompt=data["prompt_tokens"], kv=data["kv_dtype"]))
     rows = [
         [
             o["quant_name"],
@@ -287,11 +287,11 @@ def cmd_whatgpu(svc: Service, args: argparse.Namespace) -> int:
         })
         return 0
     loc = lang(args)
-    print(t(loc, "cli.whatgpu.title", model=model.name, ctx=format_tokens(ctx), engine=engine))
+    print(t(loc, "cli.whatgpu.title", model=model.name, ctx=format_tokens(ctx), engine=engine_name(engine)))
     if answer.unpriced:
         print(unpriced_note(answer.unpriced, loc))
     if not rows:
-        print(t(loc, "cli.whatgpu.none", most=req.max_gpus))
+        print(t(loc, "cli.whatgpu.none_mac" if engine == "mlx" else "cli.whatgpu.none", most=req.max_gpus))
         return 0
     print(table(column_names(loc, "col.setup", "col.format", "col.tps", "cli.col.ttft_s", "cli.col.price_usd",
                              "cli.col.watts", "cli.col.headroom_gib"), [

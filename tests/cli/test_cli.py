@@ -424,6 +424,11 @@ def test_whatgpu_with_no_setup_says_so(capsys: pytest.CaptureFixture[str]) -> No
     code, out, err = run(["whatgpu", "--model", "qwen3-8b", "--min-tps", "5000"], capsys)
     assert code == 0 and err == ""
     assert out.splitlines()[1:] == ["no setup of 1–8 GPUs in the catalog meets that"]
+    # MLX runs on one Mac at a time: "1–8 GPUs" would not be what was searched.
+    code, out, err = run(["whatgpu", "--model", "kimi-k2", "--engine", "mlx", "--quant", "mlx-8bit"], capsys)
+    assert code == 0 and err == ""
+    assert out.splitlines() == ["GPU setups for Kimi K2 Instruct at 8k context (MLX)",
+                                "no Mac in the catalog meets that"]
 
 
 @pytest.mark.parametrize("argv", [["rank", "--gpu", "t4", "--limit", "0"], ["rank", "--gpu", "t4", "--limit", "-1"],
