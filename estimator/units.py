@@ -18,6 +18,6 @@ def to_gib(nbytes: float, digits: int = 2) -> float:
     return round(nbytes / GIB, digits)
 
 
-def gib_text(nbytes: float) -> str:
-    """Bytes → GiB with one decimal, as replies show it ("14.3"; "1,909.7", grouped as every other count)."""
-    return f"{nbytes / GIB:,.1f}"
+def gib_text(nbytes: float, digits: int = 1) -> str:
+    """Bytes → GiB as replies show it: one decimal ("14.3"), thousands grouped as every other count ("1,909.7")."""
+    return f"{nbytes / GIB:,.{digits}f}"

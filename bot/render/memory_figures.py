@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from estimator.finetune import FinetuneMemory, PeakTerm
 from estimator.memory import MemoryBreakdown
-from estimator.units import GIB, MIB
+from estimator.units import GIB, MIB, gib_text
 
 REPLY_DIGITS = 1  # GiB decimals in an embed ("14.3", as `estimator.units.gib_text`)
 # Below this many MiB past the usable memory, the overshoot keeps a decimal ("0.4 MiB"), so it never reads "0".
@@ -18,7 +18,7 @@ OVER_MIB_DECIMAL_BELOW = 10
 
 
 def gib_figure(nbytes: float, digits: int = REPLY_DIGITS) -> str:
-    return f"{nbytes / GIB:,.{digits}f}"
+    return gib_text(nbytes, digits)
 
 
 def parts_adding_up(parts: Sequence[float], total: float, digits: int = REPLY_DIGITS) -> list[str]:
