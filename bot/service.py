@@ -30,6 +30,7 @@ from estimator.engines import (
     format_runs_on,
     kv_dtypes,
     nearest_kv,
+    released_for,
     runs_format,
     runs_kv,
     splits_over,
@@ -184,15 +185,29 @@ class Service:
         raise BadValue.of("quant.no_engine", quant=FormatNames((fmt.name,)), engines=engine_names(fmt.engines),
                           engine=engine_name(engine), formats=own)
 
-    def formats(self, engine: Engine, quant: str | None, tagged: QuantFormat | None = None) -> list[QuantFormat]:
+    def formats(self, engine: Engine, quant: str | None, tagged: QuantFormat | None = None,
+                model: Model | None = None) -> list[QuantFormat]:
         """The asked format; else the one a model tag names (an Ollama tag's `-q4_K_M`), checked like an asked
-        one; else the engine's default levels."""
+        one; else the engine's default levels. With `model`, an asked format that model was never released in (a
+        trained one, Gemma 3's QAT Q4_0) is refused with the format it converts to."""
         if quant:
-            return [self.quant(quant, engine)]
+            fmt = self.quant(quant, engine)
+            if model is not None:
+                self.check_released(fmt, model)
+            return [fmt]
         if tagged is not None:
             self.check_format(tagged, engine)
+            if model is not None:
+                self.check_released(tagged, model)
             return [tagged]
         return default_formats(self.catalog, engine)
+
+    def check_released(self, fmt: QuantFormat, model: Model) -> None:
+        if released_for(fmt, model):
+            return
+        plain = next((q for q in self.catalog.quants if q.id == fmt.kernel and not q.released_for), None)
+        raise BadValue.of("quant.not_released", quant=FormatNames((fmt.name,)), model=model.name,
+                          families=" / ".join(fmt.released_for), suggestion=(plain or fmt).id)
 
     # --- questions --------------------------------------------------------------------------------
 
@@ -200,7 +215,7 @@ class Service:
         """For /fit, a chip family answers with the smallest memory option on which some format runs."""
         model, tagged = self.model(req.model)
         engine = req.engine
-        formats = self.formats(engine, req.quant, tagged)
+        formats = self.formats(engine, req.quant, tagged, model)
 
         def runs(gpu: GPU, count: int) -> bool:
             if not supports(engine, gpu):
@@ -218,7 +233,7 @@ class Service:
         engine = req.engine
         check_engine(engine, gpu)
         self.check_kv(engine, req.kv)
-        formats = self.formats(engine, req.quant, tagged)
+        formats = self.formats(engine, req.quant, tagged, model)
         check_split(engine, model, choice.count)
         runnable = [f for f in formats if format_runs_on(f, gpu)]
         if not runnable:
@@ -274,7 +289,7 @@ class Service:
         the engine, the format, and the context as meant, refused past the model's longest documented window."""
         model, tagged = self.model(req.model)
         self.check_kv(req.engine, req.kv)
-        formats = self.formats(req.engine, req.quant, tagged)
+        formats = self.formats(req.engine, req.quant, tagged, model)
         if not req.quant and tagged is None:
             formats = [self.quant("int4", req.engine)]  # one level to list setups for, not /fit's three
         return model, self.context_as_asked(model, req.ctx, req.ctx_yields), formats

@@ -442,6 +442,11 @@ class QuantFormat(_Frozen):
     tensor_bits: TensorBits | None = Field(
         default=None, description="per-tensor-class bits, for formats whose mix differs by tensor class"
     )
+    released_for: tuple[str, ...] = Field(
+        default=(), description="the model families whose publisher released weights in this format (a "
+        "quantization-aware-trained checkpoint is trained, not converted: no other model has it); empty: any model "
+        "can be converted to it"
+    )
     source: str = Field(min_length=8)
     notes: str = ""
 

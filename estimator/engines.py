@@ -70,6 +70,12 @@ def runs_format(engine: Engine, fmt: QuantFormat) -> bool:
     return engine in fmt.engines or format_engine(engine) in fmt.engines
 
 
+def released_for(fmt: QuantFormat, model: Model) -> bool:
+    """Whether the model exists in this format: any format converted from the weights does; a trained one
+    (`QuantFormat.released_for`: Gemma 3's QAT Q4_0) only for the families its publisher released it for."""
+    return not fmt.released_for or model.family in fmt.released_for
+
+
 # The KV-cache precisions each engine's own option takes, of those a question may name (estimator.query.KV_DTYPES);
 # a server's f16 is its `auto`, the cache in the model's 16-bit dtype.
 # - llama.cpp `--cache-type-k/-v` (common/arg.cpp): f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1; no fp8.

@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from catalog.schema import GPU, Model, QuantFormat
-from estimator.engines import format_runs_on, splits_over
+from estimator.engines import format_runs_on, released_for, splits_over
 from estimator.memory import MemoryBreakdown, memory_of, total_bytes, usable_vram_bytes
 from estimator.query import DEFAULT_CTX, Engine, KVDtype
 from estimator.speed import Speed, speed_of
@@ -115,7 +115,7 @@ def rank(
         prompt = min(prompt_tokens, meant)
         fitting: list[RankedFormat] = []
         for fmt in formats:
-            if not format_runs_on(fmt, gpu):
+            if not format_runs_on(fmt, gpu) or not released_for(fmt, model):
                 continue
             if total_bytes(model, fmt, gpu, engine, meant, kv, 1, gpus) > capacity:
                 continue  # only what fits gets the full breakdown and a speed
