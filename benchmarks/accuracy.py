@@ -60,8 +60,7 @@ def error_sources(residuals: list[fit.Residual]) -> None:
 def main(argv: list[str] | None = None) -> int:
     argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
     rows, skipped = fit.all_rows()
-    print(f"{len(rows)} rows matched to the catalog ({skipped} skipped: flagged anomalous in their note, GPU/model/"
-          f"format not in the catalog, or a non-native backend)\n")
+    print(fit.rows_line(len(rows), skipped))
     result = fit.fit_all(rows)
     fit.report_cv(result)
     error_sources(result.logo)

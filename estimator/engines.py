@@ -157,12 +157,15 @@ def amd_target(gpu: GPU) -> str | None:
 
 EngineFloor = tuple[str, dict[str, object]]  # why an engine does not run on a GPU, and the figures that say so
 
+# Engines that run on Apple silicon only: one Mac at a time, whose unified memory is not pooled with another's.
+APPLE_ONLY_ENGINES = frozenset({"mlx"})
+
 
 def engine_floor(engine: Engine, gpu: GPU) -> EngineFloor | None:
     """None where the engine runs on the GPU; otherwise the reason ('vendor', 'cc', 'rocm_target') and its
     figures, so a refusal can say what the engine needs."""
     cc = compute_capability(gpu)
-    if engine == "mlx":
+    if engine in APPLE_ONLY_ENGINES:
         return None if gpu.vendor == "apple" else ("vendor", {"vendors": "Apple"})
     if family(engine) == "server":
         floor = TRT_LLM_MIN_CC if engine == "trt-llm" else VLLM_MIN_CC

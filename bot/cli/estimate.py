@@ -29,6 +29,7 @@ from bot.requests import DEFAULT_SORT, DEFAULT_WHATGPU_LIMIT, GpuRequest, RankRe
 from bot.service import Service
 from catalog.resolve import NotFound
 from estimator.advice import offload_format, partial_offload
+from estimator.engines import APPLE_ONLY_ENGINES
 from estimator.query import DEFAULT_CTX, DEFAULT_ENGINE, DEFAULT_KV, DEFAULT_PROMPT_TOKENS
 
 
@@ -291,7 +292,7 @@ def cmd_whatgpu(svc: Service, args: argparse.Namespace) -> int:
     if answer.unpriced:
         print(unpriced_note(answer.unpriced, loc))
     if not rows:
-        print(t(loc, "cli.whatgpu.none_mac" if engine == "mlx" else "cli.whatgpu.none", most=req.max_gpus))
+        print(t(loc, "cli.whatgpu.none_mac" if engine in APPLE_ONLY_ENGINES else "cli.whatgpu.none", most=req.max_gpus))
         return 0
     print(table(column_names(loc, "col.setup", "col.format", "col.tps", "cli.col.ttft_s", "cli.col.price_usd",
                              "cli.col.watts", "cli.col.headroom_gib"), [

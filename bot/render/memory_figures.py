@@ -28,7 +28,7 @@ def parts_adding_up(parts: Sequence[float], total: float, digits: int = REPLY_DI
     same beside every format, and the weights (different in each anyway) take the difference. No underlying number
     changes."""
     scale = 10**digits
-    target = round(float(gib_figure(total, digits).replace(",", "")) * scale)
+    target = round(round(total / GIB, digits) * scale)  # the total as shown (`gib_figure` rounds the same way)
     exact = [p / GIB * scale for p in parts]
     units = [math.floor(x + 0.5) for x in exact]
     short = target - sum(units)

@@ -39,6 +39,7 @@ from catalog.schema import GPU, QuantFormat
 from estimator.advice import Recommendation, Tip, class_curves, fit_answer, gpu_card, smaller_kv
 from estimator.constants import LINUX_GTT_OS_RESERVE_BYTES
 from estimator.curve import VramCurves
+from estimator.engines import APPLE_ONLY_ENGINES
 from estimator.offload import OffloadPlan
 from estimator.query import Query
 from estimator.rank import RankRow
@@ -578,7 +579,8 @@ def whatgpu_reply(svc: Service, req: WhatGpuRequest, page: int = 1, *, locale: s
     pages = max(1, math.ceil(len(setups) / WHATGPU_PAGE))
     page = min(max(1, page), pages)
     shown = setups[(page - 1) * WHATGPU_PAGE : page * WHATGPU_PAGE]
-    embed = render_embed("whatgpu", locale, model=model, ctx=ctx, engine=engine, kv=req.kv,
+    embed = render_embed("whatgpu", locale, model=model, ctx=ctx, engine=engine, macs_only=engine in APPLE_ONLY_ENGINES,
+                         kv=req.kv,
                          ctx_note=context_read_note(model, ctx, req.ctx, req.ctx_yields, locale) or "",
                          formats=", ".join(format_label(f.name, locale) for f in formats), min_tps=min_tps,
                          budget=budget, unpriced=unpriced_note(answer.unpriced, locale),

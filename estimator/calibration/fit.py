@@ -789,13 +789,17 @@ def render_constants(result: Result) -> str:
     return "\n".join(lines)
 
 
+def rows_line(matched: int, skipped: int) -> str:
+    return (f"{matched} rows matched to the catalog ({skipped} skipped: flagged anomalous in their note, GPU/model/"
+            f"format not in the catalog, or a non-native backend)\n")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--check", action="store_true", help="report on the data and constants, write nothing")
     args = parser.parse_args(argv)
     rows, skipped = all_rows()
-    print(f"{len(rows)} rows matched to the catalog ({skipped} skipped: flagged anomalous in their note, GPU/model/"
-          f"format not in the catalog, or a non-native backend)\n")
+    print(rows_line(len(rows), skipped))
     result = fit_all(rows)
     if not args.check:
         CONSTANTS_PATH.write_text(render_constants(result))
