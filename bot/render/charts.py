@@ -829,10 +829,30 @@ def memory_chart(series: list[Series], limits: list[Limit], *, title: str, x_axi
             fontproperties=st.font(NOTE_PT),
             color=pal.oom, zorder=6,
             bbox={"boxstyle": "round,pad=0.2", "facecolor": pal.bg, "edgecolor": "none", "alpha": 0.7})
+    above = _above_the_chart(series, y_top, say)
+    described["above"] = [s.label for s in series if s.y_bytes[0] / GIB > y_top]
+    if above:
+        ax.text(0.99, 0.975, above + " ", transform=ax.transAxes, ha="right", va="top",
+                fontproperties=st.font(NOTE_PT, "bold"), color=pal.fg, zorder=3.5,  # under the lines it names
+                bbox={"boxstyle": "round,pad=0.2", "facecolor": pal.bg, "edgecolor": "none", "alpha": 0.85})
     # Long labels (model names, two setups) need fewer columns to stay legible.
     longest = max(len(str(h.get_label())) for h in handles)
     _legend(ax, handles, st, ncols=min(len(handles), 4 if longest <= 20 else 2 if longest <= 40 else 1))
     return _png(fig, described)
+
+
+def _above_the_chart(series: list[Series], y_top: float, say: Callable[..., str]) -> str:
+    """The note naming the lines that start above the plotted range (the y axis stays near the OOM line so the
+    region that matters is legible): what each needs at its shortest context, so none is left off unseen."""
+    off = [s for s in series if s.y_bytes[0] / GIB > y_top]
+    if not off:
+        return ""
+    items = [say("chart.above_item", label=_plain(s.label), gib=_gib(s.y_bytes[0] / GIB)) for s in off]
+    firsts = {s.x[0] for s in off}
+    if len(firsts) > 1:
+        items = [f"{item} ({ctx_label(s.x[0])})" for item, s in zip(items, off, strict=True)]
+        return "↑ " + say("chart.above_mixed", items=" · ".join(items))
+    return "↑ " + say("chart.above", ctx=ctx_label(off[0].x[0]), items=" · ".join(items))
 
 
 # --- ranked decode speed ---------------------------------------------------------------------------

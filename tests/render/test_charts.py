@@ -75,6 +75,34 @@ def test_vram_chart_when_nothing_fits(catalog):
     assert_good_png(vram_chart(curves, title="Llama 3.1 405B on T4", gpu_label="T4"))
 
 
+def seventy_b_on_a_4090(catalog) -> VramCurves:
+    formats = [catalog.quant(q) for q in ("q4_k_m", "q8_0", "f16")]
+    q = Query(gpu=catalog.gpu("nvidia-rtx-4090"), model=catalog.model("llama-3.3-70b"), quant=formats[0])
+    return vram_curves(q, formats)
+
+
+def test_lines_that_start_above_the_chart_are_named_with_what_they_need(monkeypatch, catalog):
+    curves = seventy_b_on_a_4090(catalog)
+    png = vram_chart(curves, title="Llama 3.3 70B on RTX 4090", gpu_label="RTX 4090")
+    assert_good_png(png)
+    described = charts.chart_description(png)
+    assert described is not None
+    # Q4_K_M (about 40 GiB) is drawn near the 24 GiB line; Q8_0 (about 70) and F16 (about 131) would squash it.
+    assert described["above"] == ["Q8_0", "F16"]
+    figures = []
+    original = charts._png
+    monkeypatch.setattr(charts, "_png", lambda fig, described=None: figures.append(fig) or original(fig, described))
+    vram_chart(curves, title="Llama 3.3 70B on RTX 4090", gpu_label="RTX 4090")
+    notes = [t.get_text() for t in figures[0].axes[0].texts if "above the chart" in t.get_text()]
+    q8, f16 = (c.total_bytes[0] / GIB for c in curves.curves[1:])
+    assert notes == [f"↑ above the chart at 1k: Q8_0 {q8:.1f} GiB · F16 {f16:.0f} GiB "]
+
+
+def test_a_chart_whose_lines_all_fit_in_view_has_no_above_note(catalog):
+    described = charts.chart_description(vram_chart(curves_for(catalog, 1), title="Qwen3-8B on T4", gpu_label="T4"))
+    assert described is not None and described["above"] == []
+
+
 def test_vram_chart_without_formats(catalog):
     empty = curves_for(catalog, 1).model_copy(update={"curves": ()})
     assert_good_png(vram_chart(empty, title="nothing", gpu_label="T4"))
@@ -165,6 +193,7 @@ def chart_cases(catalog, rows):
     formats = [catalog.quant(q) for q in ("q2_k", "q3_k_m", "q4_k_m", "q5_k_m", "q6_k", "q8_0", "f16")]
     long_ctx = vram_curves(Query(gpu=catalog.gpu("nvidia-rtx-4090"), model=catalog.model("glm-4-9b-chat-1m"),
                                  quant=formats[0]), formats)
+    too_big = seventy_b_on_a_4090(catalog)
     return {
         "vram en": lambda: vram_chart(curves_for(catalog, 1), title="Qwen3-8B on T4", gpu_label="T4"),
         "vram 2 zh": lambda: vram_chart(curves_for(catalog, 2), title="Qwen3-8B · 2× T4", gpu_label="2× T4",
@@ -176,10 +205,14 @@ def chart_cases(catalog, rows):
         "setups": lambda: charts.setups_chart([("1× NVIDIA A100 80GB PCIe", 41.5, 12.0), ("2× RTX 4090", 60.2, 3.1)],
                                               title="Qwen3-32B Q4_K_M"),
         "empty": lambda: rank_chart([], title="Best on NVIDIA T4 @ 1M"),
+        "above en": lambda: vram_chart(too_big, title="Llama 3.3 70B on RTX 4090", gpu_label="RTX 4090"),
+        "above zh": lambda: vram_chart(too_big, title="Llama 3.3 70B · RTX 4090", gpu_label="RTX 4090",
+                                       locale="zh-CN"),
     }
 
 
-CASES = ("vram en", "vram 2 zh", "vram 7 formats", "rank en", "rank zh", "rank one", "setups", "empty")
+CASES = ("vram en", "vram 2 zh", "vram 7 formats", "rank en", "rank zh", "rank one", "setups", "empty", "above en",
+         "above zh")
 
 
 def test_a_chart_does_not_depend_on_the_charts_drawn_before_it(catalog, rows):
