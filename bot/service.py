@@ -44,6 +44,7 @@ from estimator.query import (
     Engine,
     KVDtype,
     Query,
+    prompt_for,
 )
 from estimator.rank import RankRow, rank
 from estimator.verdict import FitResult, default_formats, fit
@@ -247,7 +248,7 @@ class Service:
             quant=formats[0],
             engine=engine,
             ctx=ctx,
-            prompt_tokens=min(req.prompt, ctx),
+            prompt_tokens=prompt_for(ctx, req.prompt),
             kv=req.kv,
             batch=req.batch,
         )

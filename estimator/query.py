@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from catalog.schema import GPU, Model, QuantFormat
 
@@ -48,6 +48,22 @@ class Query(BaseModel):
     )
     kv: KVDtype = DEFAULT_KV
     batch: int = Field(default=1, ge=1, le=MAX_BATCH, description="concurrent sequences")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_prompt_fits(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "prompt_tokens" not in data and isinstance(data.get("ctx", DEFAULT_CTX), int):
+            return {**data, "prompt_tokens": prompt_for(data.get("ctx", DEFAULT_CTX))}
+        return data
+
+
+def prompt_for(ctx: int, asked: int = DEFAULT_PROMPT_TOKENS) -> int:
+    """The prompt a question is answered at. One asked for is kept, up to the context. The default is nobody's
+    request: in a short window it takes at most half, leaving the rest for the reply (a 2k prompt in a 2k window
+    would leave room for no answer at all)."""
+    if asked == DEFAULT_PROMPT_TOKENS:
+        return min(asked, ctx // 2)
+    return min(asked, ctx)
 
 
 def backend_of(gpu: GPU) -> Backend:

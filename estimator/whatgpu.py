@@ -23,10 +23,9 @@ from estimator.engines import (
     tensor_parallel_sizes,
 )
 from estimator.memory import MemoryBreakdown, memory
-from estimator.query import MAX_GPUS, Engine, KVDtype, Query
+from estimator.query import DEFAULT_PROMPT_TOKENS, MAX_GPUS, Engine, KVDtype, Query, prompt_for
 from estimator.speed import Speed, speed
 
-DEFAULT_PROMPT_TOKENS = 2048
 
 
 class Setup(BaseModel):
@@ -129,7 +128,7 @@ def _first_that_fits(model: Model, fmt: QuantFormat, gpu: GPU, *, ctx: int, engi
     first: Setup | None = None
     for n in _counts(gpu, model, engine, max_gpus):
         q = Query(gpu=gpu, gpus=n, model=model, quant=fmt, engine=engine, ctx=ctx,
-                  prompt_tokens=min(prompt_tokens, ctx), kv=kv)
+                  prompt_tokens=prompt_for(ctx, prompt_tokens), kv=kv)
         mem = memory(q)
         if mem.verdict == "does_not_fit":
             continue

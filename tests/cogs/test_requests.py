@@ -154,12 +154,14 @@ def test_the_cli_and_a_command_ask_the_same_question_the_same_way() -> None:
 
 
 def test_a_prompt_cut_to_the_context_keeps_its_own_cached_answer() -> None:
-    """ctx:1k cuts both the default 2k prompt and an asked 4k one to 1k; only the asked one is said to be cut, so
-    the two replies differ and may not share a cached answer."""
+    """ctx:1k cuts an asked 4k prompt to 1k and says so; the default 2k one shrinks to half the window, leaving room
+    for the reply. The two replies differ and may not share a cached answer, nor may an asked 1k prompt's."""
     default = FitRequest.of(gpu="t4", model="qwen3-8b", ctx="1k")
     asked = FitRequest.of(gpu="t4", model="qwen3-8b", ctx="1k", prompt="4k")
-    assert default.cache_key(SVC)["prompt"] == asked.cache_key(SVC)["prompt"] == 1024
-    assert default.cache_key(SVC) != asked.cache_key(SVC)
+    whole = FitRequest.of(gpu="t4", model="qwen3-8b", ctx="1k", prompt="1k")
+    assert default.cache_key(SVC)["prompt"] == 512
+    assert asked.cache_key(SVC)["prompt"] == whole.cache_key(SVC)["prompt"] == 1024
+    assert default.cache_key(SVC) != asked.cache_key(SVC) != whole.cache_key(SVC)
 
 
 def _key_refusal(req: Any) -> str:

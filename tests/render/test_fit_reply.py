@@ -136,7 +136,8 @@ def test_a_prompt_of_one_token_is_singular(prompt: str, words: str) -> None:
 @pytest.mark.parametrize("locale", ["en-US", "zh-CN"])
 def test_the_default_prompt_shrinks_to_a_short_context_without_a_note(locale: str) -> None:
     text = description(FitRequest.of(gpu="t4", model="qwen3-8b", quant="Q4_K_M", ctx="1k"), locale)
-    assert ("prompt 1k tokens" if locale == "en-US" else "提示 1k tokens") in text
+    # Half the window: a prompt filling it would leave no room for the reply.
+    assert ("prompt 512 tokens" if locale == "en-US" else "提示 512 tokens") in text
     assert "capped" not in text and "2k" not in text and "截断" not in text, text
 
 
