@@ -27,7 +27,6 @@ from estimator.query import DEFAULT_PROMPT_TOKENS, MAX_GPUS, Engine, KVDtype, Qu
 from estimator.speed import Speed, speed
 
 
-
 class Setup(BaseModel):
     model_config = ConfigDict(frozen=True)
 

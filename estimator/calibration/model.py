@@ -252,6 +252,10 @@ PRIOR_LOG_OFFSET: dict[tuple[str, str, str], float] = {
     # work-group (#20455 took an A770's Qwen3.5 pp512 only from 91 to 339 t/s). The decode factor, not a new choice:
     # it took leave-one-GPU-out prefill from 82 rows above 35 % to 72 (p90 42.9 → 41.5 %; 5× and 10× gave 70 and 69).
     ("recurrent_step_s", "backend", "sycl"): 1.099,  # ln 3
+    # gfx1151's rocBLAS before its tuned kernels (rocblas_untuned): llama.cpp's own MUL_MAT test of the prompt shape
+    # (F16, m=4096, n=512, k=14336) ran at 4.89 TFLOPS (ROCm/ROCm#4748, 2025-05-16), where the fitted GEMM share of
+    # the chip's 59.4 TFLOPS F16 peak (1 / 3.34, the default group's coefficient when this was set) is 17.8: 3.64×.
+    ("inv_matmul_utilisation", "blas_library", "rocblas-untuned"): 1.292,  # ln 3.64
 }
 
 
@@ -347,6 +351,19 @@ def watts_per_tflops(gpu: GPU) -> float | None:
     return gpu.tdp_w / peak if gpu.tdp_w and peak else None
 
 
+# rocBLAS shipped no tuned GEMM kernels for gfx1151 (Strix Halo) through ROCm 7.0: rocm-libraries#699/#745 (July
+# 2025) added its logic files, and on 2025-10-06 a comment on #708 still asked for them in 7.0.1. Before that date a
+# ROCm build on that chip ran prompt GEMMs through rocBLAS's generic kernels unless ROCBLAS_USE_HIPBLASLT=1 was set.
+ROCBLAS_GFX1151_UNTUNED_BEFORE = "2025-10-06"
+
+
+def rocblas_untuned(gpu: GPU, compute: str, date: str, hipblaslt: bool | None) -> bool:
+    """Whether a dated ROCm build's F16 GEMMs ran rocBLAS without tuned kernels for the chip. An estimate (no date)
+    is for current builds and never does."""
+    return (bool(date) and date < ROCBLAS_GFX1151_UNTUNED_BEFORE and hipblaslt is not True and compute == "fp16"
+            and backend_of(gpu) == "rocm" and "gfx1151" in gpu.architecture)
+
+
 def situation_groups(
     engine: str, gpu: GPU, kernel: str, compute: str, *, date: str = "", flash_attn: bool | None = None,
     hipblaslt: bool | None = None, cuda_graphs: bool | None = None,
@@ -394,10 +411,11 @@ def situation_groups(
         # server run eagerly (vLLM --enforce-eager, SGLang --disable-cuda-graph) launches each op from Python.
         "graphs": "off" if cuda_graphs_off(engine, gpu, date) else
                   ("built-off" if llamacpp else "eager") if cuda_graphs is False else DEFAULT_GROUP,
-        # ROCm's F16 GEMMs run through rocBLAS, or through hipBLASLt where ROCBLAS_USE_HIPBLASLT=1 (untuned
-        # rocBLAS kernels for new chips like gfx1151 ran a fraction of hipBLASLt's rate). A row that does not
-        # say, and every estimate, sits in "default".
-        "blas_library": ("hipblaslt" if hipblaslt else "rocblas") if rocm and hipblaslt is not None else DEFAULT_GROUP,
+        # ROCm's F16 GEMMs run through rocBLAS, or through hipBLASLt where ROCBLAS_USE_HIPBLASLT=1. A row that does
+        # not say, and every estimate, sits in "default"; see rocblas_untuned for the one library-era with its own.
+        "blas_library": ("rocblas-untuned" if llamacpp and rocblas_untuned(gpu, compute, date, hipblaslt)
+                         else ("hipblaslt" if hipblaslt else "rocblas") if rocm and hipblaslt is not None
+                         else DEFAULT_GROUP),
     }
     # int8 MMQ tiles unpacked for dot-product instructions or into matrix fragments: different ALU work per weight
     # (on the tile unpacking only: leave-one-GPU-out prefill 15.4 → 15.3 %, p90 44.6 → 44.1 %, leave-one-source-out

@@ -1028,3 +1028,25 @@ def test_prompts_arriving_together_share_the_gemms_but_not_their_attention(
     speed = speed_of(m, q, g, 1, engine, "f16", prompt, 32)
     assert speed.ttft_last_s == pytest.approx(last)
     assert speed.ttft_last_s_low < speed.ttft_last_s < speed.ttft_last_s_high
+
+
+def test_gfx1151_rocblas_before_its_tuned_kernels_is_its_own_group() -> None:
+    """A Strix Halo build of August 2025 ran prompt GEMMs through rocBLAS's generic kernels unless hipBLASLt was
+    switched on; later builds, other chips, MMQ tiles and every estimate (no date) are not in that group."""
+    from estimator.calibration.model import PRIOR_LOG_OFFSET, situation_groups
+
+    halo, xtx = gpu("amd-radeon-8060s-128gb"), gpu("amd-rx-7900-xtx")
+
+    def library(card: GPU, *, date: str = "", hipblaslt: bool | None = None, compute: str = "fp16",
+                engine: str = "llama.cpp") -> str:
+        return situation_groups(engine, card, "q4_k", compute, date=date, hipblaslt=hipblaslt)["blas_library"]
+
+    assert library(halo, date="2025-08-04", hipblaslt=False) == "rocblas-untuned"
+    assert library(halo, date="2025-08-07") == "rocblas-untuned"  # rocBLAS was the default: the flag is opt-in
+    assert library(halo, date="2025-09-28", hipblaslt=True) == "hipblaslt"
+    assert library(halo, date="2026-05-16") == "default"
+    assert library(halo) == "default"
+    assert library(halo, date="2025-08-04", compute="int8") == "default"
+    assert library(halo, date="2025-08-04", engine="vllm") == "default"
+    assert library(xtx, date="2025-08-04", hipblaslt=False) == "rocblas"
+    assert PRIOR_LOG_OFFSET[("inv_matmul_utilisation", "blas_library", "rocblas-untuned")] > 1.0
