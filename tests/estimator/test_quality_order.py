@@ -13,7 +13,7 @@ CATALOG = load_catalog()
 def test_every_arena_row_names_a_catalog_model_and_is_sourced() -> None:
     snap = arena_snapshot()
     ids = {m.id for m in CATALOG.models}
-    assert snap.source.startswith("https://") and snap.date == "2025-08-04"
+    assert snap.source.startswith("https://") and snap.date == "2026-09-10"
     assert {s.model for s in snap.score} <= ids
     assert len({s.model for s in snap.score}) == len(snap.score)
 
@@ -24,7 +24,7 @@ def test_arena_rated_models_rank_above_fallback_ones() -> None:
     rated = [q for mid, q in quality.items() if mid in arena]
     others = [q for mid, q in quality.items() if mid not in arena]
     assert min(rated) >= 2.0 > 1.0 >= max(others)
-    # Within the arena tier the order is the arena's: Gemma 3 12B (1335) above Llama 3.1 8B (1193).
+    # Within the arena tier the order is the arena's: Gemma 3 12B (1341.8) above Llama 3.1 8B (1211.3).
     assert quality["gemma-3-12b"] > quality["llama-3.1-8b"]
 
 

@@ -239,7 +239,8 @@ async def test_rank_matrix_columns_and_footers(sb: Sandbox) -> None:
     quality = await sb.invoke("/rank gpu:T4", user=5403)
     header = code_block_lines(quality)[0]
     assert header.split()[-3:] == ["INT4", "INT8", "FP16"]
-    assert quality.embeds[0]["footer"]["text"].startswith("Order: LMArena text arena scores (snapshot 2025-08-04)")
+    footer = quality.embeds[0]["footer"]["text"]
+    assert footer.startswith("Order: LMArena text arena scores (snapshot of 2026-09-10 or later)")
     speed = await sb.invoke("/rank gpu:T4 sort:speed", user=5403)
     assert speed.embeds[0]["footer"]["text"].startswith("Order: each model's fastest decode tok/s")
     assert "quality" not in speed.embeds[0]["footer"]["text"]
@@ -252,7 +253,7 @@ async def test_help_lists_every_command(sb: Sandbox) -> None:
     text = str(reply.embeds[0])
     for command in sb.driver.commands:
         assert f"/{command['name']}" in text, command["name"]
-    assert "LMArena text arena scores (snapshot 2025-08-04)" in text and "Open LLM Leaderboard" in text
+    assert "LMArena text arena scores (snapshot of 2026-09-10 or later)" in text and "Open LLM Leaderboard" in text
 
 
 async def test_help_is_said_whole_in_every_language(sb: Sandbox) -> None:
