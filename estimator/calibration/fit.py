@@ -534,17 +534,33 @@ def _cells(s: Situation) -> list[Situation]:
             (kind, fam, "*", "*", "*"), (kind, "*", "*", known, cls), (kind, "*", "*", "*", "*")]
 
 
+def source_balanced_quantiles(errors: list[tuple[float, str]], levels: np.ndarray) -> np.ndarray:
+    """Quantiles of the errors with each source weighing the same, however many rows it has: a source's rows share
+    its build, flags and setup, so ten of them say little more about the next user's setup than one does."""
+    vals = np.array([e for e, _ in errors])
+    counts: dict[str, int] = defaultdict(int)
+    for _, src in errors:
+        counts[src] += 1
+    weights = np.array([1.0 / counts[src] for _, src in errors])
+    order = np.argsort(vals, kind="stable")
+    vals, weights = vals[order], weights[order]
+    # Each value stands at the middle of its own weight (equal weights: (i + ½) / n, Hazen's plotting positions).
+    position = (np.cumsum(weights) - weights / 2) / weights.sum()
+    return np.interp(levels, position, vals)
+
+
 def band_table(residuals: Iterable[Residual], tails: dict[str, float]) -> dict[Situation, Band]:
-    """Per situation cell, the (tail, 1 − tail) percentiles of log(measured / estimated); `tails` per kind."""
-    cells: dict[Situation, list[float]] = defaultdict(list)
+    """Per situation cell, the (tail, 1 − tail) source-balanced percentiles of log(measured / estimated); `tails`
+    per kind."""
+    cells: dict[Situation, list[tuple[float, str]]] = defaultdict(list)
     for r in residuals:
         for c in _cells(r.situation()):
-            cells[c].append(r.log_error)
+            cells[c].append((r.log_error, r.row.source))
     out = {}
     for c, vals in cells.items():
         if len(vals) >= MIN_BAND_RESIDUALS:
             tail = tails[c[0]]
-            lo, hi = np.quantile(np.array(vals), (tail, 1 - tail))
+            lo, hi = source_balanced_quantiles(vals, np.array([tail, 1 - tail]))
             # A band printed beside an estimate must hold it: where a situation's residuals lean one way (nine in ten
             # left-out RDNA 4 runs are faster than estimated, say) the band reaches back to the estimate itself.
             lo, hi = min(lo, 0.0), max(hi, 0.0)
@@ -557,13 +573,13 @@ def _inside_by_fold(residuals: list[Residual], fold_of: Callable[[Row], str], po
     """For each fold: how many of its rows fall inside the band built without it, for every candidate tail."""
     levels = np.array([*BAND_TAILS, *(1 - t for t in BAND_TAILS)])
     n = len(BAND_TAILS)
-    pool_cells = [(fold_of(r.row), _cells(r.situation()), r.log_error) for r in pool]
+    pool_cells = [(fold_of(r.row), _cells(r.situation()), (r.log_error, r.row.source)) for r in pool]
     by_fold: dict[str, list[Residual]] = defaultdict(list)
     for r in residuals:
         by_fold[fold_of(r.row)].append(r)
     out: dict[str, tuple[np.ndarray, int]] = {}
     for key, mine in sorted(by_fold.items()):
-        cells: dict[Situation, list[float]] = defaultdict(list)
+        cells: dict[Situation, list[tuple[float, str]]] = defaultdict(list)
         for fold, cs, err in pool_cells:
             if fold != key:
                 for c in cs:
@@ -576,7 +592,7 @@ def _inside_by_fold(residuals: list[Residual], fold_of: Callable[[Row], str], po
             if cell is None:
                 continue
             if cell not in quantiles:
-                quantiles[cell] = np.quantile(np.array(cells[cell]), levels)
+                quantiles[cell] = source_balanced_quantiles(cells[cell], levels)
             q = quantiles[cell]
             total += 1
             inside += (q[:n] <= r.log_error) & (r.log_error <= q[n:])

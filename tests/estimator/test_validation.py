@@ -151,5 +151,16 @@ def test_a_band_reaches_back_to_its_estimate_where_residuals_lean_one_way(every:
     assert band.low == 0 and band.high > math.log(1.4)
     two_sided = [Residual(row, (i - 20) * 0.01, True) for i in range(41)]
     band = band_table(two_sided, {row.kind: 0.1})[(row.kind, "*", "*", "*", "*")]
-    assert band.low == pytest.approx(-0.16) and band.high == pytest.approx(0.16)
+    # 41 values −0.20 … 0.20 at positions (i + ½) / 41: the 10th percentile lies at i = 3.6, i.e. −0.164.
+    assert band.low == pytest.approx(-0.164) and band.high == pytest.approx(0.164)
+
+
+def test_a_band_weighs_each_source_once_however_many_rows_it_has(every: list[Row]) -> None:
+    """Twenty rows of one source, all 1.02× off, and five single-row sources spread ±40 %: a row-weighted 80 % band
+    would be the big source's, a few per cent wide; weighing sources equally, the spread of the five decides it."""
+    big = [Residual(dataclasses.replace(every[0], source="one big sweep"), math.log(1.02), True) for _ in range(20)]
+    spread = [Residual(dataclasses.replace(every[0], source=f"post {i}"), math.log(f), True)
+              for i, f in enumerate((0.6, 0.8, 1.0, 1.2, 1.4))]
+    band = band_table(big + spread, {every[0].kind: 0.1})[(every[0].kind, "*", "*", "*", "*")]
+    assert band.low < math.log(0.85) and band.high > math.log(1.2)
 
