@@ -169,16 +169,21 @@ class Service:
         fmt = self.resolver.quant_or_none(key)
         if fmt is None:
             levels = ", ".join(DEFAULT_FORMAT[engine])
-            formats = FormatNames(tuple(q.name for q in self.catalog.quants if runs_format(engine, q)))
-            raise BadValue.of("bad.quant", got=Typed(repr(text[:30])), levels=levels, formats=formats)
+            raise BadValue.of("bad.quant", got=Typed(repr(text[:30])), levels=levels,
+                              formats=self.engine_formats(engine))
         self.check_format(fmt, engine)
         return fmt
+
+    def engine_formats(self, engine: Engine) -> FormatNames:
+        """The formats an engine loads, as a refusal lists them: not the trained ones (Gemma 3's QAT Q4_0), which
+        exist only for the models released in them and would be refused for any other."""
+        return FormatNames(tuple(q.name for q in self.catalog.quants if runs_format(engine, q) and not q.released_for))
 
     def check_format(self, fmt: QuantFormat, engine: Engine) -> None:
         """Refuse a format the engine does not load, naming the engines that do and the engine's own formats."""
         if runs_format(engine, fmt):
             return
-        own = FormatNames(tuple(q.name for q in self.catalog.quants if runs_format(engine, q)))
+        own = self.engine_formats(engine)
         runs_on = [e for e in ENGINES if runs_format(e, fmt)]
         if runs_on:
             raise BadValue.of("quant.other_engine", quant=FormatNames((fmt.name,)), engines=engine_names(fmt.engines),

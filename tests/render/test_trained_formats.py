@@ -49,3 +49,13 @@ def test_the_released_model_still_runs_in_it() -> None:
 def test_a_ranking_in_it_lists_only_the_released_models() -> None:
     _, rows = SVC.rank(RankRequest.of(gpu="rtx 4090", quant="qat"))
     assert rows and {CAT.model(r.model.id).family for r in rows} == {"Gemma 3"}
+
+
+@pytest.mark.parametrize("quant", ["awq", "q4_k_mx"])
+def test_a_refusal_lists_the_engine_formats_without_the_trained_ones(quant: str) -> None:
+    """The list after a wrong-engine or unknown format is the engine's, for any model: QAT Q4_0 is Gemma 3's alone,
+    so it is not offered there (asked for by name, it still resolves, and is refused for other models)."""
+    with pytest.raises(BadValue) as err:
+        SVC.fit(FitRequest.of(gpu="t4", model="qwen3-8b", quant=quant))
+    said = t("en-US", err.value.key, **err.value.values)
+    assert "Q4_K_M" in said and "QAT" not in said, said
