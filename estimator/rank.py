@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict
 from catalog.schema import GPU, Model, QuantFormat
 from estimator.engines import format_runs_on, released_for, splits_over
 from estimator.memory import MemoryBreakdown, memory_of, total_bytes, usable_vram_bytes
-from estimator.query import DEFAULT_CTX, Engine, KVDtype
+from estimator.query import DEFAULT_CTX, DEFAULT_PROMPT_TOKENS, Engine, KVDtype, prompt_for
 from estimator.speed import Speed, speed_of
 
 Sort = Literal["quality", "speed", "size"]
@@ -100,7 +100,7 @@ def rank(
     ctx: int = DEFAULT_CTX,
     engine: Engine = "llama.cpp",
     kv: KVDtype = "f16",
-    prompt_tokens: int = 2048,
+    prompt_tokens: int = DEFAULT_PROMPT_TOKENS,
     sort: Sort = "quality",
 ) -> list[RankRow]:
     rows: list[RankRow] = []
@@ -112,7 +112,7 @@ def rank(
             continue  # past every documented window; a RoPE-scaled one counts
         if not splits_over(engine, model, gpus):
             continue  # its attention heads do not shard over this many cards
-        prompt = min(prompt_tokens, meant)
+        prompt = prompt_for(meant, prompt_tokens)
         fitting: list[RankedFormat] = []
         for fmt in formats:
             if not format_runs_on(fmt, gpu) or not released_for(fmt, model):

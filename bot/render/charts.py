@@ -829,9 +829,10 @@ def memory_chart(series: list[Series], limits: list[Limit], *, title: str, x_axi
             fontproperties=st.font(NOTE_PT),
             color=pal.oom, zorder=6,
             bbox={"boxstyle": "round,pad=0.2", "facecolor": pal.bg, "edgecolor": "none", "alpha": 0.7})
-    above = _above_the_chart(series, y_top, say)
-    described["above"] = [s.label for s in series if s.y_bytes[0] / GIB > y_top]
-    if above:
+    off = [s for s in series if s.y_bytes[0] / GIB > y_top]
+    described["above"] = [s.label for s in off]
+    if off:
+        above = _above_the_chart(off, say)
         ax.text(0.99, 0.975, above + " ", transform=ax.transAxes, ha="right", va="top",
                 fontproperties=st.font(NOTE_PT, "bold"), color=pal.fg, zorder=3.5,  # under the lines it names
                 bbox={"boxstyle": "round,pad=0.2", "facecolor": pal.bg, "edgecolor": "none", "alpha": 0.85})
@@ -841,12 +842,9 @@ def memory_chart(series: list[Series], limits: list[Limit], *, title: str, x_axi
     return _png(fig, described)
 
 
-def _above_the_chart(series: list[Series], y_top: float, say: Callable[..., str]) -> str:
+def _above_the_chart(off: list[Series], say: Callable[..., str]) -> str:
     """The note naming the lines that start above the plotted range (the y axis stays near the OOM line so the
     region that matters is legible): what each needs at its shortest context, so none is left off unseen."""
-    off = [s for s in series if s.y_bytes[0] / GIB > y_top]
-    if not off:
-        return ""
     items = [say("chart.above_item", label=_plain(s.label), gib=_gib(s.y_bytes[0] / GIB)) for s in off]
     firsts = {s.x[0] for s in off}
     if len(firsts) > 1:
