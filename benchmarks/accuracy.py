@@ -65,6 +65,12 @@ def main(argv: list[str] | None = None) -> int:
     fit.report_cv(result)
     error_sources(result.logo)
     fit.report(rows)
+    cold = fit.cold_prompt_rows()
+    if cold:
+        # Out of sample (never fitted): how far a warm estimate sits from a prompt timed with one-time setup in it.
+        errs = [fit.ape(r) for r in cold]
+        print(f"prefill  cold first prompts (not fitted, not scored above) n={len(cold):4d}  "
+              f"median {statistics.median(errs):6.1%}  p90 {float(np.quantile(errs, 0.9)):6.1%}")
     return 0
 
 

@@ -348,6 +348,12 @@ def dot4_tops(gpu: GPU) -> float:
     return 8 * lane_clocks_per_s(gpu) / 1e12
 
 
+# Where ggml_cuda_dp4a has no instruction to issue, its C fallback unpacks the four bytes of each operand and
+# multiplies and adds them one by one: 7 instructions where the multiplies take their bytes by operand selection
+# (the gfx900 asm beside it), 12 with separate extracts. Eight, as model.PRIOR_LOG_OFFSET's dp4a "none" prior.
+EMULATED_DOT4_INSTRUCTIONS = 8
+
+
 # When llama.cpp's CUDA/HIP backend stopped dequantising weights to F16 for a BLAS GEMM during prefill and
 # multiplied them with its int8 MMQ kernels instead (dates of the merged commits, ggml-org/ggml history):
 MMQ_DEFAULT_SINCE = "2023-08-22"  # llama.cpp#2683 "CUDA: use mul_mat_q kernels by default" (no tensor cores)
@@ -574,7 +580,7 @@ def compute_tflops(engine: Engine, fmt: QuantFormat, gpu: GPU, gemm: str | None 
         if gemm == "blas":
             return fp16
         if date and _dot4_mmq(gpu, date):
-            return dot4_tops(gpu)
+            return dot4_tops(gpu) / (1 if has_int8_dot(gpu, date) else EMULATED_DOT4_INSTRUCTIONS)
         if int8 := int8_matrix_tops(gpu):
             return int8 * MMA_SYNC_SHARE_OF_PEAK.get(compute_capability(gpu) or 0.0, 1.0)
         # Without int8 matrix units, MMQ multiplies with the byte dot product (dp4a, gfx906's v_dot4_i32_i8) at its

@@ -112,7 +112,19 @@ SMALL_MODEL_MAX_PARAMS_B = 3.5
 
 
 def all_rows() -> tuple[list[Row], int]:
-    """Every measurement the fit and the report use: llama-bench rows, then single-stream engine rows."""
+    """Every measurement the fit and the report use: llama-bench rows, then single-stream engine rows. Prompts
+    timed cold (`Row.cold_prompt`) count as skipped: an estimate is for a warmed-up process."""
+    rows, skipped = _matched_rows()
+    warm = [r for r in rows if not r.cold_prompt]
+    return warm, skipped + len(rows) - len(warm)
+
+
+def cold_prompt_rows() -> list[Row]:
+    """The prompt rates timed on a fresh process's first batched pass, which all_rows leaves out."""
+    return [r for r in _matched_rows()[0] if r.cold_prompt]
+
+
+def _matched_rows() -> tuple[list[Row], int]:
     catalog = load_catalog()
     rows, skipped = llamacpp_rows(catalog)
     others, skipped_others = server_rows(catalog)
@@ -807,7 +819,7 @@ def render_constants(result: Result) -> str:
 
 def rows_line(matched: int, skipped: int) -> str:
     return (f"{matched} rows matched to the catalog ({skipped} skipped: flagged anomalous in their note, GPU/model/"
-            f"format not in the catalog, or a non-native backend)\n")
+            f"format not in the catalog, a non-native backend, or a prompt timed cold)\n")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -154,6 +154,8 @@ class Row:
     # the data): each step runs every layer as decode does, but the batch asks for logits of its last token only, so
     # the output layer runs once, not once per token, and no step waits for the host.
     output_every_token: bool = True
+    # A prompt timed on a fresh process's first batched pass, one-time setup included (the data's `cold_prompt`).
+    cold_prompt: bool = False
 
     @property
     def family(self) -> str:
@@ -309,6 +311,7 @@ def llamacpp_rows(
             cuda_graphs=_flag(m.get("cuda_graphs")),
             file_gib=float(str(m["model_size_gib"])) if m.get("model_size_gib") else None,
             output_every_token=_flag(m.get("prompt_test")) is not True,
+            cold_prompt=kind == "prefill" and _flag(m.get("cold_prompt")) is True,
             holdout=_held_out(m["gpu"], m["model"], m["quant"], m["test"], m.get("gpu_count", 1), m["source"]),
         ))
     return rows, skipped

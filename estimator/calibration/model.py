@@ -317,15 +317,24 @@ def compute_capability(gpu: GPU) -> float | None:
             "Blackwell": 10.0}.get(arch)
 
 
-def has_int8_dot(gpu: GPU) -> bool:
+# ggml_cuda_dp4a issued v_dot4_i32_i8 for gfx906, gfx908, gfx90a and RDNA 2 only; CDNA 3 (gfx942) fell through to
+# the generic C byte loop (llama.cpp#6750, 2024-04: adding __gfx942__ to that list sped an MI300X up) until
+# llama.cpp#12177 (ggml-org/ggml c03f1a5e, 2025-03-11) gated it on CDNA, which names gfx942.
+GFX942_DP4A_SINCE = "2025-03-11"
+
+
+def has_int8_dot(gpu: GPU, date: str = "") -> bool:
     """A byte-wise dot-product instruction for the quantized kernels: NVIDIA dp4a from sm_61; AMD from
-    Vega 20 (gfx906) on, except RDNA 1 ("RDNA removes MFMA, dp4a", ggml-cuda/common.cuh). Metal and
-    SYCL kernels dequantise to halves and use no such instruction, so they are not penalised for it."""
+    Vega 20 (gfx906) on, except RDNA 1 ("RDNA removes MFMA, dp4a", ggml-cuda/common.cuh) and CDNA 3 in builds dated
+    before GFX942_DP4A_SINCE (an estimate, undated, is for a current build). Metal and SYCL kernels dequantise to
+    halves and use no such instruction, so they are not penalised for it."""
     cc = compute_capability(gpu)
     if cc is not None:
         return cc >= 6.1
     if gpu.vendor == "amd":
         arch = gpu.architecture
+        if arch.startswith("CDNA 3") and date and date < GFX942_DP4A_SINCE:
+            return False
         return not (arch.startswith("RDNA (") or arch.startswith("RDNA 1") or "Vega 10" in arch or "GCN 4" in arch)
     return True
 
@@ -393,6 +402,9 @@ def situation_groups(
         # wave width is its own (F16 mat-vec on GCN's wave64, K-quant scales on Pascal), beyond what either says alone.
         "kernel_die": f"{kernel_group}@{die}",
         "compute": f"{ENGINE_FAMILY.get(engine, engine)}/{compute}",
+        # The instruction set, not the build: an MI300X's 2024 builds emulated dp4a (has_int8_dot with a date), which
+        # prices its prompt tiles (engines.compute_tflops); in decode its 19,456 lanes unpack a token's weights faster
+        # than it streams them, and the group fitted on Pascal's few lanes would charge it Pascal's cost.
         "dp4a": "yes" if has_int8_dot(gpu) else "none",
         "power": "limited" if power_limited(gpu) else "full",
         "fa": "off" if flash_attn is False else "on",

@@ -71,6 +71,22 @@ def test_compute_capability_from_architecture() -> None:
     assert has_int8_dot(gpu("nvidia-t4")) and has_int8_dot(gpu("nvidia-rtx-3090"))
 
 
+def test_mi300x_emulated_dp4a_before_the_cdna_gate() -> None:
+    """gfx942 took ggml_cuda_dp4a's C byte loop until llama.cpp#12177 (2025-03-11) gated sdot4 on CDNA."""
+    from estimator.calibration.model import GFX942_DP4A_SINCE
+    from estimator.engines import EMULATED_DOT4_INSTRUCTIONS
+
+    mi300x, mi100 = gpu("amd-mi300x"), gpu("amd-mi100")
+    before = "2024-10-07"
+    assert not has_int8_dot(mi300x, before) and has_int8_dot(mi300x, GFX942_DP4A_SINCE) and has_int8_dot(mi300x)
+    assert has_int8_dot(mi100, before)  # gfx908 was in the list from the start
+    q4 = quant("q4_0")
+    assert prefill_gemm(q4, mi300x, date=before) == "mmq"
+    assert compute_tflops("llama.cpp", q4, mi300x, "mmq", date=before) == pytest.approx(
+        dot4_tops(mi300x) / EMULATED_DOT4_INSTRUCTIONS)
+    assert compute_tflops("llama.cpp", q4, mi300x, "mmq", date="2025-05-01") == pytest.approx(dot4_tops(mi300x))
+
+
 def test_p100_k_quant_decode_is_bound_by_dequantisation() -> None:
     """sm_60 has no dp4a: unpacking Q4_K_M costs more than streaming it."""
     parts = decode_parts(model("qwen3-8b"), quant("q4_k_m"), gpu("nvidia-p100-pcie-16gb"))
@@ -256,9 +272,10 @@ def test_gcn_and_cdna_ran_mmq_at_every_batch_until_ggml_named_their_gfx_ids() ->
 
 
 def test_cdna_mmq_before_matrix_core_mmq_runs_at_the_dot_product_rate() -> None:
-    """MI300X: 304 CUs × 64 lanes × 2.1 GHz × 8 ops of one v_dot4 = 327 TOPS, an eighth of its MFMA int8 rate."""
+    """MI300X: 304 CUs × 64 lanes × 2.1 GHz × 8 ops of one v_dot4 = 327 TOPS, an eighth of its MFMA int8 rate
+    (from llama.cpp#12177, when ggml_cuda_dp4a first issued v_dot4 on gfx942, until MFMA MMQ)."""
     q4, mi300x = quant("q4_0"), gpu("amd-mi300x")
-    assert abs(compute_tflops("llama.cpp", q4, mi300x, "mmq", date="2024-10-07") - 327) < 2
+    assert abs(compute_tflops("llama.cpp", q4, mi300x, "mmq", date="2025-05-01") - 327) < 2
     assert compute_tflops("llama.cpp", q4, mi300x, "mmq", date="2025-08-01") == mi300x.int8_tops
     assert compute_tflops("llama.cpp", q4, mi300x, "mmq") == mi300x.int8_tops
     for gid in ("amd-rx-6800-xt", "amd-rx-6900-xt"):  # RDNA 2's listed int8 rate is its dot-product rate
@@ -645,6 +662,17 @@ def test_an_engine_without_runs_of_its_own_answers_with_its_familys_band_widened
     h100 = gpu("nvidia-h100-sxm")
     vllm, trt = band_for("decode", "vllm", h100, False), band_for("decode", "trt-llm", h100, False)
     assert trt == pytest.approx((vllm[0] * UNFITTED_BAND_WIDEN, vllm[1] * UNFITTED_BAND_WIDEN))
+
+
+def test_prompts_timed_cold_are_neither_fitted_nor_scored() -> None:
+    from estimator.calibration.fit import all_rows, cold_prompt_rows
+
+    rows, _ = all_rows()
+    cold = cold_prompt_rows()
+    assert not any(r.cold_prompt for r in rows)
+    assert cold and all(r.kind == "prefill" and "XiongjieDai" in r.source and r.date < "2024" for r in cold)
+    # The decode rows of the same runs (1023 tokens, one-time setup spread thin) stay.
+    assert any(r.kind == "decode" and "c79519347c" in r.source for r in rows)
 
 
 def test_measured_engines_need_rows_from_more_than_one_source() -> None:
