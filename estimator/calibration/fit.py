@@ -540,6 +540,21 @@ def cross_validate(d: Design, fold_of: Callable[[Row], str]) -> list[Residual]:
     return out
 
 
+def held_apart_residuals(rows: list[Row], apart: list[Row]) -> list[Residual]:
+    """Rows kept out of the fit (`apart`), estimated at their own build and flags by the model fitted on `rows`."""
+    mine = [r for r in apart if r.gpus == 1]
+    if not mine:
+        return []
+    kind = mine[0].kind
+    with catalog_priors(bandwidth_ratios(), arch_watts_per_tflops(), tensor_ratios()):
+        d = design(kind, rows + mine)
+    train = np.arange(len(d.rows)) < len(d.rows) - len(mine)
+    fitted = fit_design(d, train)
+    idx = np.flatnonzero(~train)
+    pred = predict_log(d, fitted, idx)
+    return [Residual(d.rows[i], float(pred[a] - d.log_t[i]), True) for a, i in enumerate(idx)]
+
+
 def _cells(s: Situation) -> list[Situation]:
     kind, fam, gfam, known, cls = s
     return [s, (kind, fam, gfam, known, "*"), (kind, fam, "*", known, cls), (kind, fam, "*", known, "*"),
