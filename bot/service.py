@@ -6,6 +6,7 @@ same way and an answer is computed the same way wherever it is asked.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -49,6 +50,11 @@ from estimator.query import (
 from estimator.rank import RankRow, rank
 from estimator.verdict import FitResult, default_formats, fit
 from estimator.whatgpu import Setup, what_gpu_setups
+
+# A mistyped format is answered with at most this many near spellings, each at least this alike (difflib's ratio:
+# `q4km` and `ud-q4_k_m` reach Q4_K_M at 0.8).
+CLOSE_FORMATS = 3
+CLOSE_FORMAT_CUTOFF = 0.75
 
 
 @dataclass(frozen=True)
@@ -168,11 +174,29 @@ class Service:
             return self.catalog.quant(DEFAULT_FORMAT[engine][key])
         fmt = self.resolver.quant_or_none(key)
         if fmt is None:
-            levels = ", ".join(DEFAULT_FORMAT[engine])
-            raise BadValue.of("bad.quant", got=Typed(repr(text[:30])), levels=levels,
-                              formats=self.engine_formats(engine))
+            raise self.bad_quant(text, engine)
         self.check_format(fmt, engine)
         return fmt
+
+    def bad_quant(self, text: str, engine: Engine) -> BadValue:
+        """The refusal of a format name nobody has: the engine's levels and formats, led by the near spellings
+        (`ud-q4_k_m` → UD-Q4_K_XL, Q4_K_M) where there are any."""
+        got, levels, formats = Typed(repr(text[:30])), ", ".join(DEFAULT_FORMAT[engine]), self.engine_formats(engine)
+        close = self.close_formats(text, engine)
+        if close:
+            return BadValue.of("bad.quant_close", got=got, close=FormatNames(close), levels=levels, formats=formats)
+        return BadValue.of("bad.quant", got=got, levels=levels, formats=formats)
+
+    def close_formats(self, text: str, engine: Engine) -> tuple[str, ...]:
+        """Up to CLOSE_FORMATS of the engine's format names whose id, name or alias is spelled like `text`."""
+        spellings: dict[str, str] = {}
+        for q in self.catalog.quants:
+            if runs_format(engine, q) and not q.released_for:
+                for spelling in (q.id, q.name, *q.aliases):
+                    spellings.setdefault(spelling.lower(), q.name)
+        near = difflib.get_close_matches(text.strip().lower(), list(spellings), n=4 * CLOSE_FORMATS,
+                                         cutoff=CLOSE_FORMAT_CUTOFF)
+        return tuple(dict.fromkeys(spellings[n] for n in near))[:CLOSE_FORMATS]
 
     def engine_formats(self, engine: Engine) -> FormatNames:
         """The formats an engine loads, as a refusal lists them: not the trained ones (Gemma 3's QAT Q4_0), which

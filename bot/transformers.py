@@ -16,12 +16,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import discord
 from discord import app_commands
 
-from bot.params import BadValue, Typed, level_alias, parse_engine, parse_kv, parse_tokens
+from bot.params import BadValue, level_alias, parse_engine, parse_kv, parse_tokens
 from bot.render.table import setup_label
-from bot.render.text import FormatNames
 from catalog.resolve import GPUSetup, setup_text, typed_count
 from catalog.schema import Model, QuantFormat
-from estimator.engines import DEFAULT_FORMAT, DEFAULT_LEVELS, runs_format
+from estimator.engines import DEFAULT_FORMAT, DEFAULT_LEVELS
 from estimator.query import ENGINES, MAX_BATCH, MAX_GPUS, Engine, KVDtype
 
 if TYPE_CHECKING:
@@ -120,10 +119,7 @@ class QuantTransformer(app_commands.Transformer["RigBot"]):
         key = level_alias(value.strip().lower())
         if any(key in levels for levels in DEFAULT_FORMAT.values()) or svc.resolver.quant_or_none(key):
             return value
-        engine = _engine_asked(interaction)
-        formats = FormatNames(tuple(q.name for q in svc.catalog.quants if runs_format(engine, q)))
-        raise BadValue.of("bad.quant", got=Typed(repr(value[:30])), levels=", ".join(DEFAULT_FORMAT[engine]),
-                          formats=formats)
+        raise svc.bad_quant(value, _engine_asked(interaction))
 
     async def autocomplete(self, interaction: discord.Interaction[RigBot], value: int | float | str, /
                            ) -> list[app_commands.Choice[int | float | str]]:

@@ -115,7 +115,9 @@ async def test_an_unknown_second_gpu_in_compare_gets_a_private_did_you_mean(bot:
 
 
 @pytest.mark.parametrize(("command", "options", "text"), [
-    ("fit", {"gpu": "T4", "model": "qwen3-8b", "quant": "q9_x"}, "unknown quantization 'q9_x'"),
+    ("fit", {"gpu": "T4", "model": "qwen3-8b", "quant": "q9_x"}, "unknown quantization 'q9_x'; use a level"),
+    ("fit", {"gpu": "T4", "model": "qwen3-8b", "quant": "ud-q4_k_m"},
+     "unknown quantization 'ud-q4_k_m'; did you mean UD-Q4_K_XL (Unsloth Dynamic), Q4_K_M? Otherwise"),
     ("fit", {"gpu": "T4", "model": "qwen3-8b", "engine": "tgi"}, "engine must be one of llama.cpp"),
     ("fit", {"gpu": "T4", "model": "qwen3-8b", "kv": "int3"}, "kv must be one of f16"),
     ("fit", {"gpu": "T4", "model": "qwen3-8b", "gpus": 9}, "gpus must be between 1 and 8"),
@@ -138,6 +140,14 @@ async def test_a_bad_option_gets_a_private_answer_before_any_defer(
     assert embed["title"] == "That option does not work", embed
     assert embed["description"].startswith(text), embed["description"]
     assert "Input should" not in embed["description"] and "Failed to convert" not in embed["description"]
+
+
+async def test_a_format_refusal_offers_the_engines_own_near_spellings_in_the_askers_language(bot: RigBot) -> None:
+    interaction = slash(bot, "fit", gpu="4090", model="qwen3-8b", engine="vllm", quant="awq-int8")
+    interaction.locale = discord.Locale.chinese
+    text = private_error(await run(bot, interaction))["description"]
+    assert text.startswith("未知的量化格式 'awq-int8'；你是否想找 AWQ"), text
+    assert "Q4_K_M" not in text  # a llama.cpp format is not offered to vLLM
 
 
 async def test_a_refusal_is_in_the_askers_language(bot: RigBot) -> None:
