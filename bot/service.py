@@ -190,10 +190,9 @@ class Service:
     def close_formats(self, text: str, engine: Engine) -> tuple[str, ...]:
         """Up to CLOSE_FORMATS of the engine's format names whose id, name or alias is spelled like `text`."""
         spellings: dict[str, str] = {}
-        for q in self.catalog.quants:
-            if runs_format(engine, q) and not q.released_for:
-                for spelling in (q.id, q.name, *q.aliases):
-                    spellings.setdefault(spelling.lower(), q.name)
+        for q in self._loaded_formats(engine):
+            for spelling in (q.id, q.name, *q.aliases):
+                spellings.setdefault(spelling.lower(), q.name)
         near = difflib.get_close_matches(text.strip().lower(), list(spellings), n=4 * CLOSE_FORMATS,
                                          cutoff=CLOSE_FORMAT_CUTOFF)
         return tuple(dict.fromkeys(spellings[n] for n in near))[:CLOSE_FORMATS]
@@ -201,7 +200,10 @@ class Service:
     def engine_formats(self, engine: Engine) -> FormatNames:
         """The formats an engine loads, as a refusal lists them: not the trained ones (Gemma 3's QAT Q4_0), which
         exist only for the models released in them and would be refused for any other."""
-        return FormatNames(tuple(q.name for q in self.catalog.quants if runs_format(engine, q) and not q.released_for))
+        return FormatNames(tuple(q.name for q in self._loaded_formats(engine)))
+
+    def _loaded_formats(self, engine: Engine) -> list[QuantFormat]:
+        return [q for q in self.catalog.quants if runs_format(engine, q) and not q.released_for]
 
     def check_format(self, fmt: QuantFormat, engine: Engine) -> None:
         """Refuse a format the engine does not load, naming the engines that do and the engine's own formats."""

@@ -526,18 +526,18 @@ class Residual:
 
 def cross_validate(d: Design, fold_of: Callable[[Row], str]) -> list[Residual]:
     """Leave each fold out, fit on the rest, estimate the fold. `known`: the row's GPU still owns a GPU offset."""
-    out: list[Residual] = []
     keys = np.array([fold_of(r) for r in d.rows])
-    for key in sorted(set(keys)):
-        test = keys == key
-        fit = fit_design(d, ~test)
-        gpus_owned = {c[2] for c in fit.cols if c[1] == "gpu"}
-        idx = np.flatnonzero(test)
-        pred = predict_log(d, fit, idx)
-        for a, i in enumerate(idx):
-            row = d.rows[i]
-            out.append(Residual(row, float(pred[a] - d.log_t[i]), gpu_group(row.engine, row.gpu) in gpus_owned))
-    return out
+    return [r for key in sorted(set(keys)) for r in _estimated_apart(d, keys == key)]
+
+
+def _estimated_apart(d: Design, test: np.ndarray) -> list[Residual]:
+    """Fit on the rows outside `test`, estimate those inside. `known`: the row's GPU still owns a GPU offset."""
+    fit = fit_design(d, ~test)
+    gpus_owned = {c[2] for c in fit.cols if c[1] == "gpu"}
+    idx = np.flatnonzero(test)
+    pred = predict_log(d, fit, idx)
+    return [Residual(d.rows[i], float(pred[a] - d.log_t[i]), gpu_group(d.rows[i].engine, d.rows[i].gpu) in gpus_owned)
+            for a, i in enumerate(idx)]
 
 
 def held_apart_residuals(rows: list[Row], apart: list[Row]) -> list[Residual]:
@@ -545,14 +545,9 @@ def held_apart_residuals(rows: list[Row], apart: list[Row]) -> list[Residual]:
     mine = [r for r in apart if r.gpus == 1]
     if not mine:
         return []
-    kind = mine[0].kind
     with catalog_priors(bandwidth_ratios(), arch_watts_per_tflops(), tensor_ratios()):
-        d = design(kind, rows + mine)
-    train = np.arange(len(d.rows)) < len(d.rows) - len(mine)
-    fitted = fit_design(d, train)
-    idx = np.flatnonzero(~train)
-    pred = predict_log(d, fitted, idx)
-    return [Residual(d.rows[i], float(pred[a] - d.log_t[i]), True) for a, i in enumerate(idx)]
+        d = design(mine[0].kind, rows + mine)
+    return _estimated_apart(d, np.arange(len(d.rows)) >= len(d.rows) - len(mine))
 
 
 def _cells(s: Situation) -> list[Situation]:
