@@ -1092,3 +1092,25 @@ def test_gfx1151_rocblas_before_its_tuned_kernels_is_its_own_group() -> None:
     assert library(halo, date="2025-08-04", engine="vllm") == "default"
     assert library(xtx, date="2025-08-04", hipblaslt=False) == "rocblas"
     assert PRIOR_LOG_OFFSET[("inv_matmul_utilisation", "blas_library", "rocblas-untuned")] > 1.0
+
+
+def test_untuned_rocblas_factor_is_the_measured_rate_against_the_fitted_one() -> None:
+    """The untuned group's prior is the ratio of the chip's fitted F16 GEMM rate (current build, default library) to
+    the 4.89 TFLOPS llama.cpp's MUL_MAT test measured without tuned kernels: a refit that moves the first must move
+    the factor with it, or an untuned build is priced against a rate the model no longer has."""
+    import math
+
+    from estimator.calibration.model import (
+        PRIOR_LOG_OFFSET,
+        ROCBLAS_UNTUNED_GFX1151_TFLOPS,
+        ROCBLAS_UNTUNED_LOG_FACTOR,
+    )
+    from estimator.engines import prefill_coefficients
+
+    halo = gpu("amd-radeon-8060s-128gb")
+    f16 = quant("f16")
+    coefficient = prefill_coefficients("llama.cpp", f16, halo).inv_matmul_utilisation
+    wanted = math.log(compute_tflops("llama.cpp", f16, halo) / coefficient / ROCBLAS_UNTUNED_GFX1151_TFLOPS)
+    prior = PRIOR_LOG_OFFSET[("inv_matmul_utilisation", "blas_library", "rocblas-untuned")]
+    assert prior == ROCBLAS_UNTUNED_LOG_FACTOR
+    assert abs(ROCBLAS_UNTUNED_LOG_FACTOR - wanted) < math.log(1.15)
