@@ -67,6 +67,7 @@ from estimator.engines import (
     prefill_gemm,
 )
 from estimator.memory import weight_bytes
+from estimator.query import backend_of
 
 CONSTANTS_PATH = Path(__file__).with_name("constants.py")
 
@@ -751,8 +752,8 @@ def report_cv(result: Result) -> None:
                 continue
             print(f"{kind:8s} all          {_stats([_abs_pct(r) for r in mine])}"
                   f"  80% band coverage {coverage(mine, fold_of):.0%}")
-            for title, key in (("engine", lambda r: r.row.engine), ("class", lambda r: model_class(r.row)),
-                               ("GPU family", lambda r: gpu_family(r.row))):
+            for title, key in (("engine", lambda r: r.row.engine), ("backend", lambda r: backend_of(r.row.gpu)),
+                               ("class", lambda r: model_class(r.row)), ("GPU family", lambda r: gpu_family(r.row))):
                 groups: dict[str, list[float]] = defaultdict(list)
                 for r in mine:
                     groups[key(r)].append(_abs_pct(r))

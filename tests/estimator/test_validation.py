@@ -25,6 +25,7 @@ from estimator.calibration.fit import (
     fit_all,
     predicted_tps,
     render_constants,
+    report_cv,
 )
 from estimator.calibration.measurements import Row, llamacpp_rows
 from estimator.calibration.model import DECODE_PARAMS, MIN_GROUP_ROWS, MIN_GROUP_SOURCES, PREFILL_PARAMS
@@ -164,3 +165,19 @@ def test_a_band_weighs_each_source_once_however_many_rows_it_has(every: list[Row
     band = band_table(big + spread, {every[0].kind: 0.1})[(every[0].kind, "*", "*", "*", "*")]
     assert band.low < math.log(0.85) and band.high > math.log(1.2)
 
+
+
+def test_the_report_breaks_each_kind_down_by_backend(result: Result, capsys: pytest.CaptureFixture[str]) -> None:
+    """The README quotes leave-one-GPU-out error per backend; the report prints it, and its rows add up."""
+    import re
+
+    report_cv(result)
+    logo = capsys.readouterr().out.split("== leave-one-source-out")[0]
+    for kind in ("decode", "prefill"):
+        whole = re.search(rf"^{kind}\s+all\s+n=\s*(\d+)", logo, re.M)
+        assert whole is not None
+        total = int(whole.group(1))
+        per_backend = {m.group(1): int(m.group(2))
+                       for m in re.finditer(rf"^\s+{kind}\s+backend\s+(\S+)\s+n=\s*(\d+)", logo, re.M)}
+        assert {"cuda", "metal", "rocm"} <= set(per_backend)
+        assert sum(per_backend.values()) == total
