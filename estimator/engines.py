@@ -14,6 +14,7 @@ from estimator.calibration import constants as fitted
 from estimator.calibration.model import (
     COVARIATE_LEVELS,
     DECODE_PARAMS,
+    EMULATED_DOT4_INSTRUCTIONS,
     ENGINE_FAMILY,
     PREFILL_PARAMS,
     PRIOR_LOG_OFFSET,
@@ -346,12 +347,6 @@ def dot4_tops(gpu: GPU) -> float:
     """The int8 rate of a byte-wise dot product on the vector lanes (dp4a, AMD's v_dot4_i32_i8): four
     multiply-adds, 8 ops, per lane per clock: the int8 rate AMD lists for RDNA 2, which has no matrix units."""
     return 8 * lane_clocks_per_s(gpu) / 1e12
-
-
-# Where ggml_cuda_dp4a has no instruction to issue, its C fallback unpacks the four bytes of each operand and
-# multiplies and adds them one by one: 7 instructions where the multiplies take their bytes by operand selection
-# (the gfx900 asm beside it), 12 with separate extracts. Eight, as model.PRIOR_LOG_OFFSET's dp4a "none" prior.
-EMULATED_DOT4_INSTRUCTIONS = 8
 
 
 # When llama.cpp's CUDA/HIP backend stopped dequantising weights to F16 for a BLAS GEMM during prefill and

@@ -14,6 +14,7 @@ few rows stays close to its parent. A group owns an offset only when at least `M
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from catalog.schema import GPU
@@ -226,6 +227,11 @@ PREFILL_PARAMS: tuple[Param, ...] = (
 ROCBLAS_UNTUNED_GFX1151_TFLOPS = 4.89
 ROCBLAS_UNTUNED_LOG_FACTOR = 1.548  # ln 4.7
 
+# Where ggml_cuda_dp4a has no instruction to issue, its C fallback unpacks the four bytes of each operand and
+# multiplies and adds them one by one: 7 instructions where the multiplies take their bytes by operand selection
+# (the gfx900 asm beside it), 12 with separate extracts; NVIDIA below sm_61 spends eight (PRIOR_LOG_OFFSET below).
+EMULATED_DOT4_INSTRUCTIONS = 8
+
 # Prior log-offsets of groups whose effect the source code states before any data: without dp4a
 # (compute capability < 6.1, GGML_CUDA_CC_DP4A in ggml/src/ggml-cuda/common.cuh) ggml_cuda_dp4a falls back
 # to four byte multiply-adds plus unpacking for what is one instruction on sm_61+: four byte extracts and four
@@ -238,7 +244,8 @@ ROCBLAS_UNTUNED_LOG_FACTOR = 1.548  # ln 4.7
 # each nibble through a 16-entry table (two masks and a few byte permutes per 8 weights, get_int_from_table_16):
 # about 1.5×.
 PRIOR_LOG_OFFSET: dict[tuple[str, str, str], float] = {
-    ("dequant_ops_per_weight", "dp4a", "none"): 2.079,  # ln 8
+    # Three decimals, as every prior here is stated.
+    ("dequant_ops_per_weight", "dp4a", "none"): round(math.log(EMULATED_DOT4_INSTRUCTIONS), 3),
     ("dequant_ops_per_weight", "kernel", "llama.cpp/iq"): 0.833,  # ln 2.3
     ("dequant_ops_per_weight", "kernel", "llama.cpp/iq4"): 0.405,  # ln 1.5
     # SYCL's generic decode kernel against a reorder one on the same card and file: 3.1× the time for Q8_0 on a B70

@@ -73,8 +73,7 @@ def test_compute_capability_from_architecture() -> None:
 
 def test_mi300x_emulated_dp4a_before_the_cdna_gate() -> None:
     """gfx942 took ggml_cuda_dp4a's C byte loop until llama.cpp#12177 (2025-03-11) gated sdot4 on CDNA."""
-    from estimator.calibration.model import GFX942_DP4A_SINCE
-    from estimator.engines import EMULATED_DOT4_INSTRUCTIONS
+    from estimator.calibration.model import EMULATED_DOT4_INSTRUCTIONS, GFX942_DP4A_SINCE
 
     mi300x, mi100 = gpu("amd-mi300x"), gpu("amd-mi100")
     before = "2024-10-07"
