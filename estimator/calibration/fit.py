@@ -8,7 +8,8 @@ coefficient_p = prior_p × exp(Σ_levels offset[p, level, group of the row]). Th
 Gauss-Newton on log(estimated / measured) with a ridge penalty on every offset (partial pooling: a group
 with few rows stays near its parents). A group gets an offset only with ≥ MIN_GROUP_ROWS rows from
 ≥ MIN_GROUP_SOURCES sources in which its term matters. Rows are weighted down by age (newest build first)
-and by how many rows their source contributed, so one long table does not outvote several sources.
+and by how many rows their source and their GPU contributed, so one long table does not outvote several
+sources, nor one much-measured card the others of its die.
 
 The 80 % bands are the 10th/90th percentiles of the cross-validated residuals of each situation:
 leave-one-GPU-out for GPUs that own no offsets ("unseen"), leave-one-source-out for those that do ("known").
@@ -96,6 +97,13 @@ UNDATED_WEIGHT = 0.5
 # 13.3/41.0; 12: 7.9/23.4, 14.6/42.5, 7.8/24.5, 13.4/40.5; 20: 7.9/23.3, 14.6/42.3, 7.8/24.6, 13.3/39.9; 30: 8.0/23.2,
 # 14.4/41.8, 7.8/24.6, 13.2/39.7. The curve is flat from 12 on; 20 sits in the middle of it.
 SOURCE_ROWS_AT_FULL_WEIGHT = 20
+# Likewise per card (its "gpu" group: the silicon, per engine family outside llama.cpp), per kind: a parent's offset is
+# what a card never seen is estimated with, so it should stand for the cards under it, not for the few with long
+# tables. Chosen among 5, 10, 20 and 40 (and none) by leave-one-GPU-out decode median / p90 (8.22 / 22.8, 7.77 / 22.8,
+# 7.95 / 23.3, 8.1 / 23.3 and 8.15 / 23.3 %; leave-one-source-out 7.90 / 23.7 % at 10, 7.84 / 24.3 % without) and
+# prefill p90 (-, 39.5, 38.9, 38.9 and 39.1 %), counting a card's rows over all engines; per engine family, as fitted,
+# decode reads 7.8 / 22.9 % at 10.
+GPU_ROWS_AT_FULL_WEIGHT: dict[str, int] = {"decode": 10, "prefill": 20}
 MIN_BAND_RESIDUALS = 20
 # An 80 % band would be the 10th–90th percentiles if a left-out GPU's errors looked like the others'; they
 # cluster (one card's quirk moves all its rows), so the tail share is chosen, per kind, as the largest that
@@ -278,8 +286,10 @@ def row_weights(rows: list[Row]) -> np.ndarray:
     dated = [r.date for r in rows if r.date]
     newest = max(dated) if dated else ""
     per_source: dict[str, int] = defaultdict(int)
+    per_gpu: dict[str, int] = defaultdict(int)
     for r in rows:
         per_source[r.source] += 1
+        per_gpu[gpu_group(r.engine, r.gpu)] += 1
     out = []
     for r in rows:
         if r.date and newest:
@@ -288,6 +298,7 @@ def row_weights(rows: list[Row]) -> np.ndarray:
         else:
             w = UNDATED_WEIGHT
         w *= min(1.0, math.sqrt(SOURCE_ROWS_AT_FULL_WEIGHT / per_source[r.source]))
+        w *= min(1.0, math.sqrt(GPU_ROWS_AT_FULL_WEIGHT[r.kind] / per_gpu[gpu_group(r.engine, r.gpu)]))
         out.append(w)
     arr = np.array(out, dtype=float)
     return arr / arr.mean() if len(arr) else arr

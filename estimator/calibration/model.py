@@ -101,6 +101,12 @@ class Param:
 # Chosen among 1, 10, 20, 50 and 200 by leave-one-GPU-out decode median (8.2, 7.9, 7.8, 7.9 and 7.9 %); anything
 # from 10 up does most of the good, and leave-one-source-out moves the other way by less (8.2 → 8.3–8.5 %).
 DEQUANT_RIDGE = 20.0
+# The "dp4a" level's share of it. Only the P100 decodes without dp4a, and it has no F16 or Q8_0 decode row that would
+# price its streaming apart from its unpacking, so the fit may put its extra time in either. At ×1 and at ×0.05 (a
+# level's usual ridge) it put it in streaming (the P100's Q4_K_M unpacking 0.96 and 0.95 of its weight stream); at
+# ×0.25 the byte-loop emulation the prior states keeps the larger share (1.04). Leave-one-GPU-out decode 7.8, 7.8 and
+# 7.9 %, leave-one-source-out 7.8, 7.7 and 7.9 %: the data do not choose, the instruction count does.
+DEQUANT_DP4A_RIDGE = 0.25
 
 # Prefill's GEMM share of the peak: cards of one die differ more in clocks and board power (the power covariate) than
 # in kernels, so a die's siblings speak for a left-out card only where many rows agree. Chosen among 1, 3, 10 and 30
@@ -156,7 +162,7 @@ DECODE_PARAMS: tuple[Param, ...] = (
         # The prior is the kernels' instruction count per weight, and this term scales with the weights just as
         # the streaming term does: the fit can trade one for the other, so one GPU's rows (an RTX 2080's 15 rows
         # moved the dp4a offset from +0.04 to -0.46) must not re-price every card's ALU work.
-        ridge=DEQUANT_RIDGE),
+        ridge=DEQUANT_RIDGE, level_ridge=(("dp4a", DEQUANT_DP4A_RIDGE),)),
     # "power": a card capped at a few tens of watts (T4 70 W, A2 60 W, laptop parts) sustains well below its boost
     # clock under load, and each of a layer's small kernels runs at that clock.
     Param("layer_overhead_s", 6e-5, "s per layer per token", (
@@ -401,7 +407,10 @@ def situation_groups(
         "family": fam,
         "engine": engine,
         "backend": backend,
-        "memory": memory_group(gpu),
+        # Per engine family outside llama.cpp, as the "gpu" level is: llama.cpp's matrix-vector kernels stream an H200's
+        # or a B200's HBM3e at a low share of its bandwidth (the cards decode barely faster than an H100), which says
+        # nothing of a server's kernels on the same memory.
+        "memory": memory_group(gpu) if llamacpp else f"{fam}@{memory_group(gpu)}",
         # HBM parts are big data-center dies at modest clocks: the small kernels of each decoded layer take
         # longer there than on a GDDR card of the same generation (H100/H200/B300 decode a 1B model barely faster
         # than an RTX 4090).
