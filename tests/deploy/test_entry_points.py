@@ -176,13 +176,19 @@ def test_ctrl_c_while_run_starts_is_quiet_and_leaves_no_process(tmp_path: Path, 
             os.killpg(proc.pid, signal.SIGKILL)
 
 
+def _hangup_by_default() -> None:
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 @pytest.mark.long
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGHUP])
 def test_children_die_with_a_killed_run(tmp_path: Path, sig: signal.Signals) -> None:
+    # As a terminal would start it: a runner launched under nohup hands its children an ignored SIGHUP.
     proc = subprocess.Popen([*RIGCHECK, "run", "--port", "0"], cwd=tmp_path,
                             env=_env(tmp_path, RIGCHECK_RENDER_WORKERS="1"), stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                            preexec_fn=_hangup_by_default)
     try:
         _wait_for_line(proc, "Playground:", 90)
         proc.send_signal(sig)  # the parent alone: its bot, the bot's chart worker and resource tracker must follow
