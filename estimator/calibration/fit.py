@@ -22,7 +22,7 @@ import importlib
 import math
 import os
 import statistics
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -100,9 +100,8 @@ SOURCE_ROWS_AT_FULL_WEIGHT = 20
 # Likewise per card (its "gpu" group: the silicon, per engine family outside llama.cpp), per kind: a parent's offset is
 # what a card never seen is estimated with, so it should stand for the cards under it, not for the few with long
 # tables. Chosen among 5, 10, 20 and 40 (and none) by leave-one-GPU-out decode median / p90 (8.22 / 22.8, 7.77 / 22.8,
-# 7.95 / 23.3, 8.1 / 23.3 and 8.15 / 23.3 %; leave-one-source-out 7.90 / 23.7 % at 10, 7.84 / 24.3 % without) and
-# prefill p90 (-, 39.5, 38.9, 38.9 and 39.1 %), counting a card's rows over all engines; per engine family, as fitted,
-# decode reads 7.8 / 22.9 % at 10.
+# 7.95 / 23.3, 8.1 / 23.3 and 8.15 / 23.3 %) and prefill p90 (-, 39.5, 38.9, 38.9 and 39.1 %), counted per silicon in
+# a first trial; counted per "gpu" group as committed, decode reads 7.9 / 22.7 % at 10 (one source out: 7.9 / 23.2).
 GPU_ROWS_AT_FULL_WEIGHT: dict[str, int] = {"decode": 10, "prefill": 20}
 MIN_BAND_RESIDUALS = 20
 # An 80 % band would be the 10th–90th percentiles if a left-out GPU's errors looked like the others'; they
@@ -285,23 +284,26 @@ def row_covariates(row: Row, newest: str) -> dict[str, float]:
 def row_weights(rows: list[Row]) -> np.ndarray:
     dated = [r.date for r in rows if r.date]
     newest = max(dated) if dated else ""
-    per_source: dict[str, int] = defaultdict(int)
-    per_gpu: dict[str, int] = defaultdict(int)
-    for r in rows:
-        per_source[r.source] += 1
-        per_gpu[gpu_group(r.engine, r.gpu)] += 1
+    cards = [gpu_group(r.engine, r.gpu) for r in rows]
+    per_source = Counter(r.source for r in rows)
+    per_card = Counter(cards)
     out = []
-    for r in rows:
+    for r, card in zip(rows, cards, strict=True):
         if r.date and newest:
             age = _years(newest) - _years(r.date)
             w = max(AGE_WEIGHT_FLOOR, 0.5 ** (age / AGE_HALF_LIFE_YEARS))
         else:
             w = UNDATED_WEIGHT
-        w *= min(1.0, math.sqrt(SOURCE_ROWS_AT_FULL_WEIGHT / per_source[r.source]))
-        w *= min(1.0, math.sqrt(GPU_ROWS_AT_FULL_WEIGHT[r.kind] / per_gpu[gpu_group(r.engine, r.gpu)]))
+        w *= _capped(SOURCE_ROWS_AT_FULL_WEIGHT, per_source[r.source])
+        w *= _capped(GPU_ROWS_AT_FULL_WEIGHT[r.kind], per_card[card])
         out.append(w)
     arr = np.array(out, dtype=float)
     return arr / arr.mean() if len(arr) else arr
+
+
+def _capped(full_weight_rows: int, rows: int) -> float:
+    """Each of `rows` rows weighs (full_weight_rows / rows)^½ once they outnumber full_weight_rows."""
+    return min(1.0, math.sqrt(full_weight_rows / rows))
 
 
 def _years(date: str) -> float:
