@@ -43,8 +43,8 @@ LLAMACPP_UBATCH = 512
 # MMQ stops at MMQ_DP4A_MAX_BATCH_SIZE, 64), so they unpack each weight tile twice as often.
 PREFILL_WEIGHT_TILE_TOKENS = 128
 DOT_PRODUCT_MMQ_TILE_TOKENS = 64
-# Flash attention walks the whole cache once for each tile of queries it holds (64 rows in llama.cpp's CUDA/HIP
-# tile kernels, ggml-cuda/fattn-tile.cu); the share the L2 cache spares is fitted per backend.
+# Flash attention walks a cached head once for each tile of (query token, head) columns it holds (64 in llama.cpp's
+# CUDA/HIP kernels for prompts, ggml-cuda/fattn-tile.cuh); the share the L2 cache spares is fitted per backend.
 ATTENTION_QUERY_TILE_TOKENS = 64
 # Without flash attention each score is an F32 written by KQ, read by the softmax, written again and read by
 # KQV (ggml's mul_mat, soft_max_ext, mul_mat in llama-graph.cpp build_attn_mha).

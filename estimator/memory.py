@@ -274,6 +274,26 @@ def global_kv_bytes_per_token_per_layer(model: Model, kv: KVDtype) -> float:
     return tensors * heads * (a.global_head_dim or model.head_dim) * k.KV_BYTES_PER_ELEMENT[kv]
 
 
+def kv_bytes_read_per_query_head_pass(model: Model, ctx: int, kv: KVDtype = "f16") -> float:
+    """What one walk of the cache at `ctx` tokens reads when every query head reads the cached head of its group:
+    a flash-attention block holds (query token, head) columns of one cached head, so a cached head is streamed once
+    per tile of its group's columns (a GQA group's heads, MLA's one latent for every head). Layers that reuse an
+    earlier layer's keys and values (Gemma 4 E2B/E4B) cache nothing but still read."""
+    a = model.attention
+    mla = a.kv_lora_rank is not None and a.qk_rope_head_dim is not None
+    per_query_head = kv_bytes_per_token_per_layer(model, kv) / (1 if mla else model.kv_heads) * model.attention_heads
+    if a.kind in ("full", "mla"):
+        return model.layers * per_query_head * ctx
+    assert a.global_layers is not None
+    if a.kind == "sliding":
+        assert a.sliding_window is not None
+        global_per_query_head = (global_kv_bytes_per_token_per_layer(model, kv) / (a.global_kv_heads or model.kv_heads)
+                                 * model.attention_heads)
+        return (a.global_layers * global_per_query_head * ctx
+                + (model.layers - a.global_layers) * per_query_head * min(ctx, a.sliding_window))
+    return a.global_layers * per_query_head * ctx
+
+
 def kv_cache_bytes(model: Model, ctx: int, kv: KVDtype = "f16", sequences: int = 1) -> float:
     """KV cache for `sequences` sequences of `ctx` tokens each.
 

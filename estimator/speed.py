@@ -15,7 +15,7 @@
                     + tile_dequant_ops_per_weight × prompt tiles × quantized weights / ALU rate
                     + recurrent_step_s          × prompt tokens × linear-attention/SSM layers
                     + prefill_layer_overhead_s  × micro-batch passes × layers
-                    + inv_kv_reread_efficiency  × query tiles × cached KV bytes / achieved bandwidth
+                    + inv_kv_reread_efficiency  × query tiles × group size × cached KV bytes / achieved bandwidth
                     + request_overhead_s (servers)
 
 The compute coefficients also scale with the board's watts per datasheet TFLOPS against its architecture's
@@ -57,7 +57,14 @@ from estimator.engines import (
     prefill_gemm,
     tensor_parallel,
 )
-from estimator.memory import active_weight_bits, body_params, embedding_table_params, kv_cache_bytes, weight_bytes
+from estimator.memory import (
+    active_weight_bits,
+    body_params,
+    embedding_table_params,
+    kv_bytes_read_per_query_head_pass,
+    kv_cache_bytes,
+    weight_bytes,
+)
 from estimator.query import Engine, KVDtype, Query
 from estimator.units import GB_DECIMAL
 
@@ -353,7 +360,7 @@ class PrefillTerms:
     tile_dequant_s: float = 0.0  # quantized weights unpacked per tile of prompt tokens / ALU rate
     recurrent_token_layers: float = 0.0  # prompt tokens × recurrent (linear-attention / SSM) layers
     layer_passes: float = 0.0  # micro-batch passes × layers (kernel launches per layer per pass)
-    kv_reread_s: float = 0.0  # the cached keys/values streamed once per tile of prompt queries / achieved bandwidth
+    kv_reread_s: float = 0.0  # each cached head streamed once per tile of its group's queries / achieved bandwidth
     vector_kv_reread_s: float = 0.0  # the same for the vector tile kernel, whose query tiles are its own
     vector_attention_s: float = 0.0  # attention FLOPs of the vector tile kernel / FP32 lane rate
     score_matrix_s: float = 0.0  # without flash attention: the F32 score matrix written and read back / bandwidth
@@ -439,8 +446,8 @@ def prefill_terms(
     # Without flash attention the scores are BLAS products, on matrix units wherever there are any.
     vector = flash_attn is not False and prefill_attention_kernel(
         engine, gpu, model, date=date, rocwmma=rocwmma) == "vector"
-    kv_reread_s = (prompt_tokens / k.ATTENTION_QUERY_TILE_TOKENS * kv_cache_bytes(model, depth + prompt_tokens // 2)
-                   / bandwidth_bps)
+    kv_reread_s = (prompt_tokens / k.ATTENTION_QUERY_TILE_TOKENS
+                   * kv_bytes_read_per_query_head_pass(model, depth + prompt_tokens // 2) / bandwidth_bps)
     shared_tiles, expert_tiles = unpacked_weight_tiles(model, prompt_tokens, step, (dense, routed),
                                                        mmq_tile_tokens(gpu, date))
     if fmt.kernel == "f16":

@@ -195,7 +195,7 @@ PREFILL_PARAMS: tuple[Param, ...] = (
     # One coefficient: the tile kernel is the same code on every GPU that runs it, referred to its FP32 rate.
     Param("inv_vector_attention_utilisation", 3.0, "FP32-lane seconds per second", ("all",),
           "llama.cpp's tile flash-attention kernel (GPUs or builds without a matrix-unit one) runs on vector lanes"),
-    Param("inv_pass_efficiency", 1.25, "achieved-bandwidth seconds per second", ("all", "backend"),
+    Param("inv_pass_efficiency", 1.25, "achieved-bandwidth seconds per second", ("all", "family", "backend"),
           "each micro-batch streams the weights once"),
     Param("moe_matmul_extra", 1.0, "extra peak-FLOPS seconds per routed-expert second", (
         "all", "family", "backend", "era"),

@@ -404,9 +404,10 @@ def test_m5_neural_accelerators_speed_up_prefill_matmuls_not_attention() -> None
     assert alu_ops_per_s(m5) == alu_ops_per_s(m4)
 
 
-def test_deep_prompts_stream_the_cache_once_per_query_tile() -> None:
-    """At 32k of cached context every tile of prompt queries reads the whole cache: the term grows with the
-    depth and with the KV heads (Llama 2 7B's 32 KV heads against Qwen3-8B's 8), and is absent for no cache."""
+def test_deep_prompts_stream_each_cached_head_once_per_tile_of_its_query_columns() -> None:
+    """At 32k of cached context every tile of (query token, head) columns reads its KV head's whole cache: the term
+    grows with the depth and follows the query heads, not the cached ones. Qwen3-8B caches 8 heads a layer where
+    Llama 2 7B caches 32, but each is read by 4 query heads, so per layer both read the same."""
     g = gpu("amd-radeon-ai-pro-r9700")
     mha, gqa = model("llama-2-7b"), model("qwen3-8b")
 
@@ -415,7 +416,22 @@ def test_deep_prompts_stream_the_cache_once_per_query_tile() -> None:
         return t.kv_reread_s + t.vector_kv_reread_s
 
     assert reread(mha, 32768) > 15 * reread(mha, 0) > 0
-    assert reread(gqa, 32768) < reread(mha, 32768) / 3
+    assert (mha.attention_heads, mha.kv_heads, gqa.attention_heads, gqa.kv_heads) == (32, 32, 32, 8)
+    assert reread(gqa, 32768) / reread(mha, 32768) == pytest.approx(gqa.layers / mha.layers, rel=1e-6)
+
+
+def test_every_query_head_reads_the_cached_head_of_its_group() -> None:
+    """A cached head is read by each query head of its group: Llama 2 7B's 32 KV heads once each, Qwen3-8B's 8 by 4
+    heads each, DeepSeek-V2-Lite's one latent by all 16 heads; Gemma 4 26B's global layers (the only ones that grow
+    past the 1,024-token window) share each of their 2 cached heads among 8 of the 16 query heads."""
+    from estimator.memory import kv_bytes_read_per_query_head_pass, kv_cache_bytes
+
+    for name, group in (("llama-2-7b", 1), ("qwen3-8b", 4), ("deepseek-v2-lite", 16)):
+        m = model(name)
+        assert kv_bytes_read_per_query_head_pass(m, 4096) == pytest.approx(group * kv_cache_bytes(m, 4096)), name
+    gemma = model("gemma-4-26b-a4b")
+    grown = kv_bytes_read_per_query_head_pass(gemma, 65536) - kv_bytes_read_per_query_head_pass(gemma, 32768)
+    assert grown == pytest.approx(8 * (kv_cache_bytes(gemma, 65536) - kv_cache_bytes(gemma, 32768)))
 
 
 def test_the_vector_tile_kernel_rereads_the_cache_under_its_own_coefficient() -> None:
