@@ -196,9 +196,9 @@ PREFILL_PARAMS: tuple[Param, ...] = (
     Param("inv_vector_attention_utilisation", 3.0, "FP32-lane seconds per second", ("all",),
           "llama.cpp's tile flash-attention kernel (GPUs or builds without a matrix-unit one) runs on vector lanes"),
     # "family": how much of a pass's weight stream hides behind the GEMMs is the engine's own: llama.cpp's int8 tiles
-    # read the weights they multiply (fitted at about a fifth of a plain stream), MLX prompts in one pass and overlaps
-    # little. The level took leave-one-GPU-out prefill from 12.9 % (p90 39.0 %, 80 rows above 35 %) to 12.2 % (p90
-    # 38.0 %, 77 rows) and leave-one-source-out from 12.6 % (p90 32.9 %) to 12.3 % (p90 31.6 %).
+    # read the weights they multiply (fitted at a fifth of a plain stream on CUDA, two fifths on ROCm), MLX prompts in
+    # one pass and overlaps little. The level took leave-one-GPU-out prefill from 12.9 % (p90 39.0 %, 80 rows above
+    # 35 %) to 12.2 % (p90 38.0 %, 77 rows) and leave-one-source-out from 12.6 % (p90 32.9 %) to 12.3 % (p90 31.6 %).
     Param("inv_pass_efficiency", 1.25, "achieved-bandwidth seconds per second", ("all", "family", "backend"),
           "each micro-batch streams the weights once"),
     Param("moe_matmul_extra", 1.0, "extra peak-FLOPS seconds per routed-expert second", (
