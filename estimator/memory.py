@@ -257,10 +257,17 @@ def _weight_bytes(model: Model, fmt: QuantFormat) -> float:
 # --- KV cache --------------------------------------------------------------------------------------
 
 
+def _caches_a_latent(model: Model) -> bool:
+    """MLA, alone or in a hybrid: one latent per token and layer in place of K and V heads."""
+    a = model.attention
+    return a.kv_lora_rank is not None and a.qk_rope_head_dim is not None
+
+
 def kv_bytes_per_token_per_layer(model: Model, kv: KVDtype) -> float:
     """One token's cache entry in one growing layer: K and V for every KV head, or MLA's latent."""
     a = model.attention
-    if a.kv_lora_rank is not None and a.qk_rope_head_dim is not None:  # MLA, alone or in a hybrid
+    if _caches_a_latent(model):
+        assert a.kv_lora_rank is not None and a.qk_rope_head_dim is not None
         return (a.kv_lora_rank + a.qk_rope_head_dim) * k.KV_BYTES_PER_ELEMENT[kv]
     return 2 * model.kv_heads * model.head_dim * k.KV_BYTES_PER_ELEMENT[kv]
 
@@ -280,8 +287,8 @@ def kv_bytes_read_per_query_head_pass(model: Model, ctx: int, kv: KVDtype = "f16
     per tile of its group's columns (a GQA group's heads, MLA's one latent for every head). Layers that reuse an
     earlier layer's keys and values (Gemma 4 E2B/E4B) cache nothing but still read."""
     a = model.attention
-    mla = a.kv_lora_rank is not None and a.qk_rope_head_dim is not None
-    per_query_head = kv_bytes_per_token_per_layer(model, kv) / (1 if mla else model.kv_heads) * model.attention_heads
+    cached_heads = 1 if _caches_a_latent(model) else model.kv_heads
+    per_query_head = kv_bytes_per_token_per_layer(model, kv) / cached_heads * model.attention_heads
     if a.kind in ("full", "mla"):
         return model.layers * per_query_head * ctx
     assert a.global_layers is not None
