@@ -28,7 +28,7 @@ from pydantic import ValidationError
 
 from bot.params import BOUND_KEYS, CatalogError, Typed, validation_message
 from bot.render.text import Message
-from bot.store._sqlite import is_corruption, sidecar_paths
+from bot.store._sqlite import connect, is_corruption, sidecar_paths
 from catalog.huggingface.bounds import check_config, check_params_b
 from catalog.huggingface.config import UnsupportedConfig, model_from_config
 from catalog.schema import Model
@@ -314,7 +314,7 @@ class HubClient:
         if self.cache_path is None:
             raise RuntimeError("HubClient has no cache_path")
         self.cache_path.parent.mkdir(parents=True, exist_ok=True)
-        db = await aiosqlite.connect(self.cache_path)
+        db = await connect(self.cache_path)
         try:
             if not self._schema_ready:
                 await db.execute("CREATE TABLE IF NOT EXISTS hf_models ("

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections.abc import Callable, Coroutine, Generator, Sequence
 from datetime import UTC, datetime
@@ -71,6 +72,23 @@ class Opening(Generic[StoreT]):
     ) -> None:
         if self._store is not None:
             await self._store.close()
+
+
+# Rows a cursor fetches per call to the worker thread when iterated (aiosqlite.connect's default).
+_ITER_CHUNK_SIZE = 64
+
+
+async def connect(path: Path | str, **kwargs: Any) -> aiosqlite.Connection:
+    """`aiosqlite.connect`, with the file opened before aiosqlite's worker thread exists. When aiosqlite's own
+    open fails it stops its worker without waiting for it, and the worker then reports back to the caller's event
+    loop; a process that exits on that error has closed the loop by then, and the worker's "Event loop is closed"
+    traceback follows the clear error. Opened here, a file that cannot be opened starts no thread at all."""
+    # The handle is opened on one thread and used only on aiosqlite's worker thread, one call at a time.
+    def open_handle() -> sqlite3.Connection:
+        return sqlite3.connect(path, check_same_thread=False, **kwargs)
+
+    handle = await asyncio.to_thread(open_handle)
+    return await aiosqlite.Connection(lambda: handle, _ITER_CHUNK_SIZE)
 
 
 def is_corruption(exc: BaseException) -> bool:

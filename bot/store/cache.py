@@ -28,6 +28,7 @@ from bot.store._sqlite import (
     CACHE_APPLICATION_ID,
     Opening,
     Store,
+    connect,
     fetch_one,
     integrity_problems,
     is_corruption,
@@ -420,7 +421,7 @@ class ReplyCache(Store):
             return await self._connect(self.path)
 
     async def _connect(self, path: Path | str, *, check: bool = False) -> aiosqlite.Connection:
-        db = await aiosqlite.connect(path, isolation_level=None)
+        db = await connect(path, isolation_level=None)
         try:
             if check:
                 problems = await integrity_problems(db)

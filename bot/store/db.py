@@ -23,7 +23,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import aiosqlite
 
-from bot.store._sqlite import STATE_APPLICATION_ID, integrity_problems, is_corruption, stamp_and_commit
+from bot.store._sqlite import STATE_APPLICATION_ID, connect, integrity_problems, is_corruption, stamp_and_commit
 from bot.store.errors import SchemaTooNewError, StateCorruptError, StateStoreError
 
 log = logging.getLogger(__name__)
@@ -194,7 +194,7 @@ class SqliteDatabase(Database):
             )
         self._refuse_lost_state()
         try:
-            db = await aiosqlite.connect(self.path, isolation_level=None)
+            db = await connect(self.path, isolation_level=None)
         except sqlite3.Error as exc:
             raise StateStoreError(f"state database {self.path} cannot be opened ({exc}); "
                                   "check the data directory's permissions and free space") from exc

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
+import threading
 from pathlib import Path
 
 import pytest
@@ -56,3 +58,29 @@ async def test_an_unwritable_state_file_is_one_clear_error(tmp_path: Path) -> No
         await StateStore.open(path)
     with pytest.raises(sqlite3.Error):
         sqlite3.connect(path).execute("SELECT 1")
+
+
+def test_a_state_file_that_cannot_be_opened_leaves_nothing_to_report_into_a_closed_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bot exits on this error, closing its event loop: no thread may then raise "Event loop is closed"
+    under the clear message. Each attempt runs in its own loop, closed as the process's would be."""
+    path = tmp_path / "state.sqlite3"
+    path.mkdir()
+    thread_errors: list[threading.ExceptHookArgs] = []
+    monkeypatch.setattr(threading, "excepthook", thread_errors.append)
+    before = set(threading.enumerate())
+
+    async def attempt() -> None:
+        await StateStore.open(path)
+
+    for _ in range(5):
+        loop = asyncio.new_event_loop()
+        try:
+            with pytest.raises(StateStoreError, match="cannot be"):
+                loop.run_until_complete(attempt())
+        finally:
+            loop.close()  # at once, as an exiting process does (asyncio.run would first wait for its executor)
+    for thread in set(threading.enumerate()) - before:
+        thread.join(timeout=5)
+    assert [str(e.exc_value) for e in thread_errors] == []
