@@ -545,6 +545,15 @@ def prefill_attention_kernel(
     return "vector"
 
 
+def flash_attention_walks_window_view(engine: Engine, gpu: GPU) -> bool:
+    """Whether a prompt's sliding-window layers cost their window plus the micro-batch, not the window alone.
+    llama.cpp keeps a sliding layer's cache as window + n_ubatch cells, and ggml-cuda's flash-attention kernels (CUDA
+    and HIP) skip only the fully masked tail of that view (flash_attn_mask_to_KV_max in fattn-common.cuh scans back
+    from the end): the cells a query's window has left behind are read and scored under the mask. Metal marks every
+    fully masked block and skips it (kernel_flash_attn_ext_blk); servers' kernels bound the window themselves."""
+    return family(engine) == "llama.cpp" and backend_of(gpu) in ("cuda", "rocm")
+
+
 BF16_FORMAT = "bf16"
 
 

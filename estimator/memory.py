@@ -281,11 +281,12 @@ def global_kv_bytes_per_token_per_layer(model: Model, kv: KVDtype) -> float:
     return tensors * heads * (a.global_head_dim or model.head_dim) * k.KV_BYTES_PER_ELEMENT[kv]
 
 
-def kv_bytes_read_per_query_head_pass(model: Model, ctx: int, kv: KVDtype = "f16") -> float:
+def kv_bytes_read_per_query_head_pass(model: Model, ctx: int, kv: KVDtype = "f16", *, window_view: int = 0) -> float:
     """What one walk of the cache at `ctx` tokens reads when every query head reads the cached head of its group:
     a flash-attention block holds (query token, head) columns of one cached head, so a cached head is streamed once
     per tile of its group's columns (a GQA group's heads, MLA's one latent for every head). Layers that reuse an
-    earlier layer's keys and values (Gemma 4 E2B/E4B) cache nothing but still read."""
+    earlier layer's keys and values (Gemma 4 E2B/E4B) cache nothing but still read. `window_view`: cells a sliding
+    layer's walk reads beyond its window (the micro-batch's earlier tokens, where the kernel reads the whole view)."""
     a = model.attention
     cached_heads = 1 if _caches_a_latent(model) else model.kv_heads
     per_query_head = kv_bytes_per_token_per_layer(model, kv) / cached_heads * model.attention_heads
@@ -297,7 +298,7 @@ def kv_bytes_read_per_query_head_pass(model: Model, ctx: int, kv: KVDtype = "f16
         global_per_query_head = (global_kv_bytes_per_token_per_layer(model, kv) / (a.global_kv_heads or model.kv_heads)
                                  * model.attention_heads)
         return (a.global_layers * global_per_query_head * ctx
-                + (model.layers - a.global_layers) * per_query_head * min(ctx, a.sliding_window))
+                + (model.layers - a.global_layers) * per_query_head * min(ctx, a.sliding_window + window_view))
     return a.global_layers * per_query_head * ctx
 
 

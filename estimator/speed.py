@@ -48,6 +48,7 @@ from estimator.engines import (
     compute_tflops,
     decode_coefficients,
     family,
+    flash_attention_walks_window_view,
     int_ops_per_s,
     micro_batch_tokens,
     mla_absorbed,
@@ -299,7 +300,7 @@ def matmul_flops(model: Model, prompt_tokens: int) -> float:
 
 
 def attention_score_split(
-    model: Model, prompt_tokens: int, depth: int = 0, *, unmasked_batch: int = 0,
+    model: Model, prompt_tokens: int, depth: int = 0, *, unmasked_batch: int = 0, window_view_batch: int = 0,
 ) -> tuple[float, float]:
     """Query–key scores of a prompt in the layers that see the whole context and in the sliding-window ones:
     token i attends to `depth + i` earlier tokens (causal) in every head, L·H·P·(depth + P/2) in all; a
@@ -307,7 +308,10 @@ def attention_score_split(
 
     `unmasked_batch`: attention without a fused kernel multiplies whole micro-batches of that many queries by the
     whole cache view, the causal mask's future half included (ggml's mul_mat then soft_max_ext with the mask), so
-    each micro-batch of u queries adds u²/2 scores: P·u/2 per head over the prompt."""
+    each micro-batch of u queries adds u²/2 scores: P·u/2 per head over the prompt.
+    `window_view_batch`: a fused kernel that skips only the masked tail of the view (see
+    `flash_attention_walks_window_view`) scores a sliding layer's query against the micro-batch's earlier tokens as
+    well as its window: u/2 more per query in those layers."""
     a = model.attention
     attn_layers = model.layers
     # Mean tokens attended (or, unfused, computed) per prompt token.
@@ -315,7 +319,7 @@ def attention_score_split(
     local = 0.0
     if a.kind == "sliding" and a.global_layers is not None and a.sliding_window is not None:
         attn_layers = a.global_layers
-        window = a.sliding_window + unmasked_batch / 2
+        window = a.sliding_window + max(unmasked_batch, window_view_batch) / 2
         local = (model.layers - a.global_layers) * model.attention_heads * prompt_tokens * min(seen, window)
     elif a.kind == "hybrid_linear" and a.global_layers is not None:
         attn_layers = a.global_layers
@@ -438,8 +442,11 @@ def prefill_terms(
         if onednn:
             # SYCL dequantises every matrix, each expert's included, to an F16 or F32 copy once per pass.
             streamed += 2 * copy_bytes * (dense + _all_experts(model, routed))
+    # A sliding layer's cache view holds its window and the micro-batch, and the CUDA/HIP kernels walk all of it.
+    view = batch if flash_attention_walks_window_view(engine, gpu) else 0
     whole, local = attention_score_split(
-        model, prompt_tokens, depth, unmasked_batch=batch if flash_attn is False else 0)
+        model, prompt_tokens, depth, unmasked_batch=batch if flash_attn is False else 0,
+        window_view_batch=view)
     scores = whole + local
     attention = _attention_flops_of(model, whole, local, mla_absorbed=mla_absorbed(engine, date))
     bandwidth_bps = achieved_bandwidth_gbs(gpu) * GB_DECIMAL
@@ -447,7 +454,8 @@ def prefill_terms(
     vector = flash_attn is not False and prefill_attention_kernel(
         engine, gpu, model, date=date, rocwmma=rocwmma) == "vector"
     kv_reread_s = (prompt_tokens / k.ATTENTION_QUERY_TILE_TOKENS
-                   * kv_bytes_read_per_query_head_pass(model, depth + prompt_tokens // 2) / bandwidth_bps)
+                   * kv_bytes_read_per_query_head_pass(model, depth + prompt_tokens // 2, window_view=view // 2)
+                   / bandwidth_bps)
     shared_tiles, expert_tiles = unpacked_weight_tiles(model, prompt_tokens, step, (dense, routed),
                                                        mmq_tile_tokens(gpu, date))
     if fmt.kernel == "f16":

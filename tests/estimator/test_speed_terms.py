@@ -434,6 +434,28 @@ def test_every_query_head_reads_the_cached_head_of_its_group() -> None:
     assert grown == pytest.approx(8 * (kv_cache_bytes(gemma, 65536) - kv_cache_bytes(gemma, 32768)))
 
 
+def test_cuda_sliding_layers_walk_the_micro_batch_as_well_as_their_window() -> None:
+    """gpt-oss-20b's 12 sliding layers keep 128 tokens. A prompt's query there is scored against its window plus, on
+    average, half the micro-batch on CUDA and HIP (the kernels skip only the masked tail of the cache view) and against
+    the window alone on Metal (fully masked blocks skipped); the 12 full layers cost the same either way."""
+    from estimator.speed import attention_score_split
+
+    m = model("gpt-oss-20b")
+    whole, local = attention_score_split(m, 4096, window_view_batch=1024)
+    assert local == pytest.approx(12 * 64 * 4096 * (128 + 512))
+    assert whole == attention_score_split(m, 4096)[0]
+    assert attention_score_split(m, 4096)[1] == pytest.approx(12 * 64 * 4096 * 128)
+
+    def attention(g: GPU, ubatch: int) -> float:
+        return prefill_terms(m, quant("mxfp4"), g, "llama.cpp", 4096, ubatch=ubatch).attention_s
+
+    cuda, metal = gpu("nvidia-rtx-4090"), gpu("apple-m4-max-128gb")
+    assert attention(cuda, 4096) > 1.5 * attention(cuda, 1024)
+    assert attention(metal, 4096) == pytest.approx(attention(metal, 1024))
+    reads = [prefill_terms(m, quant("mxfp4"), cuda, "llama.cpp", 4096, 8192, ubatch=u).kv_reread_s for u in (512, 4096)]
+    assert reads[1] > reads[0]
+
+
 def test_the_vector_tile_kernel_rereads_the_cache_under_its_own_coefficient() -> None:
     """RDNA 4's matrix-core flash attention takes grouped-query models only: Llama 2 7B (one KV head per query head)
     runs the vector tile kernel, whose cache rereads are fitted apart from the matrix kernels'."""
