@@ -326,6 +326,20 @@ def kv_cache_bytes(model: Model, ctx: int, kv: KVDtype = "f16", sequences: int =
     return per_seq * sequences
 
 
+def engine_kv_cache_bytes(model: Model, engine: Engine, ctx: int, kv: KVDtype = "f16", sequences: int = 1) -> float:
+    """The cache an engine allocates. llama.cpp keeps a sliding-window layer's cache as its window for every sequence
+    plus one micro-batch (llama_kv_cache_iswa: size_swa = min(kv_size, n_swa·n_seq + n_ubatch), before padding), so
+    a prompt's micro-batch fits beside the window it attends to; `kv_cache_bytes` counts the window alone."""
+    cache = kv_cache_bytes(model, ctx, kv, sequences)
+    a = model.attention
+    if family(engine) != "llama.cpp" or a.kind != "sliding" or a.sliding_window is None or a.global_layers is None:
+        return cache
+    cached_local = model.layers - a.global_layers - (a.kv_shared_layers - a.kv_shared_global_layers)
+    held = min(ctx * sequences, a.sliding_window * sequences + k.LLAMACPP_UBATCH)
+    counted = min(ctx, a.sliding_window) * sequences
+    return cache + max(0, held - counted) * kv_bytes_per_token_per_layer(model, kv) * cached_local
+
+
 # --- runtime buffers -------------------------------------------------------------------------------
 
 
@@ -478,7 +492,7 @@ def memory_of(
 ) -> MemoryBreakdown:
     host = host_table_bytes(model, fmt, gpu, engine)
     weights = weight_bytes(model, fmt) - host
-    kv_bytes = kv_cache_bytes(model, ctx, kv, sequences)
+    kv_bytes = engine_kv_cache_bytes(model, engine, ctx, kv, sequences)
     overhead = runtime_overhead_bytes(model, gpu, engine, ctx, gpus)
     total = weights + kv_bytes + overhead
     usable = usable_vram_bytes(gpu, engine) * gpus
@@ -500,7 +514,7 @@ def total_bytes(
 ) -> float:
     return (
         gpu_weight_bytes(model, fmt, gpu, engine)
-        + kv_cache_bytes(model, ctx, kv, sequences)
+        + engine_kv_cache_bytes(model, engine, ctx, kv, sequences)
         + runtime_overhead_bytes(model, gpu, engine, ctx, gpus)
     )
 

@@ -22,7 +22,7 @@ from estimator.engines import decode_fit, family
 from estimator.memory import (
     body_params,
     embedding_table_params,
-    kv_cache_bytes,
+    engine_kv_cache_bytes,
     memory,
     runtime_overhead_bytes,
     usable_vram_bytes,
@@ -51,7 +51,7 @@ def _per_layer(q: Query) -> tuple[float, float, float]:
     """(stored weight bytes, KV bytes, streamed weight bytes per token) of one repeating layer."""
     m, fmt = q.model, q.quant
     layer_weights = body_params(m) * fmt.bits_per_weight / 8 / m.layers
-    layer_kv = kv_cache_bytes(m, q.ctx, q.kv, q.batch) / m.layers
+    layer_kv = engine_kv_cache_bytes(m, q.engine, q.ctx, q.kv, q.batch) / m.layers
     head_stream = embedding_table_params(m) * fmt.output_bits / 8
     layer_stream = max(streamed_weight_bytes(m, fmt, q.batch) - head_stream, 0.0) / m.layers
     return layer_weights, layer_kv, layer_stream

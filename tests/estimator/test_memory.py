@@ -83,6 +83,23 @@ def test_gemma_sliding_layers_are_capped_at_the_window(model_id: str) -> None:
     assert growth == a.global_layers * per_token * ctx
 
 
+def test_llama_cpp_keeps_a_micro_batch_beside_each_sliding_window() -> None:
+    """Gemma 3 27B's 52 sliding layers (window 1024) hold 1024 + 512 cells in llama.cpp (the window per sequence and
+    one micro-batch), all the context where it is shorter; servers and the model's own count keep the window."""
+    from estimator.memory import engine_kv_cache_bytes
+
+    model = _m("gemma-3-27b")
+    per_token = 2 * model.kv_heads * model.head_dim * 2
+    local = model.layers - (model.attention.global_layers or 0)
+    extra = engine_kv_cache_bytes(model, "llama.cpp", 32768) - kv_cache_bytes(model, 32768)
+    assert extra == local * per_token * k.LLAMACPP_UBATCH
+    assert engine_kv_cache_bytes(model, "llama.cpp", 32768, sequences=4) - kv_cache_bytes(model, 32768, sequences=4) \
+        == local * per_token * k.LLAMACPP_UBATCH
+    assert engine_kv_cache_bytes(model, "llama.cpp", 1200) == model.layers * per_token * 1200
+    assert engine_kv_cache_bytes(model, "vllm", 32768) == kv_cache_bytes(model, 32768)
+    assert engine_kv_cache_bytes(_m("llama-3.1-8b"), "llama.cpp", 32768) == kv_cache_bytes(_m("llama-3.1-8b"), 32768)
+
+
 def test_gemma2_9b_at_8k_by_hand() -> None:
     # 42 layers, 21 global + 21 local (window 4096), 8 KV heads x 256 dims, f16
     per_token = 2 * 8 * 256 * 2
