@@ -134,7 +134,7 @@ class Service:
         with the smallest for which `runs(gpu, count)` holds."""
         setup = self.resolver.gpu_setup(text)
         count = self.gpus(gpus)
-        if setup.count > 1:
+        if setup.count != 1:
             if count not in (1, setup.count):
                 raise BadValue.of("gpus.conflict", text=Typed(text.strip()[:40]), written=setup.count, option=count)
             count = self.gpus(setup.count)

@@ -157,6 +157,8 @@ _COUNT_TIGHT = re.compile(r"^(.*\d)\s*x(\d{1,2})\s*$", re.IGNORECASE)
 _COUNT_WORDS = {"dual": 2, "twin": 2, "two": 2, "triple": 3, "three": 3, "quad": 4, "four": 4, "eight": 8}
 _COUNT_WORD = re.compile(r"^\s*(" + "|".join(_COUNT_WORDS) + r")\s+(.+?)s?\s*$", re.IGNORECASE)
 MAX_GPU_COUNT = 64
+# A count written first that `split_gpu_count` does not take as one (0, or more than MAX_GPU_COUNT).
+_WRITTEN_COUNT = re.compile(r"^\s*(\d{1,6})\s*[x×*]\s*(?=\S)(.+)$", re.IGNORECASE)
 
 
 def split_gpu_count(text: str) -> tuple[str, int]:
@@ -364,13 +366,26 @@ class Resolver:
         except NotFound as whole:
             name, count = split_gpu_count(text[: MAX_QUERY_CHARS + 1])
             if count == 1 and name == text:
-                raise
+                return self._impossible_count(text, whole)
             try:
                 return self._setup(name, count)
             except NotFound as counted:
                 # '8x h100': the count was understood and the name is ambiguous, so say which ones it may be
                 # rather than that the whole text matches nothing.
                 raise (counted if counted.ambiguous else whole) from None
+
+    def _impossible_count(self, text: str, whole: NotFound) -> GPUSetup:
+        """'0x h100 sxm', '100x t4': a count no setup has, before a name that resolves. It is handed on as written,
+        so the request's range check says what counts are allowed (in the asker's language) rather than that the
+        GPU is unknown; anything else is the whole text's NotFound."""
+        written = _WRITTEN_COUNT.match(text[: MAX_QUERY_CHARS + 1])
+        if written is None:
+            raise whole
+        try:
+            found = self._setup(written.group(2).strip(), 1)
+        except NotFound:
+            raise whole from None
+        return GPUSetup(found.options, int(written.group(1)), found.family)
 
     def _setup(self, text: str, count: int) -> GPUSetup:
         try:

@@ -307,6 +307,15 @@ def test_split_gpu_count(text: str, name: str, count: int) -> None:
     assert split_gpu_count(text) == (name, count)
 
 
+def test_a_written_count_no_setup_has_is_handed_on_for_the_range_check() -> None:
+    """'0x 3090' is not a count `split_gpu_count` takes, but the card is named: the setup carries the 0 (or 100) so
+    the request's range check answers, rather than "unknown GPU" or a silent single card."""
+    assert (R.gpu_setup("0x 3090").gpu.id, R.gpu_setup("0x 3090").count) == ("nvidia-rtx-3090", 0)
+    assert R.gpu_setup("100x h100 sxm").count == 100
+    with pytest.raises(NotFound):
+        R.gpu_setup("0x zzz-not-a-gpu")
+
+
 @pytest.mark.parametrize("text", ["rtx 4090 48gb", "rtx 3090 12gb"])
 def test_a_memory_size_that_contradicts_the_card_is_not_dropped(text: str) -> None:
     with pytest.raises(NotFound):

@@ -121,6 +121,9 @@ async def test_an_unknown_second_gpu_in_compare_gets_a_private_did_you_mean(bot:
     ("fit", {"gpu": "T4", "model": "qwen3-8b", "engine": "tgi"}, "engine must be one of llama.cpp"),
     ("fit", {"gpu": "T4", "model": "qwen3-8b", "kv": "int3"}, "kv must be one of f16"),
     ("fit", {"gpu": "T4", "model": "qwen3-8b", "gpus": 9}, "gpus must be between 1 and 8"),
+    # A count written in the text that no setup has is the same mistake, not an unknown GPU, and never one card.
+    ("fit", {"gpu": "0x T4", "model": "qwen3-8b"}, "gpus must be between 1 and 8"),
+    ("fit", {"gpu": "100x h100 sxm", "model": "qwen3-8b"}, "gpus must be between 1 and 8"),
     ("rank", {"gpu": "T4", "sort": "fame"}, "sort must be one of quality, speed, size"),
     ("rank", {"gpu": "T4", "quant": "exl2-9.9"}, "unknown quantization"),
     ("gpu", {"gpu": "T4", "ctx": "-1"}, "ctx must be a token count"),
