@@ -149,16 +149,15 @@ class GPUSetup:
 
 
 # '2x 3090', '2×4090', '4 x a100 80gb', '8*h100'; '3090 x2', 'rtx 3090 x 2', and 't4x2', 'a100x8' where the 'x'
-# touches both a name ending in a digit and the count. The count is at most two digits and the 'x' stands alone or
-# touches the number, so '6800 xt' and '7900 xtx' are not counts.
-_COUNT_FIRST = re.compile(r"^\s*(\d{1,2})\s*(?:[x×*]|\s+x)\s*(?=\S)(.+)$", re.IGNORECASE)
+# touches both a name ending in a digit and the count. The 'x' stands alone or touches the number, and a count
+# outside 1..MAX_GPU_COUNT is not one, so '6800 xt' and '7900 xtx' are not counts. A count written first is read up
+# to six digits so that one no setup has ('0x t4', '100x h100') can be reported as such (Resolver._impossible_count).
+_COUNT_FIRST = re.compile(r"^\s*(\d{1,6})\s*(?:[x×*]|\s+x)\s*(?=\S)(.+)$", re.IGNORECASE)
 _COUNT_LAST = re.compile(r"^(.+?\S)\s*(?:\s[x×*]\s*|[×*]\s*)(\d{1,2})\s*$", re.IGNORECASE)
 _COUNT_TIGHT = re.compile(r"^(.*\d)\s*x(\d{1,2})\s*$", re.IGNORECASE)
 _COUNT_WORDS = {"dual": 2, "twin": 2, "two": 2, "triple": 3, "three": 3, "quad": 4, "four": 4, "eight": 8}
 _COUNT_WORD = re.compile(r"^\s*(" + "|".join(_COUNT_WORDS) + r")\s+(.+?)s?\s*$", re.IGNORECASE)
 MAX_GPU_COUNT = 64
-# A count written first that `split_gpu_count` does not take as one (0, or more than MAX_GPU_COUNT).
-_WRITTEN_COUNT = re.compile(r"^\s*(\d{1,6})\s*[x×*]\s*(?=\S)(.+)$", re.IGNORECASE)
 
 
 def split_gpu_count(text: str) -> tuple[str, int]:
@@ -378,7 +377,7 @@ class Resolver:
         """'0x h100 sxm', '100x t4': a count no setup has, before a name that resolves. It is handed on as written,
         so the request's range check says what counts are allowed (in the asker's language) rather than that the
         GPU is unknown; anything else is the whole text's NotFound."""
-        written = _WRITTEN_COUNT.match(text[: MAX_QUERY_CHARS + 1])
+        written = _COUNT_FIRST.match(text[: MAX_QUERY_CHARS + 1])
         if written is None:
             raise whole
         try:

@@ -302,6 +302,14 @@ def kv_bytes_read_per_query_head_pass(model: Model, ctx: int, kv: KVDtype = "f16
     return a.global_layers * per_query_head * ctx
 
 
+def _cached_local_layers(model: Model) -> int:
+    """A sliding-window model's local layers that cache keys and values of their own: those that reuse an earlier
+    layer's (Gemma 4 E2B/E4B) cache nothing."""
+    a = model.attention
+    assert a.global_layers is not None
+    return model.layers - a.global_layers - (a.kv_shared_layers - a.kv_shared_global_layers)
+
+
 def kv_cache_bytes(model: Model, ctx: int, kv: KVDtype = "f16", sequences: int = 1) -> float:
     """KV cache for `sequences` sequences of `ctx` tokens each.
 
@@ -316,9 +324,8 @@ def kv_cache_bytes(model: Model, ctx: int, kv: KVDtype = "f16", sequences: int =
         assert a.global_layers is not None and a.sliding_window is not None
         # Layers that reuse an earlier layer's keys and values (Gemma 4 E2B/E4B) cache nothing of their own.
         cached_global = a.global_layers - a.kv_shared_global_layers
-        cached_local = model.layers - a.global_layers - (a.kv_shared_layers - a.kv_shared_global_layers)
         per_seq = (global_kv_bytes_per_token_per_layer(model, kv) * cached_global * ctx
-                   + per_token * cached_local * min(ctx, a.sliding_window))
+                   + per_token * _cached_local_layers(model) * min(ctx, a.sliding_window))
     else:
         assert a.global_layers is not None
         state = model.recurrent_layers * (a.state_elements_per_layer or 0) * k.RECURRENT_STATE_BYTES_PER_ELEMENT
@@ -334,10 +341,9 @@ def engine_kv_cache_bytes(model: Model, engine: Engine, ctx: int, kv: KVDtype = 
     a = model.attention
     if family(engine) != "llama.cpp" or a.kind != "sliding" or a.sliding_window is None or a.global_layers is None:
         return cache
-    cached_local = model.layers - a.global_layers - (a.kv_shared_layers - a.kv_shared_global_layers)
     held = min(ctx * sequences, a.sliding_window * sequences + k.LLAMACPP_UBATCH)
     counted = min(ctx, a.sliding_window) * sequences
-    return cache + max(0, held - counted) * kv_bytes_per_token_per_layer(model, kv) * cached_local
+    return cache + max(0, held - counted) * kv_bytes_per_token_per_layer(model, kv) * _cached_local_layers(model)
 
 
 # --- runtime buffers -------------------------------------------------------------------------------
