@@ -271,6 +271,18 @@ def _flag(value: object) -> bool | None:
     return str(value).strip().lower() in ("1", "true", "on", "yes")
 
 
+# llama.cpp gained flash attention with ggml-org/llama.cpp#5021 (merged 2024-04-30): a build dated before it ran the
+# unfused attention whatever its source left unsaid.
+LLAMACPP_FLASH_ATTN_SINCE = "2024-04-30"
+
+
+def _build_flash_attn(stated: bool | None, date: str) -> bool | None:
+    """A row's flash attention: as stated, else off for a build that predates the kernel, else unknown."""
+    if stated is None and date and date < LLAMACPP_FLASH_ATTN_SINCE:
+        return False
+    return stated
+
+
 def llamacpp_rows(
     catalog: Catalog, pattern: str = "llamacpp*.toml", paths: list[Path] | None = None,
 ) -> tuple[list[Row], int]:
@@ -304,7 +316,7 @@ def llamacpp_rows(
         rows.append(Row(
             kind=kind, gpu=gpu, gpus=int(str(m.get("gpu_count", 1))), model=model, quant=quant,
             tokens=int(test.group(2) or 1), depth=int(test.group(3) or 0), measured_tps=float(str(m["tps"])),
-            source=str(m["source"]), date=str(m.get("date", "")), engine=engine, flash_attn=_flag(m.get("flash_attn")),
+            source=str(m["source"]), date=str(m.get("date", "")), engine=engine, flash_attn=_build_flash_attn(_flag(m.get("flash_attn")), str(m.get("date", ""))),
             ubatch=int(str(ubatch)) if ubatch else None, build=str(m.get("build", "")),
             hipblaslt=_flag(m.get("hipblaslt")), rocwmma=_flag(m.get("rocwmma")), sycl_f16=_flag(m.get("sycl_f16")),
             sycl_reorder=_flag(m.get("sycl_reorder")), mmq=_flag(m.get("mmq")),

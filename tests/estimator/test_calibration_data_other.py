@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from catalog import load_catalog
-from estimator.calibration.measurements import _TEST, DATA_DIR
+from estimator.calibration.measurements import _TEST, DATA_DIR, LLAMACPP_FLASH_ATTN_SINCE, llamacpp_rows
 
 CATALOG_DATA = Path(str(resources.files("catalog") / "data"))
 LLAMACPP_OTHER = DATA_DIR / "llamacpp_other.toml"
@@ -23,7 +23,7 @@ BANDWIDTH_OTHER = CATALOG_DATA / "achieved_bandwidth_other.toml"
 LLAMACPP_MORE = [DATA_DIR / f"llamacpp_{name}.toml" for name in (
     "amd_rocm", "geforce", "datacenter", "apple_intel", "geforce_files", "datacenter_files", "other_files",
     "older_nvidia", "radeon_arc", "geforce_more", "intel_arc", "volta_fa", "intel_formats", "workstation_datacenter",
-    "geforce_2026", "amd_more", "apple_intel_more", "pr_tables_nvidia", "pr_tables_amd")]
+    "geforce_2026", "amd_more", "apple_intel_more", "pr_tables_nvidia", "pr_tables_amd", "moe_nvidia_bench")]
 ENGINES_MORE = [DATA_DIR / f"engines_{name}.toml" for name in ("single_stream", "datacenter_files", "hopper_blackwell")]
 BANDWIDTH_MORE = CATALOG_DATA / "achieved_bandwidth_more.toml"
 LLAMACPP_FILES = [LLAMACPP_OTHER, *LLAMACPP_MORE]
@@ -198,3 +198,26 @@ def test_prompt_tests_run_one_token_at_a_time_and_say_so() -> None:
                 assert row["prompt_test"] is True and decode and row.get("ubatch") == 1, label
             elif decode and row.get("ubatch") == 1:
                 raise AssertionError(f"{label}: a microbatch-1 decode row is a prompt test; mark it prompt_test")
+
+
+def test_a_build_before_flash_attention_existed_ran_without_it(tmp_path: Path) -> None:
+    # A 2023 llama-bench table prints no fa column because the kernel did not exist yet: its rows are priced as the
+    # unfused attention they ran, while a later row that does not say stays unknown and one that says keeps its word.
+    rows = "".join(f"""
+[[measurement]]
+engine = "llama.cpp"
+gpu = "RTX 3090"
+model = "Llama 2 7B"
+quant = "Q4_0"
+backend = "CUDA"
+test = "pp512"
+tps = 3000.0
+date = "{date}"
+source = "https://example.invalid/{date}"
+{flag}
+""" for date, flag in (("2023-12-22", ""), ("2024-06-05", ""), ("2024-06-06", "flash_attn = true")))
+    path = tmp_path / "llamacpp_probe.toml"
+    path.write_text(rows)
+    got = {r.date: r.flash_attn for r in llamacpp_rows(load_catalog(), paths=[path])[0]}
+    assert "2023-12-22" < LLAMACPP_FLASH_ATTN_SINCE < "2024-06-05"
+    assert got == {"2023-12-22": False, "2024-06-05": None, "2024-06-06": True}
