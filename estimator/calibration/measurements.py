@@ -313,10 +313,12 @@ def llamacpp_rows(
             continue
         kind: Kind = "decode" if test.group(1) == "tg" else "prefill"
         ubatch = m.get("ubatch")
+        date = str(m.get("date", ""))
         rows.append(Row(
             kind=kind, gpu=gpu, gpus=int(str(m.get("gpu_count", 1))), model=model, quant=quant,
             tokens=int(test.group(2) or 1), depth=int(test.group(3) or 0), measured_tps=float(str(m["tps"])),
-            source=str(m["source"]), date=str(m.get("date", "")), engine=engine, flash_attn=_build_flash_attn(_flag(m.get("flash_attn")), str(m.get("date", ""))),
+            source=str(m["source"]), date=date, engine=engine,
+            flash_attn=_build_flash_attn(_flag(m.get("flash_attn")), date),
             ubatch=int(str(ubatch)) if ubatch else None, build=str(m.get("build", "")),
             hipblaslt=_flag(m.get("hipblaslt")), rocwmma=_flag(m.get("rocwmma")), sycl_f16=_flag(m.get("sycl_f16")),
             sycl_reorder=_flag(m.get("sycl_reorder")), mmq=_flag(m.get("mmq")),
