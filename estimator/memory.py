@@ -257,18 +257,19 @@ def _weight_bytes(model: Model, fmt: QuantFormat) -> float:
 # --- KV cache --------------------------------------------------------------------------------------
 
 
-def _caches_a_latent(model: Model) -> bool:
-    """MLA, alone or in a hybrid: one latent per token and layer in place of K and V heads."""
+def _latent_width(model: Model) -> int | None:
+    """MLA, alone or in a hybrid, caches one latent per token and layer in place of K and V heads: its width in
+    elements; None for a model that caches heads."""
     a = model.attention
-    return a.kv_lora_rank is not None and a.qk_rope_head_dim is not None
+    if a.kv_lora_rank is None or a.qk_rope_head_dim is None:
+        return None
+    return a.kv_lora_rank + a.qk_rope_head_dim
 
 
 def kv_bytes_per_token_per_layer(model: Model, kv: KVDtype) -> float:
     """One token's cache entry in one growing layer: K and V for every KV head, or MLA's latent."""
-    a = model.attention
-    if _caches_a_latent(model):
-        assert a.kv_lora_rank is not None and a.qk_rope_head_dim is not None
-        return (a.kv_lora_rank + a.qk_rope_head_dim) * k.KV_BYTES_PER_ELEMENT[kv]
+    if (latent := _latent_width(model)) is not None:
+        return latent * k.KV_BYTES_PER_ELEMENT[kv]
     return 2 * model.kv_heads * model.head_dim * k.KV_BYTES_PER_ELEMENT[kv]
 
 
@@ -288,7 +289,7 @@ def kv_bytes_read_per_query_head_pass(model: Model, ctx: int, kv: KVDtype = "f16
     earlier layer's keys and values (Gemma 4 E2B/E4B) cache nothing but still read. `window_view`: cells a sliding
     layer's walk reads beyond its window (the micro-batch's earlier tokens, where the kernel reads the whole view)."""
     a = model.attention
-    cached_heads = 1 if _caches_a_latent(model) else model.kv_heads
+    cached_heads = 1 if _latent_width(model) is not None else model.kv_heads
     per_query_head = kv_bytes_per_token_per_layer(model, kv) / cached_heads * model.attention_heads
     if a.kind in ("full", "mla"):
         return model.layers * per_query_head * ctx
