@@ -524,11 +524,15 @@ FA_MMA_WMMA_MAX_HEAD_DIM = 128  # RDNA's WMMA path takes head sizes up to 128 an
 
 def prefill_attention_kernel(
     engine: Engine, gpu: GPU, model: Model, *, date: str = "", rocwmma: bool | None = None,
+    fa_matrix: bool | None = None,
 ) -> str:
     """ "matrix" (tensor cores, MFMA/WMMA, Metal's simdgroup matrices, or unfused BLAS products) or "vector"
-    (the tile kernel's FP16/FP32 lanes) for prompt-batch attention, as the build of that date chose."""
+    (the tile kernel's FP16/FP32 lanes) for prompt-batch attention, as the build of that date chose, or as
+    `fa_matrix` says a measured row's build did (a PR branch that added a matrix-unit kernel before it was merged)."""
     if family(engine) != "llama.cpp" or backend_of(gpu) not in ("cuda", "rocm"):
         return "matrix"
+    if fa_matrix is not None:
+        return "matrix" if fa_matrix else "vector"
     if gpu.vendor == "nvidia":
         return "matrix" if (compute_capability(gpu) or 8.6) >= 7.0 else "vector"
     now = date or "9999"

@@ -404,7 +404,7 @@ def fallback_expert_matmuls(model: Model, passes: int, batch: int) -> float:
 def prefill_terms(
     model: Model, fmt: QuantFormat, gpu: GPU, engine: Engine, prompt_tokens: int, depth: int = 0,
     *, ubatch: int | None = None, date: str = "", flash_attn: bool | None = None, rocwmma: bool | None = None,
-    sycl_f16: bool | None = None, mmq: bool | None = None,
+    sycl_f16: bool | None = None, mmq: bool | None = None, fa_matrix: bool | None = None,
 ) -> PrefillTerms:
     """`date`: the build's, for a measured row (llama.cpp's choice of matrix and attention kernels changed over
     time), and its flags; an estimate passes none and gets the current default build."""
@@ -452,7 +452,7 @@ def prefill_terms(
     bandwidth_bps = achieved_bandwidth_gbs(gpu) * GB_DECIMAL
     # Without flash attention the scores are BLAS products, on matrix units wherever there are any.
     vector = flash_attn is not False and prefill_attention_kernel(
-        engine, gpu, model, date=date, rocwmma=rocwmma) == "vector"
+        engine, gpu, model, date=date, rocwmma=rocwmma, fa_matrix=fa_matrix) == "vector"
     kv_reread_s = (prompt_tokens / k.ATTENTION_QUERY_TILE_TOKENS
                    * kv_bytes_read_per_query_head_pass(model, depth + prompt_tokens // 2, window_view=view // 2)
                    / bandwidth_bps)

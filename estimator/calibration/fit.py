@@ -222,7 +222,7 @@ def decode_features(row: Row) -> list[float]:
 def prefill_features(row: Row) -> list[float]:
     t = speed.prefill_terms(row.model, row_quant(row), row.gpu, row.engine, row.tokens, row.depth, ubatch=row.ubatch,
                               date=row.date, flash_attn=row.flash_attn, rocwmma=row.rocwmma, sycl_f16=row.sycl_f16,
-                              mmq=row.mmq)
+                              mmq=row.mmq, fa_matrix=row.fa_matrix)
     values = {"inv_matmul_utilisation": t.matmul_s, "moe_matmul_extra": t.expert_matmul_s,
               "inv_attention_utilisation": t.attention_s, "inv_pass_efficiency": t.weight_passes_s,
               "request_overhead_s": t.request, "tile_dequant_ops_per_weight": t.tile_dequant_s,

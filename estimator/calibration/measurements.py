@@ -146,6 +146,7 @@ class Row:
     sycl_f16: bool | None = None  # GGML_SYCL_F16 as the row's build had it, where the source says
     sycl_reorder: bool | None = None  # a SYCL build's decode reorder kernel for the row's type, where the source says
     mmq: bool | None = None  # a dense model's prompt matmuls on MMQ (or BLAS) where a PR branch changed the choice
+    fa_matrix: bool | None = None  # prompt flash attention on matrix units where a PR branch changed the kernel
     # Server rows whose launch command is known: False for vLLM --enforce-eager / SGLang --disable-cuda-graph, whose
     # decode pays a kernel launch per op; None where the command was not printed.
     cuda_graphs: bool | None = None
@@ -321,7 +322,7 @@ def llamacpp_rows(
             flash_attn=_build_flash_attn(_flag(m.get("flash_attn")), date),
             ubatch=int(str(ubatch)) if ubatch else None, build=str(m.get("build", "")),
             hipblaslt=_flag(m.get("hipblaslt")), rocwmma=_flag(m.get("rocwmma")), sycl_f16=_flag(m.get("sycl_f16")),
-            sycl_reorder=_flag(m.get("sycl_reorder")), mmq=_flag(m.get("mmq")),
+            sycl_reorder=_flag(m.get("sycl_reorder")), mmq=_flag(m.get("mmq")), fa_matrix=_flag(m.get("fa_matrix")),
             cuda_graphs=_flag(m.get("cuda_graphs")),
             file_gib=float(str(m["model_size_gib"])) if m.get("model_size_gib") else None,
             output_every_token=_flag(m.get("prompt_test")) is not True,

@@ -23,7 +23,8 @@ BANDWIDTH_OTHER = CATALOG_DATA / "achieved_bandwidth_other.toml"
 LLAMACPP_MORE = [DATA_DIR / f"llamacpp_{name}.toml" for name in (
     "amd_rocm", "geforce", "datacenter", "apple_intel", "geforce_files", "datacenter_files", "other_files",
     "older_nvidia", "radeon_arc", "geforce_more", "intel_arc", "volta_fa", "intel_formats", "workstation_datacenter",
-    "geforce_2026", "amd_more", "apple_intel_more", "pr_tables_nvidia", "pr_tables_amd", "moe_nvidia_bench")]
+    "geforce_2026", "amd_more", "apple_intel_more", "pr_tables_nvidia", "pr_tables_amd", "moe_nvidia_bench",
+    "amd_instinct", "amd_consumer")]
 ENGINES_MORE = [DATA_DIR / f"engines_{name}.toml" for name in ("single_stream", "datacenter_files", "hopper_blackwell")]
 BANDWIDTH_MORE = CATALOG_DATA / "achieved_bandwidth_more.toml"
 LLAMACPP_FILES = [LLAMACPP_OTHER, *LLAMACPP_MORE]
@@ -177,6 +178,11 @@ def test_mmq_flags_mark_pr_branches_on_cuda_and_rocm_rows() -> None:
     # A row's own MMQ/BLAS choice overrides the one its date implies (a PR column that ran kernels master did not have
     # yet); it says so in its note, and only CUDA/HIP builds make that choice.
     _check_build_flags({"mmq": "mmq:"}, ("CUDA", "ROCm"))
+
+
+def test_fa_kernel_flags_mark_pr_branches_on_cuda_and_rocm_rows() -> None:
+    # Likewise for the prompt's flash-attention kernel: a PR column that ran a matrix-unit kernel before master had it.
+    _check_build_flags({"fa_matrix": "fa_matrix:"}, ("CUDA", "ROCm"))
 
 
 def test_cuda_graph_flags_are_flags() -> None:

@@ -488,6 +488,10 @@ def test_prompt_attention_runs_on_matrix_units_only_where_the_build_had_a_kernel
     assert prefill_attention_kernel("llama.cpp", strix, gqa) == "matrix"
     assert prefill_attention_kernel("llama.cpp", gpu("amd-mi300x"), mha, date="2026-01-01") == "vector"
     assert prefill_attention_kernel("llama.cpp", gpu("amd-mi300x"), mha, date="2026-03-01") == "matrix"
+    # A PR branch that ran the MFMA kernel before the merge says so; the flag means nothing outside CUDA/HIP llama.cpp
+    assert prefill_attention_kernel("llama.cpp", gpu("amd-mi300x"), mha, date="2026-02-22", fa_matrix=True) == "matrix"
+    assert prefill_attention_kernel("llama.cpp", gpu("amd-mi300x"), mha, date="2026-03-01", fa_matrix=False) == "vector"
+    assert prefill_attention_kernel("vllm", gpu("amd-mi300x"), mha, fa_matrix=False) == "matrix"
 
 
 def test_tile_kernel_attention_is_referred_to_the_vector_rate_and_unfused_attention_to_the_matrix_rate() -> None:
