@@ -210,6 +210,10 @@ class MoE(_Frozen):
         default=None, gt=0,
         description="bits per weight at which GGUF files keep the routed experts whatever their type (gpt-oss ships "
         "its experts in MXFP4 and llama.cpp's quantize leaves them so); None: quantized like the rest")
+    fused_gate_up: bool = Field(
+        default=False,
+        description="GGUF files hold each routed expert's gate and up projections as one tensor (llama.cpp's "
+        "ffn_gate_up_exps), multiplied by one mul_mat_id: two expert matmuls per MoE layer, not three")
 
 
 RopeScaling = Literal["yarn", "linear", "dynamic", "longrope", "llama3"]

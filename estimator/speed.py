@@ -384,7 +384,9 @@ def activation_bytes_per_token(model: Model) -> float:
         shared = moe.shared_experts * (moe.shared_expert_intermediate_size or width)
         ffn += moe_count * (moe.active_experts * width + shared)
         routed = moe_count * moe.active_experts
-    vectors = ((k.ACTIVATION_HIDDEN_VECTORS_PER_LAYER * model.layers + k.ACTIVATION_ROUTED_HIDDEN_VECTORS * routed)
+    # A fused gate-up tensor takes one int8 copy of each routed token's input where separate gate and up take two.
+    per_routed = k.ACTIVATION_ROUTED_HIDDEN_VECTORS - (1 if moe is not None and moe.fused_gate_up else 0)
+    vectors = ((k.ACTIVATION_HIDDEN_VECTORS_PER_LAYER * model.layers + per_routed * routed)
                * model.hidden_size + k.ACTIVATION_FFN_VECTORS_PER_LAYER * ffn)
     return vectors * k.ACTIVATION_BYTES_PER_ELEMENT
 
@@ -398,7 +400,13 @@ def fallback_expert_matmuls(model: Model, passes: int, batch: int) -> float:
         return 0.0
     mean = batch * model.moe.active_experts / model.moe.experts
     used = model.moe.experts * (1 - math.exp(-mean))
-    return passes * moe_layers(model) * k.EXPERT_MATRICES_PER_LAYER * used
+    return passes * moe_layers(model) * expert_matmuls_per_layer(model) * used
+
+
+def expert_matmuls_per_layer(model: Model) -> int:
+    """The mul_mat_id products of one MoE layer: gate, up and down, or a fused gate-up and down."""
+    fused = model.moe is not None and model.moe.fused_gate_up
+    return k.EXPERT_MATRICES_PER_LAYER - (1 if fused else 0)
 
 
 def prefill_terms(

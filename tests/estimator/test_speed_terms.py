@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from itertools import pairwise
 
 import pytest
@@ -669,6 +670,21 @@ def test_moe_prefill_pays_one_matmul_per_expert_only_where_mul_mat_id_falls_back
     # A batch small enough that few experts get a token launches fewer matmuls.
     few = prefill_terms(moe, q, r9700, "llama.cpp", 96, ubatch=96, date="2025-10-01")
     assert 0 < few.expert_matmuls < layers * 3 * 128
+
+
+def test_a_fused_gate_up_tensor_makes_two_expert_matmuls_per_layer_not_three() -> None:
+    # Gemma 4's GGUFs keep each expert's gate and up projections as one tensor (ffn_gate_up_exps): the fallback runs
+    # two matmuls per expert, and each routed token's input is copied to int8 once, not once for gate and once for up.
+    gemma, qwen, q, v100 = model("gemma-4-26b-a4b"), model("qwen3-30b-a3b"), quant("q4_0"), gpu("nvidia-v100-sxm2-16gb")
+    assert gemma.moe is not None and gemma.moe.fused_gate_up
+    assert qwen.moe is not None and not qwen.moe.fused_gate_up
+    t = prefill_terms(gemma, q, v100, "llama.cpp", 512, ubatch=512, date="2026-06-23")
+    assert t.expert_matmuls == pytest.approx(gemma.layers * 2 * 128 * (1 - math.exp(-32)), rel=1e-6)
+    unfused = gemma.model_copy(update={"moe": gemma.moe.model_copy(update={"fused_gate_up": False})})
+    assert prefill_terms(unfused, q, v100, "llama.cpp", 512, ubatch=512,
+                         date="2026-06-23").expert_matmuls == pytest.approx(1.5 * t.expert_matmuls, rel=1e-9)
+    routed = gemma.layers * 8 * gemma.hidden_size * k.ACTIVATION_BYTES_PER_ELEMENT
+    assert activation_bytes_per_token(unfused) - activation_bytes_per_token(gemma) == pytest.approx(routed, rel=1e-9)
 
 
 def test_without_flash_attention_the_score_matrix_goes_through_memory() -> None:
