@@ -385,7 +385,7 @@ def activation_bytes_per_token(model: Model) -> float:
         ffn += moe_count * (moe.active_experts * width + shared)
         routed = moe_count * moe.active_experts
     # A fused gate-up tensor takes one int8 copy of each routed token's input where separate gate and up take two.
-    per_routed = k.ACTIVATION_ROUTED_HIDDEN_VECTORS - (1 if moe is not None and moe.fused_gate_up else 0)
+    per_routed = k.ACTIVATION_ROUTED_HIDDEN_VECTORS - (1 if fuses_gate_up(model) else 0)
     vectors = ((k.ACTIVATION_HIDDEN_VECTORS_PER_LAYER * model.layers + per_routed * routed)
                * model.hidden_size + k.ACTIVATION_FFN_VECTORS_PER_LAYER * ffn)
     return vectors * k.ACTIVATION_BYTES_PER_ELEMENT
@@ -403,10 +403,13 @@ def fallback_expert_matmuls(model: Model, passes: int, batch: int) -> float:
     return passes * moe_layers(model) * expert_matmuls_per_layer(model) * used
 
 
+def fuses_gate_up(model: Model) -> bool:
+    return model.moe is not None and model.moe.fused_gate_up
+
+
 def expert_matmuls_per_layer(model: Model) -> int:
     """The mul_mat_id products of one MoE layer: gate, up and down, or a fused gate-up and down."""
-    fused = model.moe is not None and model.moe.fused_gate_up
-    return k.EXPERT_MATRICES_PER_LAYER - (1 if fused else 0)
+    return k.EXPERT_MATRICES_PER_LAYER - (1 if fuses_gate_up(model) else 0)
 
 
 def prefill_terms(
