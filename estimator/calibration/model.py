@@ -166,7 +166,7 @@ DECODE_PARAMS: tuple[Param, ...] = (
     # "power": a card capped at a few tens of watts (T4 70 W, A2 60 W, laptop parts) sustains well below its boost
     # clock under load, and each of a layer's small kernels runs at that clock.
     Param("layer_overhead_s", 6e-5, "s per layer per token", (
-        "all", "family", "engine", "backend", "memfam", "die", "power_per_flop", "build_age", "graphs", "power"),
+        "all", "family", "engine", "launch", "memfam", "die", "power_per_flop", "build_age", "graphs", "power"),
         "kernel launches and synchronisation per layer (fewer build by build; slower at a throttled clock)"),
     Param("moe_layer_overhead_s", 3e-5, "s per MoE layer per token", ("all", "family", "backend", "era"),
           "router, top-k and expert gather per MoE layer"),
@@ -411,6 +411,11 @@ def situation_groups(
         "family": fam,
         "engine": engine,
         "backend": backend,
+        # How a decode step's kernels reach the GPU: a server engine (vLLM, SGLang, TensorRT-LLM) replays each step as
+        # one captured CUDA/HIP graph of its own kernels, where llama.cpp's ggml-hip build launches every kernel from
+        # the host. The per-layer cost a backend's llama.cpp rows fit (ROCm's is the largest) says nothing of a
+        # server's on the same backend: an MI300X's SGLang steps would be priced at llama.cpp's ROCm launch cost.
+        "launch": f"server@{backend}" if fam == "server" else backend,
         # Per engine family outside llama.cpp, as the "gpu" level is: llama.cpp's matrix-vector kernels stream an H200's
         # or a B200's HBM3e at a low share of its bandwidth (the cards decode barely faster than an H100), which says
         # nothing of a server's kernels on the same memory.

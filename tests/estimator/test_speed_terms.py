@@ -626,6 +626,24 @@ def test_a_build_without_cuda_graphs_is_its_own_graphs_group() -> None:
     assert situation_groups("llama.cpp", a30, "q", "mmq", date="2025-12-03")["graphs"] == "default"
 
 
+def test_a_server_step_is_launched_apart_from_llama_cpp_on_the_same_backend() -> None:
+    """vLLM and SGLang replay a decode step as one captured graph of their own kernels; llama.cpp's ROCm build launches
+    each kernel from the host. The per-layer cost groups them apart on one backend (an MI300X's SGLang rows are not
+    priced at llama.cpp's ROCm launch cost), while their weight streams still share the backend's offsets."""
+    from estimator.calibration.model import DECODE_PARAMS, situation_groups
+
+    mi300x, h100 = gpu("amd-mi300x"), gpu("nvidia-h100-sxm")
+    llama_rocm = situation_groups("llama.cpp", mi300x, "k", "mmq")
+    sglang_rocm = situation_groups("sglang", mi300x, "f16", "fp16")
+    assert llama_rocm["launch"] == "rocm" == situation_groups("ollama", mi300x, "k", "mmq")["launch"]
+    assert sglang_rocm["launch"] == "server@rocm" == situation_groups("vllm", mi300x, "f16", "fp16")["launch"]
+    assert situation_groups("sglang", h100, "f16", "fp16")["launch"] == "server@cuda"
+    assert llama_rocm["backend"] == sglang_rocm["backend"] == "rocm"
+    levels = {p.name: p.levels for p in DECODE_PARAMS}
+    assert "launch" in levels["layer_overhead_s"] and "backend" not in levels["layer_overhead_s"]
+    assert "backend" in levels["inv_weight_efficiency"]
+
+
 def test_decode_streams_a_per_class_format_at_the_bits_of_what_it_reads() -> None:
     """UD-Q3_K_XL keeps attention and shared tensors heavier than the routed experts: a MoE step reads its
     experts at their own bits, not at the dense FFN's."""
