@@ -189,8 +189,11 @@ PREFILL_PARAMS: tuple[Param, ...] = (
     # attention by generation) and launches a layer's kernels at its own clock and scheduler latency, as decode's
     # per-layer cost does. Both levels together took leave-one-GPU-out prefill from 14.6 % (p90 44.5 %, 87 rows above
     # 35 %) to 14.3 % (p90 43.3 %, 80 rows) and leave-one-source-out from 13.8 % (p90 38.7 %) to 13.4 % (p90 36.6 %).
+    # "build_age", as on the GEMMs: the flash-attention kernels were rewritten build by build, and an early-2025 build's
+    # 16k-token prompts (the cloud-instance rows) otherwise price today's long prompts at that build's attention rate.
+    # With those rows it took leave-one-GPU-out prefill from 12.4 % (p90 39.3 %) to 12.0 % (p90 38.2 %).
     Param("inv_attention_utilisation", 4.0, "peak-FLOPS seconds per second", (
-        "all", "family", "backend", "fa", "die"),
+        "all", "family", "backend", "fa", "die", "build_age"),
           "attention over the prompt and the cached depth runs below the GEMM rate"),
     # One coefficient: the tile kernel is the same code on every GPU that runs it, referred to its FP32 rate.
     Param("inv_vector_attention_utilisation", 3.0, "FP32-lane seconds per second", ("all",),

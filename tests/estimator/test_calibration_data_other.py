@@ -24,9 +24,9 @@ LLAMACPP_MORE = [DATA_DIR / f"llamacpp_{name}.toml" for name in (
     "amd_rocm", "geforce", "datacenter", "apple_intel", "geforce_files", "datacenter_files", "other_files",
     "older_nvidia", "radeon_arc", "geforce_more", "intel_arc", "volta_fa", "intel_formats", "workstation_datacenter",
     "geforce_2026", "amd_more", "apple_intel_more", "pr_tables_nvidia", "pr_tables_amd", "moe_nvidia_bench",
-    "amd_instinct", "amd_consumer")]
+    "amd_instinct", "amd_consumer", "cloud_instances")]
 ENGINES_MORE = [DATA_DIR / f"engines_{name}.toml" for name in (
-    "single_stream", "datacenter_files", "hopper_blackwell", "amd_instinct")]
+    "single_stream", "datacenter_files", "hopper_blackwell", "amd_instinct", "cloud_instances")]
 BANDWIDTH_MORE = CATALOG_DATA / "achieved_bandwidth_more.toml"
 LLAMACPP_FILES = [LLAMACPP_OTHER, *LLAMACPP_MORE]
 ENGINE_FILES = [ENGINES_OTHER, *ENGINES_MORE]
