@@ -1189,3 +1189,20 @@ def test_untuned_rocblas_factor_is_the_measured_rate_against_the_fitted_one() ->
     prior = PRIOR_LOG_OFFSET[("inv_matmul_utilisation", "blas_library", "rocblas-untuned")]
     assert prior == ROCBLAS_UNTUNED_LOG_FACTOR
     assert abs(ROCBLAS_UNTUNED_LOG_FACTOR - wanted) < math.log(1.15)
+
+
+def test_an_older_build_pays_for_its_attention_kernels() -> None:
+    """Flash-attention kernels were rewritten build by build: a CUDA row's build age prices its attention slower, as
+    it does its GEMMs, while an estimate (age zero) gets today's kernels."""
+    from estimator.calibration.constants import PREFILL_OFFSETS
+    from estimator.calibration.model import PREFILL_PARAMS, situation_groups
+    from estimator.engines import coefficient, covariates
+
+    p = next(p for p in PREFILL_PARAMS if p.name == "inv_attention_utilisation")
+    assert "build_age" in p.levels
+    l4 = gpu("nvidia-l4")
+    groups = situation_groups("llama.cpp", l4, "k", "mmq")
+    today = coefficient(p, groups, PREFILL_OFFSETS, values={**covariates(l4), "build_age": 0.0})
+    year_old = coefficient(p, groups, PREFILL_OFFSETS, values={**covariates(l4), "build_age": 1.0})
+    assert year_old > today
+    assert coefficient(p, groups, PREFILL_OFFSETS, values=covariates(l4)) == today
