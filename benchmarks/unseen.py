@@ -39,7 +39,7 @@ def _stats(errs: list[float]) -> str:
 
 def _band(row: Row) -> tuple[float, float]:
     """The 80 % band the estimate for this row's test prints, as factors of the estimate."""
-    low, high = band_for(row.kind, row.engine, row.gpu, row.model.moe is not None)
+    low, high = band_for(row.kind, row.engine, row.gpu, row.model.moe is not None, row.gpus)
     return math.exp(low), math.exp(high)
 
 

@@ -863,10 +863,15 @@ def model_class(moe: bool) -> str:
     return "moe" if moe else "dense"
 
 
-def band_for(kind: str, engine: Engine, gpu: GPU, moe: bool) -> tuple[float, float]:
+def band_for(kind: str, engine: Engine, gpu: GPU, moe: bool, gpus: int = 1) -> tuple[float, float]:
     """The 80 % band of log(measured / estimated) for this situation, from cross-validated residuals; an engine
-    with too few runs of its own borrows its family's band widened (its constants are the family's too)."""
-    return _band_for(kind, engine, arch_group(gpu), gpu_known(gpu, kind, engine), moe)
+    with too few runs of its own borrows its family's band widened (its constants are the family's too), and an
+    estimate for several GPUs widens it by what splitting a model added to the multi-GPU runs' misses."""
+    low, high = _band_for(kind, engine, arch_group(gpu), gpu_known(gpu, kind, engine), moe)
+    if gpus > 1:
+        widen = fitted.MULTI_GPU_BAND_WIDEN.get(kind, 1.0)
+        return low * widen, high * widen
+    return low, high
 
 
 @cache

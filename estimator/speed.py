@@ -589,8 +589,8 @@ def speed_of(
     step_s = decode_seconds_per_step(model, fmt, gpu, engine, max(prompt_tokens, 1), kv, gpus, sequences)
     ttft = prefill_seconds(model, fmt, gpu, engine, prompt_tokens, gpus)
     prefill_tps = prompt_tokens / ttft if ttft > 0 else 0.0
-    d_lo, d_hi = band_for("decode", engine, gpu, model.moe is not None)
-    p_lo, p_hi = band_for("prefill", engine, gpu, model.moe is not None)
+    d_lo, d_hi = band_for("decode", engine, gpu, model.moe is not None, gpus)
+    p_lo, p_hi = band_for("prefill", engine, gpu, model.moe is not None, gpus)
     decode = 1 / step_s
     last = (prefill_seconds_together(model, fmt, gpu, engine, prompt_tokens, sequences, gpus) if sequences > 1
             else ttft)

@@ -667,6 +667,11 @@ BAND_TAIL: dict[str, float] = {
     'decode': 0.07,
     'prefill': 0.07,
 }
+# Factor on the band of an estimate for several GPUs, per kind (MULTI_GPU_WIDENINGS in fit.py).
+MULTI_GPU_BAND_WIDEN: dict[str, float] = {
+    'decode': 1.6,
+    'prefill': 2.0,
+}
 # (kind, engine family, GPU family, known/unseen, dense/moe): (tail, 1 − tail) percentiles of
 # log(measured / estimated) in cross-validation, and how many residuals.
 BANDS: dict[tuple[str, str, str, str, str], Band] = {

@@ -1206,3 +1206,23 @@ def test_an_older_build_pays_for_its_attention_kernels() -> None:
     year_old = coefficient(p, groups, PREFILL_OFFSETS, values={**covariates(l4), "build_age": 1.0})
     assert year_old > today
     assert coefficient(p, groups, PREFILL_OFFSETS, values=covariates(l4)) == today
+
+
+def test_a_range_for_several_gpus_is_widened_by_what_splitting_added() -> None:
+    """Multi-GPU runs are never fitted; the band printed for several cards is the single-GPU band times the factor
+    the fit chose on their misses, and one card's band is left alone."""
+    from estimator.calibration.constants import MULTI_GPU_BAND_WIDEN
+    from estimator.engines import band_for
+    from estimator.speed import speed_of
+
+    a10g, m, q = gpu("nvidia-a10g"), model("llama-3.1-8b"), quant("q4_k_m")
+    for kind in ("decode", "prefill"):
+        widen = MULTI_GPU_BAND_WIDEN[kind]
+        assert widen > 1.0
+        one = band_for(kind, "llama.cpp", a10g, False)
+        four = band_for(kind, "llama.cpp", a10g, False, gpus=4)
+        assert four == pytest.approx((one[0] * widen, one[1] * widen))
+    single = speed_of(m, q, a10g, 1, "llama.cpp", "f16", 512)
+    split = speed_of(m, q, a10g, 4, "llama.cpp", "f16", 512)
+    assert split.decode_tps_high / split.decode_tps > single.decode_tps_high / single.decode_tps
+    assert split.ttft_s_high / split.ttft_s > single.ttft_s_high / single.ttft_s
