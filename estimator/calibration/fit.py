@@ -755,9 +755,12 @@ def multi_gpu_misses(rows: list[Row], result: Result) -> list[MultiGpuMiss]:
     return out
 
 
+def _multi_gpu_inside(misses: list[MultiGpuMiss], widen: float) -> int:
+    return sum(m.low * widen <= m.log_error <= m.high * widen for m in misses)
+
+
 def _multi_gpu_coverage(misses: list[MultiGpuMiss], widen: float) -> float:
-    inside = sum(m.low * widen <= m.log_error <= m.high * widen for m in misses)
-    return inside / len(misses) if misses else 0.0
+    return _multi_gpu_inside(misses, widen) / len(misses) if misses else 0.0
 
 
 def choose_multi_gpu_widening(misses: list[MultiGpuMiss]) -> dict[str, float]:
@@ -782,7 +785,7 @@ def report_multi_gpu(result: Result) -> None:
         inside = 0
         for s in sources:
             chosen = choose_multi_gpu_widening([m for m in mine if m.source != s]).get(kind, MULTI_GPU_WIDENINGS[-1])
-            inside += sum(m.low * chosen <= m.log_error <= m.high * chosen for m in mine if m.source == s)
+            inside += _multi_gpu_inside([m for m in mine if m.source == s], chosen)
         widen = result.multi_gpu.get(kind, 1.0)
         errs = [abs(math.exp(-m.log_error) - 1) for m in mine]
         print(f"{kind:8s} n={len(mine):4d} ({len(sources)} sources)  median {statistics.median(errs):6.1%}  band holds "
