@@ -225,6 +225,11 @@ def tensor_parallel(engine: str) -> bool:
     return family(engine) == "server"
 
 
+def layer_split_hop_s() -> float:
+    """Seconds a decoded token loses at each card boundary of a layer split (fitted on multi-GPU runs, fit.py)."""
+    return fitted.LAYER_SPLIT_HOP_S
+
+
 def splits_over(engine: str, model: Model, gpus: int) -> bool:
     """Whether the engine can shard this model over `gpus` cards. Tensor parallelism gives each card whole
     attention heads: vLLM requires the query heads to divide by the group size ("Total number of attention heads
