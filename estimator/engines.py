@@ -225,9 +225,10 @@ def tensor_parallel(engine: str) -> bool:
     return family(engine) == "server"
 
 
-def layer_split_hop_s() -> float:
-    """Seconds a decoded token loses at each card boundary of a layer split (fitted on multi-GPU runs, fit.py)."""
-    return fitted.LAYER_SPLIT_HOP_S
+def layer_split_seconds(gpus: int) -> float:
+    """Seconds a decoded token loses to a layer split over `gpus` cards: once for splitting at all, and at each card
+    boundary (fitted on multi-GPU runs, calibration/layer_split.py)."""
+    return fitted.LAYER_SPLIT_FIXED_S + fitted.LAYER_SPLIT_HOP_S * (gpus - 1) if gpus > 1 else 0.0
 
 
 def splits_over(engine: str, model: Model, gpus: int) -> bool:

@@ -50,7 +50,7 @@ from estimator.engines import (
     family,
     flash_attention_walks_window_view,
     int_ops_per_s,
-    layer_split_hop_s,
+    layer_split_seconds,
     micro_batch_tokens,
     mla_absorbed,
     mmq_tile_tokens,
@@ -290,10 +290,10 @@ def decode_seconds_per_step(
         # One after each mixer and each MLP: a Nemotron-H block is one of the two, so it ends in one all-reduce.
         allreduce_s = model.layer_equivalents * k.ALLREDUCES_PER_LAYER * k.ALLREDUCE_LATENCY_S[interconnect_kind(gpu)]
         return decode_seconds_from(split, c) + allreduce_s
-    # llama.cpp's layer split runs the GPUs one after another: capacity adds up, speed does not. At each card
-    # boundary the token's activations are copied over and the host synchronises before the next card's kernels
-    # start, which multi-GPU runs show as a cost per boundary per token.
-    return decode_seconds_from(terms, c) + max(gpus - 1, 0) * layer_split_hop_s()
+    # llama.cpp's layer split runs the GPUs one after another: capacity adds up, speed does not. The host
+    # synchronises with each card before the next starts and the token's activations cross every card boundary,
+    # which multi-GPU runs show as a cost per token (calibration/layer_split.py).
+    return decode_seconds_from(terms, c) + layer_split_seconds(gpus)
 
 
 def matmul_flops(model: Model, prompt_tokens: int) -> float:

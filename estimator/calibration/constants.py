@@ -667,11 +667,12 @@ BAND_TAIL: dict[str, float] = {
     'decode': 0.07,
     'prefill': 0.07,
 }
-# Seconds per token at each card boundary of a layer split (see hop_from in fit.py).
-LAYER_SPLIT_HOP_S: float = 6.1274e-04
+# Seconds per decoded token a layer split adds: once, and per card boundary (see layer_split.py).
+LAYER_SPLIT_FIXED_S: float = 9.5000e-04
+LAYER_SPLIT_HOP_S: float = 2.0000e-04
 # Factor on the band of an estimate for several GPUs, per kind (MULTI_GPU_WIDENINGS in fit.py).
 MULTI_GPU_BAND_WIDEN: dict[str, float] = {
-    'decode': 1.2,
+    'decode': 1.1,
     'prefill': 2.0,
 }
 # (kind, engine family, GPU family, known/unseen, dense/moe): (tail, 1 − tail) percentiles of

@@ -37,6 +37,13 @@ from catalog.schema import QuantFormat
 from catalog.store import load_catalog
 from estimator import speed
 from estimator.calibration import constants as fitted
+from estimator.calibration.layer_split import (
+    NO_SPLIT_COST,
+    LayerSplitCost,
+    LayerSplitGap,
+    fit_layer_split,
+    split_loss_table,
+)
 from estimator.calibration.measurements import Row, llamacpp_rows, server_rows
 from estimator.calibration.model import (
     COVARIATE_LEVELS,
@@ -674,7 +681,7 @@ class Result:
     loso: list[Residual]
     multi_gpu: dict[str, float] = field(default_factory=dict)
     multi_gpu_misses: list[MultiGpuMiss] = field(default_factory=list)
-    layer_split_hop_s: float = 0.0
+    layer_split: LayerSplitCost = NO_SPLIT_COST
     layer_split_gaps: list[LayerSplitGap] = field(default_factory=list)
 
 
@@ -706,33 +713,10 @@ def fit_all(rows: list[Row]) -> Result:
     bands = band_table(unseen + [r for r in loso if r.known], tails)
     result = Result(decode_offsets, prefill_offsets, ratios, watts, tensor, bands, tails, known, engines, logo, loso)
     result.layer_split_gaps = layer_split_gaps(rows, result)
-    result.layer_split_hop_s = hop_from(result.layer_split_gaps)
+    result.layer_split = fit_layer_split(result.layer_split_gaps)
     result.multi_gpu_misses = multi_gpu_misses(rows, result)
     result.multi_gpu = choose_multi_gpu_widening(result.multi_gpu_misses)
     return result
-
-
-# A layer split (llama.cpp and the engines built on it) runs the cards one after another, so its decode costs what one
-# card's would plus a hop at each card boundary: the token's activations are copied to the next card and the host
-# synchronises before that card's kernels start. The single-GPU design cannot see it; the decode runs on several
-# cards measure it. Per-run figures scatter from below zero to several milliseconds (a host's PCIe topology, peer
-# access, a build's graph handling), so one pooled value is fitted, robustly: the median over sources of each source's
-# median. Per backend (CUDA 0.56 ms, ROCm 1.0 ms over 4 sources; SYCL 12 ms over 3 sources and 6 runs) it did no
-# better when each source or each GPU was left out in turn (median 8.1 / 8.2 % against 8.0 / 8.1 %).
-
-
-@dataclass(frozen=True)
-class LayerSplitGap:
-    """A layer-split decode run: seconds per token this fit estimates without hops, seconds measured, and how many
-    card boundaries each token crosses."""
-
-    source: str
-    base_s: float
-    measured_s: float
-    boundaries: int
-
-    def per_boundary_s(self) -> float:
-        return (self.measured_s - self.base_s) / self.boundaries
 
 
 def splits_by_layer(row: Row) -> bool:
@@ -740,17 +724,9 @@ def splits_by_layer(row: Row) -> bool:
 
 
 def layer_split_gaps(rows: list[Row], result: Result) -> list[LayerSplitGap]:
-    with fitted_result(replace(result, layer_split_hop_s=0.0)):
+    with fitted_result(replace(result, layer_split=NO_SPLIT_COST)):
         return [LayerSplitGap(r.source, 1 / predicted_tps(r), 1 / r.measured_tps, r.gpus - 1)
                 for r in rows if splits_by_layer(r)]
-
-
-def hop_from(gaps: list[LayerSplitGap]) -> float:
-    """The median over sources of each source's median gap per boundary: one long table does not outvote the rest."""
-    per_source: dict[str, list[float]] = defaultdict(list)
-    for g in gaps:
-        per_source[g.source].append(g.per_boundary_s())
-    return statistics.median(statistics.median(v) for v in per_source.values()) if per_source else 0.0
 
 
 # Multi-GPU runs are never fitted (the design holds single-GPU rows), so their misses against this fit's estimate are
@@ -769,25 +745,25 @@ class MultiGpuMiss:
     low: float
     high: float
     source: str
-    # A layer-split decode run's estimate without hops and its measured time (seconds per token), and its card
-    # boundaries, so the report can re-price it with a hop fitted without its source; 0 boundaries for any other run.
+    # A layer-split decode run's estimate without splitting costs and its measured time (seconds per token), and its
+    # card boundaries, so the report can re-price it with costs fitted without its source; 0 boundaries otherwise.
     base_s: float = 0.0
     measured_s: float = 0.0
     boundaries: int = 0
 
-    def with_hop(self, hop_s: float) -> MultiGpuMiss:
+    def with_split(self, cost: LayerSplitCost) -> MultiGpuMiss:
         if not self.boundaries:
             return self
-        return replace(self, log_error=math.log((self.base_s + self.boundaries * hop_s) / self.measured_s))
+        return replace(self, log_error=math.log((self.base_s + cost.seconds(self.boundaries)) / self.measured_s))
 
 
 @contextmanager
 def fitted_result(result: Result) -> Iterator[None]:
     """Estimate with this fit's offsets and bands in place of the committed ones, bands unwidened."""
     names = ("DECODE_OFFSETS", "PREFILL_OFFSETS", "BANDS", "BAND_TAIL", "KNOWN_GPUS", "MEASURED_ENGINES",
-             "MULTI_GPU_BAND_WIDEN", "LAYER_SPLIT_HOP_S")
+             "MULTI_GPU_BAND_WIDEN", "LAYER_SPLIT_FIXED_S", "LAYER_SPLIT_HOP_S")
     values: tuple[object, ...] = (result.decode, result.prefill, result.bands, result.tails, result.known,
-                                  result.engines, {}, result.layer_split_hop_s)
+                                  result.engines, {}, result.layer_split.fixed_s, result.layer_split.hop_s)
     saved = [getattr(fitted, n, {}) for n in names]
     with catalog_priors(result.ratios, result.watts, result.tensor):
         for n, v in zip(names, values, strict=True):
@@ -810,7 +786,7 @@ def multi_gpu_misses(rows: list[Row], result: Result) -> list[MultiGpuMiss]:
                 miss = MultiGpuMiss(r.kind, math.log(r.measured_tps / predicted_tps(r)), low, high, r.source)
                 if splits_by_layer(r):
                     hops = r.gpus - 1
-                    miss = replace(miss, base_s=1 / predicted_tps(r) - hops * result.layer_split_hop_s,
+                    miss = replace(miss, base_s=1 / predicted_tps(r) - result.layer_split.seconds(hops),
                                    measured_s=1 / r.measured_tps, boundaries=hops)
                 out.append(miss)
     return out
@@ -835,37 +811,44 @@ def choose_multi_gpu_widening(misses: list[MultiGpuMiss]) -> dict[str, float]:
 
 
 def report_multi_gpu(result: Result) -> None:
-    """The layer-split hop, and how close the multi-GPU runs come and how often they fall in the band printed for
-    them: as single-GPU bands, widened, and with the hop and the widening both chosen without each source (the
-    figures to quote)."""
+    """The cost of a layer split, and how close the multi-GPU runs come and how often they fall in the band printed
+    for them: as single-GPU bands, widened, and with the split costs and the widening both chosen without each source
+    (the figures to quote)."""
     print("== multi-GPU runs (never in the design) against the estimate and the printed band")
     gaps = result.layer_split_gaps
-    print(f"layer split: {result.layer_split_hop_s * 1e3:.2f} ms per token at each card boundary (median over "
-          f"{len({g.source for g in gaps})} sources of {len(gaps)} decode runs)")
+    table = split_loss_table(gaps)
+    cost = result.layer_split
+    print(f"layer split: {cost.fixed_s * 1e3:.2f} ms per token once, + {cost.hop_s * 1e3:.3f} ms per card boundary "
+          f"(fitted on {len(gaps)} decode runs from {len(table.sources)} sources)")
     for kind in ("decode", "prefill"):
         mine = [m for m in result.multi_gpu_misses if m.kind == kind]
         if not mine:
             continue
         sources = sorted({m.source for m in mine})
         inside = 0
-        apart: list[MultiGpuMiss] = []  # each source's runs priced with the hop fitted without it
+        apart: list[MultiGpuMiss] = []  # each source's runs priced with the split costs fitted without it
         for s in sources:
-            hop = hop_from([g for g in gaps if g.source != s])
-            others = [m.with_hop(hop) for m in mine if m.source != s]
+            cost_apart = table.best(without=[s])
+            others = [m.with_split(cost_apart) for m in mine if m.source != s]
             chosen = choose_multi_gpu_widening(others).get(kind, MULTI_GPU_WIDENINGS[-1])
-            held = [m.with_hop(hop) for m in mine if m.source == s]
+            held = [m.with_split(cost_apart) for m in mine if m.source == s]
             inside += _multi_gpu_inside(held, chosen)
             apart += held
         widen = result.multi_gpu.get(kind, 1.0)
-        hopless = [abs(math.exp(-m.with_hop(0.0).log_error) - 1) for m in mine]
+        costless = [abs(math.exp(-m.with_split(NO_SPLIT_COST).log_error) - 1) for m in mine]
         errs = [abs(math.exp(-m.log_error) - 1) for m in apart]
         p90 = float(np.quantile(np.array(errs), 0.9))
-        p90_hopless = float(np.quantile(np.array(hopless), 0.9))
+        p90_costless = float(np.quantile(np.array(costless), 0.9))
+        median_costless = statistics.median(costless)
         print(f"{kind:8s} n={len(mine):4d} ({len(sources)} sources)  one source out: median "
-              f"{statistics.median(errs):6.1%} p90 {p90:6.1%} (without hops {statistics.median(hopless):6.1%} / "
-              f"{p90_hopless:6.1%});  band holds {_multi_gpu_coverage(mine, 1.0):.0%} as one GPU's, "
-              f"{_multi_gpu_coverage(mine, widen):.0%} widened ×{widen:.1f}, {inside / len(mine):.0%} with hop and "
-              "factor chosen without each source")
+              f"{statistics.median(errs):6.1%} p90 {p90:6.1%} (without split costs {median_costless:6.1%} / "
+              f"{p90_costless:6.1%});  band holds {_multi_gpu_coverage(mine, 1.0):.0%} as one GPU's, "
+              f"{_multi_gpu_coverage(mine, widen):.0%} widened ×{widen:.1f}, {inside / len(mine):.0%} with split costs "
+              "and factor chosen without each source")
+        for n in sorted({m.boundaries for m in apart if m.boundaries}):
+            signed = [m.log_error for m in apart if m.boundaries == n]
+            print(f"{'':8s}   layer split over {n + 1} cards: n={len(signed):4d}  median log(measured / estimated) "
+                  f"{statistics.median(signed):+.3f}")
     print()
 
 
@@ -1002,8 +985,9 @@ def render_constants(result: Result) -> str:
                    "MEASURED_ENGINES: dict[str, tuple[str, ...]]", measured)
     lines += table(["Tail share of each band (see BAND_TAILS in fit.py), per kind."], "BAND_TAIL: dict[str, float]",
                    [f"{k!r}: {v:.2f}," for k, v in sorted(result.tails.items())])
-    lines += ["# Seconds per token at each card boundary of a layer split (see hop_from in fit.py).",
-              f"LAYER_SPLIT_HOP_S: float = {result.layer_split_hop_s:.4e}"]
+    lines += ["# Seconds per decoded token a layer split adds: once, and per card boundary (see layer_split.py).",
+              f"LAYER_SPLIT_FIXED_S: float = {result.layer_split.fixed_s:.4e}",
+              f"LAYER_SPLIT_HOP_S: float = {result.layer_split.hop_s:.4e}"]
     lines += table(["Factor on the band of an estimate for several GPUs, per kind (MULTI_GPU_WIDENINGS in fit.py)."],
                    "MULTI_GPU_BAND_WIDEN: dict[str, float]",
                    [f"{k!r}: {v:.1f}," for k, v in sorted(result.multi_gpu.items())])
