@@ -94,7 +94,9 @@ RIDGE: dict[str, float] = {level: RIDGE_SCALE * strength for level, strength in 
     # Chosen among 2, 4, 6, 8, 12 and 16 by leave-one-GPU-out decode (medians 7.8-7.9 % throughout; p90 23.8, 24.1,
     # 24.1, 24.3, 24.5 and 24.5 %; without the level 8.0 % and 25.4 %): the strongest pull toward the kernel's and the
     # die's own offsets that keeps the gain; leave-one-source-out 8.5 → 8.4 % (p90 25.8 → 25.7 %) at 8.
-    "kernel_die": 8.0}.items()}
+    "kernel_die": 8.0,
+    # The format's tile unpacking on dot products or matrix fragments (model.situation_groups).
+    "kernel_unit": 4.0}.items()}
 # A row counts toward a group's size only where the group's term is at least this share of its time.
 MATERIAL_SHARE = 0.03
 # Row weight halves every this many years of build age (relative to the newest row), down to the floor.

@@ -216,7 +216,7 @@ PREFILL_PARAMS: tuple[Param, ...] = (
     # 42.9 %, 103 rows above 35 %) to 13.1 % (p90 41.5 %, 95 rows) and leave-one-source-out from 13.3 % (p90 37.5 %)
     # to 12.6 % (p90 36.6 %); a die ridge of 0.3, 3 or 10 times the level's did worse (p90 41.8, 42.0 and 42.6 %).
     Param("tile_dequant_ops_per_weight", TILE_DEQUANT_PRIOR, "ALU ops per quantized weight per tile of prompt tokens", (
-        "all", "family", "backend", "kernel", "dp4a", "power_per_flop", "compute", "mmq_unit", "die"),
+        "all", "family", "backend", "kernel", "dp4a", "power_per_flop", "compute", "mmq_unit", "die", "kernel_unit"),
         "the int8 matrix kernels unpack each quantized weight tile once per tile of prompt tokens",
         ridge=TILE_DEQUANT_RIDGE),
     Param("recurrent_step_s", 5e-6, "s per prompt token per recurrent layer", ("all", "family", "backend"),
@@ -468,6 +468,13 @@ def situation_groups(
     # p90 39.9 → 38.2 %; on the GEMM's share of the peak as well it made leave-one-GPU-out worse, 16 %).
     groups["mmq_unit"] = (f"{groups['compute']}/{'dot4' if mmq_on_dot_products(gpu) else 'matrix'}"
                           if compute == "int8" else DEFAULT_GROUP)
+    # Each format's load_tiles has a dot-product and a matrix-fragment variant (ggml-cuda/mmq.cuh): how much more a
+    # K-quant's or an IQ grid's unpacking costs than Q4_0's depends on which one runs. The interaction took
+    # leave-one-GPU-out prefill p90 from 38.2 to 36.6 % (92 → 85 rows above 35 %; median 12.0 %) and
+    # leave-one-source-out from 12.3 % (p90 33.6 %) to 11.8 % (33.3 %); its ridge (×4 of a level step, as a card's)
+    # was chosen among ×0.5 … ×16, which all gave p90 36.6–37.1 %.
+    groups["kernel_unit"] = (f"{groups['kernel']}|{groups['mmq_unit']}" if groups["mmq_unit"] != DEFAULT_GROUP
+                             else DEFAULT_GROUP)
     return groups
 
 
