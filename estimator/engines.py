@@ -19,6 +19,7 @@ from estimator.calibration.model import (
     PREFILL_PARAMS,
     PRIOR_LOG_OFFSET,
     DecodeFit,
+    LayerSplitCost,
     Offset,
     Param,
     arch_group,
@@ -228,7 +229,7 @@ def tensor_parallel(engine: str) -> bool:
 def layer_split_seconds(gpus: int) -> float:
     """Seconds a decoded token loses to a layer split over `gpus` cards: once for splitting at all, and at each card
     boundary (fitted on multi-GPU runs, calibration/layer_split.py)."""
-    return fitted.LAYER_SPLIT_FIXED_S + fitted.LAYER_SPLIT_HOP_S * (gpus - 1) if gpus > 1 else 0.0
+    return LayerSplitCost(fitted.LAYER_SPLIT_FIXED_S, fitted.LAYER_SPLIT_HOP_S).seconds(gpus - 1)
 
 
 def splits_over(engine: str, model: Model, gpus: int) -> bool:

@@ -37,13 +37,7 @@ from catalog.schema import QuantFormat
 from catalog.store import load_catalog
 from estimator import speed
 from estimator.calibration import constants as fitted
-from estimator.calibration.layer_split import (
-    NO_SPLIT_COST,
-    LayerSplitCost,
-    LayerSplitGap,
-    fit_layer_split,
-    split_loss_table,
-)
+from estimator.calibration.layer_split import LayerSplitGap, fit_layer_split, split_loss_table
 from estimator.calibration.measurements import Row, llamacpp_rows, server_rows
 from estimator.calibration.model import (
     COVARIATE_LEVELS,
@@ -51,9 +45,11 @@ from estimator.calibration.model import (
     DEFAULT_GROUP,
     MIN_GROUP_ROWS,
     MIN_GROUP_SOURCES,
+    NO_SPLIT_COST,
     PREFILL_PARAMS,
     PRIOR_LOG_OFFSET,
     Band,
+    LayerSplitCost,
     Offset,
     Param,
     arch_group,
@@ -785,10 +781,11 @@ def multi_gpu_misses(rows: list[Row], result: Result) -> list[MultiGpuMiss]:
         for r in rows:
             if r.gpus > 1:
                 low, high = band_for(r.kind, r.engine, r.gpu, r.model.moe is not None)
-                miss = MultiGpuMiss(r.kind, math.log(r.measured_tps / predicted_tps(r)), low, high, r.source)
+                estimate = predicted_tps(r)
+                miss = MultiGpuMiss(r.kind, math.log(r.measured_tps / estimate), low, high, r.source)
                 if splits_by_layer(r):
                     hops = r.gpus - 1
-                    miss = replace(miss, base_s=1 / predicted_tps(r) - result.layer_split.seconds(hops),
+                    miss = replace(miss, base_s=1 / estimate - result.layer_split.seconds(hops),
                                    measured_s=1 / r.measured_tps, boundaries=hops)
                 out.append(miss)
     return out

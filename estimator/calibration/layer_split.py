@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from estimator.calibration.model import NO_SPLIT_COST, LayerSplitCost
+
 # Grid of the fit, in seconds per token: fixed 0–3 ms by 0.05 ms, per boundary 0–1.5 ms by 0.025 ms. A fitted value
 # on an edge would mean the grid, not the runs, chose it (a test fails if one does).
 FIXED_GRID_S: tuple[float, ...] = tuple(round(i * 5e-5, 8) for i in range(61))
@@ -37,18 +39,6 @@ class LayerSplitGap:
     base_s: float
     measured_s: float
     boundaries: int
-
-
-@dataclass(frozen=True)
-class LayerSplitCost:
-    fixed_s: float
-    hop_s: float
-
-    def seconds(self, boundaries: int) -> float:
-        return self.fixed_s + self.hop_s * boundaries if boundaries > 0 else 0.0
-
-
-NO_SPLIT_COST = LayerSplitCost(0.0, 0.0)
 
 
 @dataclass(frozen=True)

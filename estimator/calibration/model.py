@@ -488,6 +488,21 @@ class Offset:
 
 
 @dataclass(frozen=True)
+class LayerSplitCost:
+    """Seconds per decoded token a layer split adds: once for splitting at all, and at each card boundary (fitted in
+    calibration/layer_split.py)."""
+
+    fixed_s: float
+    hop_s: float
+
+    def seconds(self, boundaries: int) -> float:
+        return self.fixed_s + self.hop_s * boundaries if boundaries > 0 else 0.0
+
+
+NO_SPLIT_COST = LayerSplitCost(0.0, 0.0)
+
+
+@dataclass(frozen=True)
 class Band:
     """The 10th and 90th percentiles of log(measured / estimated) in cross-validation, for one situation."""
 

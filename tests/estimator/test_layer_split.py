@@ -7,15 +7,8 @@ import math
 import pytest
 
 from estimator.calibration.fit import MultiGpuMiss
-from estimator.calibration.layer_split import (
-    FIXED_GRID_S,
-    HOP_GRID_S,
-    NO_SPLIT_COST,
-    LayerSplitCost,
-    LayerSplitGap,
-    fit_layer_split,
-    split_loss_table,
-)
+from estimator.calibration.layer_split import FIXED_GRID_S, HOP_GRID_S, LayerSplitGap, fit_layer_split, split_loss_table
+from estimator.calibration.model import NO_SPLIT_COST, LayerSplitCost
 
 
 def runs(source: str, fixed_ms: float, hop_ms: float, cards: tuple[int, ...], base_ms: float = 10.0,
