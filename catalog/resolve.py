@@ -382,8 +382,9 @@ class Resolver:
             raise whole
         try:
             found = self._setup(written.group(2).strip(), 1)
-        except NotFound:
-            raise whole from None
+        except NotFound as named:
+            # '999x h100': the name matches several cards, and which ones is the more useful answer.
+            raise (named if named.ambiguous else whole) from None
         return GPUSetup(found.options, int(written.group(1)), found.family)
 
     def _setup(self, text: str, count: int) -> GPUSetup:

@@ -316,6 +316,13 @@ def test_a_written_count_no_setup_has_is_handed_on_for_the_range_check() -> None
         R.gpu_setup("0x zzz-not-a-gpu")
 
 
+def test_a_count_no_setup_has_before_an_ambiguous_name_asks_which_card() -> None:
+    with pytest.raises(NotFound) as err:
+        R.gpu_setup("999x h100")
+    assert err.value.ambiguous
+    assert {s.id for s in err.value.suggestions} >= {"nvidia-h100-sxm", "nvidia-h100-pcie"}
+
+
 @pytest.mark.parametrize("text", ["rtx 4090 48gb", "rtx 3090 12gb"])
 def test_a_memory_size_that_contradicts_the_card_is_not_dropped(text: str) -> None:
     with pytest.raises(NotFound):
