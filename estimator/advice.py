@@ -32,7 +32,7 @@ from estimator.memory import (
     usable_needed_bytes,
     usable_vram_bytes,
 )
-from estimator.offload import OffloadPlan, offload_plan
+from estimator.offload import OffloadPlan, expert_offload_plan, offload_plan
 from estimator.query import DEFAULT_CTX, MAX_GPUS, Engine, KVDtype, Query
 from estimator.speed import speed
 from estimator.verdict import FitOption, FitResult, fit
@@ -202,11 +202,13 @@ def offload_format(result: FitResult) -> QuantFormat:
 
 
 def partial_offload(result: FitResult) -> OffloadPlan | None:
-    """llama.cpp with some layers in system RAM, for `offload_format`, when no format fits at all."""
+    """llama.cpp with part of the model in system RAM, for `offload_format`, when no format fits at all: a
+    mixture-of-experts model's routed experts first (the KV cache and every layer's attention stay on the GPU, and a
+    token reads only its active experts from RAM), else whole layers."""
     if overall_verdict(result) != "does_not_fit" or family(result.query.engine) != "llama.cpp":
         return None
-    q = result.query
-    plan = offload_plan(q.model_copy(update={"quant": offload_format(result)}))
+    q = result.query.model_copy(update={"quant": offload_format(result)})
+    plan = expert_offload_plan(q) or offload_plan(q)
     # Unified memory: the "system RAM" the CPU layers read is the same memory the GPU's share comes from, so the
     # split helps only while both halves fit in it together (a 16 GB Mac cannot hold 10.7 GiB twice).
     if plan is not None and q.gpu.unified_memory and plan.vram_bytes + plan.ram_bytes > q.gpu.vram_bytes * q.gpus:

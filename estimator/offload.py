@@ -1,5 +1,8 @@
-"""llama.cpp partial offload (`-ngl N`): when a model does not fit, how many layers the GPU can take and
-how fast the split runs.
+"""llama.cpp partial offload: when a model does not fit, what the GPU can take and how fast the split runs.
+
+A dense model is split by layers (`-ngl N`). A mixture-of-experts model keeps every layer on the GPU and moves the
+routed experts of some MoE layers to system RAM (`--n-cpu-moe N`, what llama.cpp's own `--fit` does first): a token
+reads only its few active experts there, and the KV cache stays on the GPU.
 
 The GPU holds N repeating layers, their share of the KV cache (llama.cpp keeps an offloaded layer's
 cache with it) and its runtime buffers; the token embedding, the LM head and the other layers stay in
@@ -16,10 +19,14 @@ assumption, not fitted on llama.cpp CPU measurements, and both values are parame
 
 from __future__ import annotations
 
+import math
+from dataclasses import replace
+
 from pydantic import BaseModel, ConfigDict
 
-from estimator.engines import decode_fit, family
+from estimator.engines import achieved_bandwidth_gbs, decode_coefficients, decode_fit, family, layer_split_seconds
 from estimator.memory import (
+    active_weight_bits,
     body_params,
     embedding_table_params,
     engine_kv_cache_bytes,
@@ -28,7 +35,7 @@ from estimator.memory import (
     usable_vram_bytes,
 )
 from estimator.query import Query
-from estimator.speed import streamed_weight_bytes
+from estimator.speed import decode_seconds_from, decode_terms, moe_layers, routed_expert_params, streamed_weight_bytes
 from estimator.units import GB_DECIMAL
 
 DEFAULT_SYSTEM_RAM_GBS = 89.6
@@ -45,6 +52,10 @@ class OffloadPlan(BaseModel):
     decode_tps: float
     system_ram_gbs: float
     cpu_efficiency: float
+    # An expert split (`--n-cpu-moe N`): the MoE layers whose routed experts stay in system RAM and run on the CPU;
+    # every layer is then on the GPU (gpu_layers == total_layers). None for a split by layers.
+    cpu_moe_layers: int | None = None
+    moe_layers: int = 0  # the model's MoE layers, for an expert split
 
 
 def _per_layer(q: Query) -> tuple[float, float, float]:
@@ -103,4 +114,47 @@ def offload_plan(
                        system_ram_gbs=system_ram_gbs, cpu_efficiency=cpu_efficiency)
 
 
-__all__ = ["DEFAULT_CPU_EFFICIENCY", "DEFAULT_SYSTEM_RAM_GBS", "OffloadPlan", "offload_plan"]
+def expert_offload_plan(
+    q: Query,
+    *,
+    system_ram_gbs: float = DEFAULT_SYSTEM_RAM_GBS,
+    cpu_efficiency: float = DEFAULT_CPU_EFFICIENCY,
+    system_ram_gb: float | None = None,
+) -> OffloadPlan | None:
+    """The fewest MoE layers whose routed experts must go to system RAM for the rest to fit, or None: for a dense
+    model, a model that fits, an engine other than llama.cpp, when even every expert in RAM leaves too much for the
+    GPU, or when the RAM part exceeds `system_ram_gb` (GiB). Decode is timed as `speed` times it, right after a
+    prompt of `q.prompt_tokens`, less the CPU experts' share of the weight stream, plus their active weights read
+    from RAM."""
+    m, fmt = q.model, q.quant
+    if m.moe is None or family(q.engine) != "llama.cpp" or system_ram_gbs <= 0 or cpu_efficiency <= 0:
+        return None
+    mem = memory(q)
+    if mem.verdict != "does_not_fit":
+        return None
+    moe = moe_layers(m)
+    every_expert = routed_expert_params(m)[1]
+    layer_experts = every_expert * active_weight_bits(m, fmt)[1] / 8 / moe if moe else 0.0
+    if layer_experts <= 0:
+        return None
+    n = math.ceil((mem.total_bytes - mem.usable_bytes) / layer_experts)
+    if n > moe:
+        return None
+    ram = n * layer_experts + mem.host_weights_bytes
+    if system_ram_gb is not None and ram > system_ram_gb * 2**30:
+        return None
+    terms = decode_terms(m, fmt, q.gpu, q.engine, max(q.prompt_tokens, 1), q.kv)
+    share = n / moe
+    streamed = terms.dense_weights_s + terms.expert_weights_s
+    routed_of_unpacking = terms.expert_weights_s / streamed if streamed > 0 else 0.0
+    on_gpu = replace(terms, expert_weights_s=terms.expert_weights_s * (1 - share),
+                     dequant_op_s=terms.dequant_op_s * (1 - routed_of_unpacking * share))
+    gpu_s = decode_seconds_from(on_gpu, decode_coefficients(q.engine, fmt, q.gpu)) + layer_split_seconds(q.gpus)
+    cpu_bytes = terms.expert_weights_s * share * achieved_bandwidth_gbs(q.gpu) * GB_DECIMAL
+    cpu_s = cpu_bytes / (system_ram_gbs * GB_DECIMAL * cpu_efficiency)
+    return OffloadPlan(gpu_layers=m.layers, total_layers=m.layers, vram_bytes=mem.total_bytes - n * layer_experts,
+                       ram_bytes=ram, decode_tps=1 / (gpu_s + cpu_s), system_ram_gbs=system_ram_gbs,
+                       cpu_efficiency=cpu_efficiency, cpu_moe_layers=n, moe_layers=moe)
+
+
+__all__ = ["DEFAULT_CPU_EFFICIENCY", "DEFAULT_SYSTEM_RAM_GBS", "OffloadPlan", "expert_offload_plan", "offload_plan"]

@@ -59,7 +59,8 @@ def quality_percentiles(models: tuple[Model, ...]) -> dict[str, float]:
     within a tier."""
     from catalog.quality import arena_snapshot
 
-    arena = {k: v for k, v in arena_snapshot().by_model().items() if k in {m.id for m in models}}
+    ids = {m.id for m in models}
+    arena = {k: v for k, v in arena_snapshot().by_model().items() if k in ids}
     by_arena = {k: 2.0 + p for k, p in (percentiles(arena) if arena else {}).items()}
     fallback = fallback_percentiles(models)
     return {m.id: by_arena[m.id] if m.id in by_arena else fallback[m.id] for m in models

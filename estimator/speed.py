@@ -88,6 +88,12 @@ def _active_split(model: Model) -> tuple[float, float]:
     return max(active_body - routed, 0.0), routed
 
 
+def routed_expert_params(model: Model) -> tuple[float, float]:
+    """(routed-expert params one token reads, every routed expert's params): 0 and 0 for a dense model."""
+    routed = _active_split(model)[1]
+    return routed, _all_experts(model, routed)
+
+
 def _all_experts(model: Model, routed: float) -> float:
     """Every routed expert's params, from the active share of them."""
     return routed * model.moe.experts / model.moe.active_experts if model.moe else 0.0

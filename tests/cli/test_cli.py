@@ -83,6 +83,14 @@ def test_a_model_that_fits_nowhere_says_what_a_partial_offload_runs_at(capsys: p
     assert plan["decode_tps"] < q4["decode_tps"] / 3  # system RAM streams the rest at a fraction of the GPU's rate
     assert plan["vram_gb"] <= data["options"][0]["memory_gb"]["usable"]
     assert run_json(["fit", "--gpu", "rtx 4090", "--model", "llama-3.1-8b"], capsys)["partial_offload"] is None
+    assert plan["cpu_moe_layers"] is None  # a dense model is split by layers
+
+
+def test_a_moe_model_that_fits_nowhere_moves_experts_not_layers(capsys: pytest.CaptureFixture[str]) -> None:
+    data = run_json(["fit", "--gpu", "3060 12gb", "--model", "qwen3-30b-a3b", "--quant", "q4_k_m"], capsys)
+    plan = data["partial_offload"]
+    assert plan["gpu_layers"] == plan["total_layers"] == 48 and 0 < plan["cpu_moe_layers"] < 48
+    assert plan["vram_gb"] <= data["options"][0]["memory_gb"]["usable"]
 
 
 def test_fit_contract_keys_are_the_documented_subset(capsys: pytest.CaptureFixture[str]) -> None:

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from catalog.store import load_catalog
 from estimator.memory import memory
-from estimator.offload import DEFAULT_SYSTEM_RAM_GBS, offload_plan
+from estimator.offload import DEFAULT_SYSTEM_RAM_GBS, expert_offload_plan, offload_plan
 from estimator.query import Query
 from estimator.speed import speed
 
@@ -120,3 +120,60 @@ def test_unified_memory_splits_only_within_the_one_memory(gpu: str, model: str, 
     assert (plan is not None) == planned
     if plan is not None and g.unified_memory:
         assert plan.vram_bytes + plan.ram_bytes <= g.vram_bytes
+
+
+# --- expert offload (`--n-cpu-moe`) ---------------------------------------------------------------------------
+
+QWEN30 = CAT.model("qwen3-30b-a3b")
+RTX3060 = CAT.gpu("nvidia-rtx-3060-12gb")
+
+
+def moe_query(gpu=RTX3060, ctx=8192, model=QWEN30):
+    return Query(gpu=gpu, model=model, quant=Q4, ctx=ctx)
+
+
+def test_a_moe_model_that_does_not_fit_moves_the_fewest_layers_of_experts():
+    q = moe_query()
+    mem = memory(q)
+    plan = expert_offload_plan(q)
+    assert mem.verdict == "does_not_fit" and plan is not None and plan.cpu_moe_layers is not None
+    assert plan.gpu_layers == plan.total_layers == QWEN30.layers and 0 < plan.cpu_moe_layers <= plan.moe_layers
+    per_layer = (mem.total_bytes - plan.vram_bytes) / plan.cpu_moe_layers
+    assert plan.vram_bytes <= mem.usable_bytes < plan.vram_bytes + per_layer  # one layer fewer would not fit
+    assert plan.ram_bytes == pytest.approx(plan.cpu_moe_layers * per_layer + mem.host_weights_bytes)
+
+
+def test_an_expert_split_reads_only_the_active_experts_from_ram():
+    """The layer split streams whole layers (attention, every active expert, their KV cache) from RAM; the expert
+    split only the active experts of its CPU layers, so it is the faster of the two for the same card."""
+    experts, layers = expert_offload_plan(moe_query()), offload_plan(moe_query())
+    assert experts is not None and layers is not None
+    assert layers.decode_tps < experts.decode_tps < speed(moe_query(gpu=RTX4090)).decode_tps
+
+
+def test_the_kv_cache_stays_on_the_gpu_so_a_longer_context_moves_more_experts():
+    short, longer = expert_offload_plan(moe_query(ctx=8192)), expert_offload_plan(moe_query(ctx=32768))
+    assert short is not None and longer is not None
+    assert short.cpu_moe_layers is not None and longer.cpu_moe_layers is not None
+    assert longer.cpu_moe_layers > short.cpu_moe_layers and longer.decode_tps < short.decode_tps
+
+
+def test_an_expert_split_is_faster_with_faster_ram():
+    slow = expert_offload_plan(moe_query(), system_ram_gbs=50)
+    fast = expert_offload_plan(moe_query(), system_ram_gbs=120)
+    assert slow is not None and fast is not None and slow.decode_tps < fast.decode_tps
+    assert slow.cpu_moe_layers == fast.cpu_moe_layers
+
+
+def test_no_expert_split_for_a_dense_model_a_fit_or_too_little_ram():
+    assert expert_offload_plan(q70()) is None
+    assert expert_offload_plan(moe_query(gpu=RTX4090)) is None  # it fits
+    assert expert_offload_plan(moe_query(), system_ram_gb=2) is None
+
+
+def test_when_the_experts_alone_are_not_enough_the_split_falls_back_to_layers():
+    """A context whose KV cache and attention outgrow the card even with every expert in RAM."""
+    q = moe_query(gpu=CAT.gpu("nvidia-rtx-4060"), ctx=98304)
+    assert expert_offload_plan(q) is None
+    plan = offload_plan(q)
+    assert plan is not None and plan.cpu_moe_layers is None and plan.gpu_layers < plan.total_layers

@@ -76,6 +76,18 @@ def test_a_partial_offload_counts_the_layers_left_in_ram() -> None:
     assert on + cpu == total == 80 and f"`-ngl {on}`" in text
 
 
+def test_a_moe_model_that_does_not_fit_keeps_its_layers_and_moves_experts() -> None:
+    req = FitRequest.of(gpu="3060 12gb", model="qwen3-30b-a3b", quant="q4_k_m")
+    plan = fit_answer(*SVC.base_query(req), SVC.catalog).offload
+    assert plan is not None and plan.cpu_moe_layers is not None
+    text = fields(req)["Partial offload"]
+    assert f"routed experts of {plan.cpu_moe_layers} of its {plan.moe_layers} MoE layers" in text, text
+    assert f"`-ngl 99 --n-cpu-moe {plan.cpu_moe_layers}`" in text and "KV cache stays on the GPU" in text
+    assert f"~{plan.decode_tps:.0f} tok/s only with partial offload" in description(req) + "".join(fields(req).values())
+    zh = fields(req, "zh-CN")["部分卸载"]
+    assert f"--n-cpu-moe {plan.cpu_moe_layers}" in zh and "路由专家" in zh
+
+
 # --- context figures -----------------------------------------------------------------------------------------
 
 
