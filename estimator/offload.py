@@ -143,18 +143,28 @@ def expert_offload_plan(
     ram = n * layer_experts + mem.host_weights_bytes
     if system_ram_gb is not None and ram > system_ram_gb * 2**30:
         return None
+    return OffloadPlan(gpu_layers=m.layers, total_layers=m.layers, vram_bytes=mem.total_bytes - n * layer_experts,
+                       ram_bytes=ram, decode_tps=1 / expert_split_seconds(q, n, system_ram_gbs, cpu_efficiency),
+                       system_ram_gbs=system_ram_gbs,
+                       cpu_efficiency=cpu_efficiency, cpu_moe_layers=n, moe_layers=moe)
+
+
+def expert_split_seconds(q: Query, cpu_moe_layers: int, system_ram_gbs: float, cpu_efficiency: float) -> float:
+    """Seconds per decoded token with the routed experts of `cpu_moe_layers` MoE layers in system RAM: the step as
+    `speed` times it, right after a prompt of `q.prompt_tokens`, less those experts' share of the weight stream and
+    of the unpacking, plus their active weights read from RAM."""
+    m, fmt = q.model, q.quant
+    moe = moe_layers(m)
+    share = min(cpu_moe_layers, moe) / moe if moe else 0.0
     terms = decode_terms(m, fmt, q.gpu, q.engine, max(q.prompt_tokens, 1), q.kv)
-    share = n / moe
     streamed = terms.dense_weights_s + terms.expert_weights_s
     routed_of_unpacking = terms.expert_weights_s / streamed if streamed > 0 else 0.0
     on_gpu = replace(terms, expert_weights_s=terms.expert_weights_s * (1 - share),
                      dequant_op_s=terms.dequant_op_s * (1 - routed_of_unpacking * share))
     gpu_s = decode_seconds_from(on_gpu, decode_coefficients(q.engine, fmt, q.gpu)) + layer_split_seconds(q.gpus)
     cpu_bytes = terms.expert_weights_s * share * achieved_bandwidth_gbs(q.gpu) * GB_DECIMAL
-    cpu_s = cpu_bytes / (system_ram_gbs * GB_DECIMAL * cpu_efficiency)
-    return OffloadPlan(gpu_layers=m.layers, total_layers=m.layers, vram_bytes=mem.total_bytes - n * layer_experts,
-                       ram_bytes=ram, decode_tps=1 / (gpu_s + cpu_s), system_ram_gbs=system_ram_gbs,
-                       cpu_efficiency=cpu_efficiency, cpu_moe_layers=n, moe_layers=moe)
+    return gpu_s + cpu_bytes / (system_ram_gbs * GB_DECIMAL * cpu_efficiency)
 
 
-__all__ = ["DEFAULT_CPU_EFFICIENCY", "DEFAULT_SYSTEM_RAM_GBS", "OffloadPlan", "expert_offload_plan", "offload_plan"]
+__all__ = ["DEFAULT_CPU_EFFICIENCY", "DEFAULT_SYSTEM_RAM_GBS", "OffloadPlan", "expert_offload_plan",
+           "expert_split_seconds", "offload_plan"]

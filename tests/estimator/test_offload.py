@@ -177,3 +177,20 @@ def test_when_the_experts_alone_are_not_enough_the_split_falls_back_to_layers():
     assert expert_offload_plan(q) is None
     plan = offload_plan(q)
     assert plan is not None and plan.cpu_moe_layers is None and plan.gpu_layers < plan.total_layers
+
+
+def test_the_published_expert_split_runs_name_their_source_and_resolve():
+    """benchmarks/expert_offload.py checks the split against these; each must say where it comes from and be a
+    setup the estimator can answer."""
+    import tomllib
+    from pathlib import Path
+
+    from estimator.speed import moe_layers
+
+    runs = tomllib.loads((Path(__file__).resolve().parents[2] / "benchmarks/data/expert_offload.toml").read_text())
+    assert len(runs["run"]) >= 10
+    for run in runs["run"]:
+        assert run["source"].startswith("https://") and run["note"] and run["tg_tps"] > 0
+        model = CAT.model(run["model"])
+        CAT.gpu(run["gpu"]), CAT.quant(run["quant"])
+        assert model.moe is not None and -1 <= run["cpu_moe_layers"] <= moe_layers(model) and run["cpu_moe_layers"]
