@@ -122,12 +122,11 @@ def expert_offload_plan(
     system_ram_gb: float | None = None,
 ) -> OffloadPlan | None:
     """The fewest MoE layers whose routed experts must go to system RAM for the rest to fit, or None: for a dense
-    model, a model that fits, an engine other than llama.cpp, when even every expert in RAM leaves too much for the
-    GPU, or when the RAM part exceeds `system_ram_gb` (GiB). Decode is timed as `speed` times it, right after a
-    prompt of `q.prompt_tokens`, less the CPU experts' share of the weight stream, plus their active weights read
-    from RAM."""
+    model, a model that fits, an engine other than llama.cpp itself, when even every expert in RAM leaves too much
+    for the GPU, or when the RAM part exceeds `system_ram_gb` (GiB). Decode as `expert_split_seconds` times it."""
     m, fmt = q.model, q.quant
-    if m.moe is None or family(q.engine) != "llama.cpp" or system_ram_gbs <= 0 or cpu_efficiency <= 0:
+    # Ollama places whole layers (its num_gpu) and has no per-layer expert placement to suggest.
+    if m.moe is None or q.engine != "llama.cpp" or system_ram_gbs <= 0 or cpu_efficiency <= 0:
         return None
     mem = memory(q)
     if mem.verdict != "does_not_fit":

@@ -169,6 +169,9 @@ def test_no_expert_split_for_a_dense_model_a_fit_or_too_little_ram():
     assert expert_offload_plan(q70()) is None
     assert expert_offload_plan(moe_query(gpu=RTX4090)) is None  # it fits
     assert expert_offload_plan(moe_query(), system_ram_gb=2) is None
+    # Ollama splits by layers (num_gpu) and cannot be told where experts go.
+    ollama = moe_query().model_copy(update={"engine": "ollama"})
+    assert expert_offload_plan(ollama) is None and offload_plan(ollama) is not None
 
 
 def test_when_the_experts_alone_are_not_enough_the_split_falls_back_to_layers():
