@@ -56,6 +56,9 @@ class OffloadPlan(BaseModel):
     # every layer is then on the GPU (gpu_layers == total_layers). None for a split by layers.
     cpu_moe_layers: int | None = None
     moe_layers: int = 0  # the model's MoE layers, for an expert split
+    # llama.cpp's `--n-cpu-moe` counts layers from the first, its leading dense-FFN layers (DeepSeek's, GLM's)
+    # included, though those hold no experts to move.
+    n_cpu_moe: int | None = None
 
 
 def _per_layer(q: Query) -> tuple[float, float, float]:
@@ -145,7 +148,8 @@ def expert_offload_plan(
     return OffloadPlan(gpu_layers=m.layers, total_layers=m.layers, vram_bytes=mem.total_bytes - n * layer_experts,
                        ram_bytes=ram, decode_tps=1 / expert_split_seconds(q, n, system_ram_gbs, cpu_efficiency),
                        system_ram_gbs=system_ram_gbs,
-                       cpu_efficiency=cpu_efficiency, cpu_moe_layers=n, moe_layers=moe)
+                       cpu_efficiency=cpu_efficiency, cpu_moe_layers=n, moe_layers=moe,
+                       n_cpu_moe=n + m.moe.dense_layers)
 
 
 def expert_split_seconds(q: Query, cpu_moe_layers: int, system_ram_gbs: float, cpu_efficiency: float) -> float:

@@ -72,8 +72,9 @@ def offload_json(result: FitResult) -> dict[str, Any] | None:
     return {"quant": offload_format(result).id, "gpu_layers": plan.gpu_layers, "total_layers": plan.total_layers,
             "vram_gb": to_gib(plan.vram_bytes), "ram_gb": to_gib(plan.ram_bytes),
             "decode_tps": round(plan.decode_tps, 1), "system_ram_gbs": plan.system_ram_gbs,
-            # Set where the split moves routed experts, not layers: llama.cpp's `--n-cpu-moe` value.
-            "cpu_moe_layers": plan.cpu_moe_layers}
+            # Set where the split moves routed experts, not layers: how many MoE layers' experts, and llama.cpp's
+            # `--n-cpu-moe` value for it (which counts leading dense layers too).
+            "cpu_moe_layers": plan.cpu_moe_layers, "n_cpu_moe": plan.n_cpu_moe}
 
 
 def speed_json(speed: Speed) -> dict[str, float]:

@@ -112,8 +112,8 @@ def offload_text(plan: OffloadPlan | None, locale: str) -> str | None:
     if plan is None:
         return None
     if plan.cpu_moe_layers is not None:
-        return t(locale, "offload.experts", cpu=plan.cpu_moe_layers, moe=plan.moe_layers, ram=gib_text(plan.ram_bytes),
-                 tps=tps_text(plan.decode_tps))
+        return t(locale, "offload.experts", cpu=plan.cpu_moe_layers, moe=plan.moe_layers, flag=plan.n_cpu_moe,
+                 ram=gib_text(plan.ram_bytes), tps=tps_text(plan.decode_tps))
     key = "offload.all_layers" if plan.gpu_layers >= plan.total_layers else "offload"
     return t(locale, key, on=plan.gpu_layers, total=plan.total_layers, cpu=plan.total_layers - plan.gpu_layers,
              ram=gib_text(plan.ram_bytes), tps=tps_text(plan.decode_tps))

@@ -174,6 +174,15 @@ def test_no_expert_split_for_a_dense_model_a_fit_or_too_little_ram():
     assert expert_offload_plan(ollama) is None and offload_plan(ollama) is not None
 
 
+def test_the_flag_counts_the_leading_dense_layers_that_hold_no_experts():
+    """`--n-cpu-moe N` names layers 0 … N−1; DeepSeek-V2-Lite's first layer has a dense FFN."""
+    lite = CAT.model("deepseek-v2-lite")
+    assert lite.moe is not None and lite.moe.dense_layers == 1
+    plan = expert_offload_plan(moe_query(gpu=CAT.gpu("nvidia-rtx-4060"), model=lite, ctx=32768))
+    assert plan is not None and plan.cpu_moe_layers is not None
+    assert plan.n_cpu_moe == plan.cpu_moe_layers + 1
+
+
 def test_when_the_experts_alone_are_not_enough_the_split_falls_back_to_layers():
     """A context whose KV cache and attention outgrow the card even with every expert in RAM."""
     q = moe_query(gpu=CAT.gpu("nvidia-rtx-4060"), ctx=98304)
