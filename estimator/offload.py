@@ -4,11 +4,15 @@ A dense model is split by layers (`-ngl N`). A mixture-of-experts model keeps ev
 routed experts of some MoE layers to system RAM (`--n-cpu-moe N`, what llama.cpp's own `--fit` does first): a token
 reads only its few active experts there, and the KV cache stays on the GPU.
 
-The GPU holds N repeating layers, their share of the KV cache (llama.cpp keeps an offloaded layer's
-cache with it) and its runtime buffers; the token embedding, the LM head and the other layers stay in
+Split by layers, the GPU holds N repeating layers, their share of the KV cache (llama.cpp keeps an offloaded
+layer's cache with it) and its runtime buffers; the token embedding, the LM head and the other layers stay in
 system RAM and run on the CPU. Each generated token streams both parts once:
 
     s/token = GPU bytes / (GPU bandwidth × η) + CPU bytes / (RAM bandwidth × η_cpu) + layers × t_layer
+
+Split by experts, a step is the GPU's as `speed` prices it less the moved experts' share of the weight stream,
+plus the active experts' bytes of the CPU layers read from RAM at the same η_cpu. No cost per CPU layer (the host
+round trip) is added: against 17 published runs (benchmarks/expert_offload.py) one did not earn its place.
 
 DEFAULT_SYSTEM_RAM_GBS = 89.6 GB/s is dual-channel DDR5-5600, the common desktop: 2 channels × 8 bytes
 × 5600 MT/s (JEDEC DDR5-5600 transfer rate, 64-bit channel), theoretical peak.
@@ -147,9 +151,8 @@ def expert_offload_plan(
         return None
     return OffloadPlan(gpu_layers=m.layers, total_layers=m.layers, vram_bytes=mem.total_bytes - n * layer_experts,
                        ram_bytes=ram, decode_tps=1 / expert_split_seconds(q, n, system_ram_gbs, cpu_efficiency),
-                       system_ram_gbs=system_ram_gbs,
-                       cpu_efficiency=cpu_efficiency, cpu_moe_layers=n, moe_layers=moe,
-                       n_cpu_moe=n + m.moe.dense_layers)
+                       system_ram_gbs=system_ram_gbs, cpu_efficiency=cpu_efficiency, cpu_moe_layers=n,
+                       moe_layers=moe, n_cpu_moe=n + m.moe.dense_layers)
 
 
 def expert_split_seconds(q: Query, cpu_moe_layers: int, system_ram_gbs: float, cpu_efficiency: float) -> float:
