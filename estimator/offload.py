@@ -28,7 +28,7 @@ from dataclasses import replace
 
 from pydantic import BaseModel, ConfigDict
 
-from estimator.engines import achieved_bandwidth_gbs, decode_coefficients, decode_fit, family, layer_split_seconds
+from estimator.engines import decode_coefficients, decode_fit, family, layer_split_seconds
 from estimator.memory import (
     active_weight_bits,
     body_params,
@@ -131,7 +131,7 @@ def expert_offload_plan(
     """The fewest MoE layers whose routed experts must go to system RAM for the rest to fit, or None: for a dense
     model, a model that fits, an engine other than llama.cpp itself, when even every expert in RAM leaves too much
     for the GPU, or when the RAM part exceeds `system_ram_gb` (GiB). Decode as `expert_split_seconds` times it."""
-    m, fmt = q.model, q.quant
+    m = q.model
     # Ollama places whole layers (its num_gpu) and has no per-layer expert placement to suggest.
     if m.moe is None or q.engine != "llama.cpp" or system_ram_gbs <= 0 or cpu_efficiency <= 0:
         return None
@@ -139,8 +139,7 @@ def expert_offload_plan(
     if mem.verdict != "does_not_fit":
         return None
     moe = moe_layers(m)
-    every_expert = routed_expert_params(m)[1]
-    layer_experts = every_expert * active_weight_bits(m, fmt)[1] / 8 / moe if moe else 0.0
+    layer_experts = _routed_expert_bytes(q)[1] / moe if moe else 0.0
     if layer_experts <= 0:
         return None
     n = math.ceil((mem.total_bytes - mem.usable_bytes) / layer_experts)
@@ -168,8 +167,15 @@ def expert_split_seconds(q: Query, cpu_moe_layers: int, system_ram_gbs: float, c
     on_gpu = replace(terms, expert_weights_s=terms.expert_weights_s * (1 - share),
                      dequant_op_s=terms.dequant_op_s * (1 - routed_of_unpacking * share))
     gpu_s = decode_seconds_from(on_gpu, decode_coefficients(q.engine, fmt, q.gpu)) + layer_split_seconds(q.gpus)
-    cpu_bytes = terms.expert_weights_s * share * achieved_bandwidth_gbs(q.gpu) * GB_DECIMAL
+    cpu_bytes = _routed_expert_bytes(q)[0] * share
     return gpu_s + cpu_bytes / (system_ram_gbs * GB_DECIMAL * cpu_efficiency)
+
+
+def _routed_expert_bytes(q: Query) -> tuple[float, float]:
+    """(routed-expert bytes one token reads, every routed expert's bytes) as the file stores them."""
+    bytes_per_param = active_weight_bits(q.model, q.quant)[1] / 8
+    active, every = routed_expert_params(q.model)
+    return active * bytes_per_param, every * bytes_per_param
 
 
 __all__ = ["DEFAULT_CPU_EFFICIENCY", "DEFAULT_SYSTEM_RAM_GBS", "OffloadPlan", "expert_offload_plan",
