@@ -151,8 +151,12 @@ DECODE_PARAMS: tuple[Param, ...] = (
     Param("inv_weight_efficiency", 1.25, "achieved-bandwidth seconds per second", (
         "all", "family", "engine", "backend", "memory", "die", "gpu", "kernel", "kernel_die", "bytes_per_unit_clock"),
         "weights stream at a kernel-specific share of the card's achieved bandwidth", datasheet_floor=True),
+    # "engine" (here and on the per-MoE-layer cost): Ollama runs gpt-oss and the Qwen3 MoE models in its own model
+    # runner, whose router, top-k and expert gather are its own graph, not llama.cpp's. With 19 Ollama MoE decode rows
+    # from 6 publications the level took their leave-one-GPU-out median from 7.5 to 5.3 % (all rows 8.08 → 8.05 %,
+    # leave-one-source-out 7.55 → 7.51 %).
     Param("expert_extra", 0.3, "extra seconds per achieved-bandwidth second of routed experts", (
-        "all", "family", "backend", "era"),
+        "all", "family", "engine", "backend", "era"),
         "routed experts are read as several small gathered matmuls (mul_mat_id), below one large read"),
     Param("inv_kv_efficiency", 1.5, "achieved-bandwidth seconds per second", ("all", "family", "backend", "fa"),
           "the attention kernel reads the cache in small per-head tiles (flash attention on or off)"),
@@ -168,7 +172,7 @@ DECODE_PARAMS: tuple[Param, ...] = (
     Param("layer_overhead_s", 6e-5, "s per layer per token", (
         "all", "family", "engine", "launch", "memfam", "die", "power_per_flop", "build_age", "graphs", "power"),
         "kernel launches and synchronisation per layer (fewer build by build; slower at a throttled clock)"),
-    Param("moe_layer_overhead_s", 3e-5, "s per MoE layer per token", ("all", "family", "backend", "era"),
+    Param("moe_layer_overhead_s", 3e-5, "s per MoE layer per token", ("all", "family", "engine", "backend", "era"),
           "router, top-k and expert gather per MoE layer"),
     Param("recurrent_layer_overhead_s", 3e-5, "s per recurrent layer per token", ("all", "family", "backend"),
           "a linear-attention / SSM layer runs its convolution, gates and state update as extra small kernels"),
