@@ -227,12 +227,21 @@ class Service:
             if model is not None:
                 self.check_released(fmt, model)
             return [fmt]
+        if tagged is None and model is not None:
+            tagged = self.ollama_build(engine, model)
         if tagged is not None:
             self.check_format(tagged, engine)
             if model is not None:
                 self.check_released(tagged, model)
             return [tagged]
         return default_formats(self.catalog, engine)
+
+    def ollama_build(self, engine: Engine, model: Model) -> QuantFormat | None:
+        """On Ollama, the one build its library ships of a model that has no other (gpt-oss: MXFP4 only): the
+        engine's three-format ladder would price files Ollama cannot pull."""
+        if engine != "ollama" or model.ollama is None:
+            return None
+        return self.catalog.quant(model.ollama.quant)
 
     def check_released(self, fmt: QuantFormat, model: Model) -> None:
         if released_for(fmt, model):
@@ -322,7 +331,7 @@ class Service:
         model, tagged = self.model(req.model)
         self.check_kv(req.engine, req.kv)
         formats = self.formats(req.engine, req.quant, tagged, model)
-        if not req.quant and tagged is None:
+        if not req.quant and tagged is None and self.ollama_build(req.engine, model) is None:
             formats = [self.quant("int4", req.engine)]  # one level to list setups for, not /fit's three
         return model, self.context_as_asked(model, req.ctx, req.ctx_yields), formats
 

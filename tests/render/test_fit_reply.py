@@ -224,6 +224,19 @@ def test_an_ollama_gpt_oss_tag_is_answered_for_the_mxfp4_build_ollama_ships() ->
     assert ladder == ["Q4_K_M", "Q8_0", "F16"]  # the catalog's name is no Ollama tag
 
 
+def test_engine_ollama_answers_a_model_ollama_ships_in_one_build_for_that_build() -> None:
+    for model in ("gpt-oss-20b", "openai/gpt-oss-120b"):
+        names = [n.split(" · ")[0] for n in fields(FitRequest.of(gpu="h100 sxm", model=model, engine="ollama"))]
+        assert names == ["MXFP4"], (model, names)
+    # A model Ollama's library ships in several builds keeps the engine's ladder.
+    ladder = [n.split(" · ")[0] for n in fields(FitRequest.of(gpu="h100 sxm", model="qwen3-8b", engine="ollama"))]
+    assert ladder == ["Q4_K_M", "Q8_0", "F16"]
+    # An asked format still wins: Ollama can import a GGUF of another type.
+    asked = [n.split(" · ")[0] for n in fields(FitRequest.of(gpu="h100 sxm", model="gpt-oss-20b", engine="ollama",
+                                                             quant="q8_0"))]
+    assert asked == ["Q8_0"]
+
+
 # --- what to change names only KV caches the engine runs ------------------------------------------------
 
 

@@ -59,3 +59,10 @@ def test_a_refusal_lists_the_engine_formats_without_the_trained_ones(quant: str)
         SVC.fit(FitRequest.of(gpu="t4", model="qwen3-8b", quant=quant))
     said = t("en-US", err.value.key, **err.value.values)
     assert "Q4_K_M" in said and "QAT" not in said, said
+
+
+def test_whatgpu_on_ollama_lists_setups_for_the_one_build_ollama_ships() -> None:
+    _, _, formats = SVC.whatgpu_question(WhatGpuRequest.of(model="gpt-oss-120b", engine="ollama"))
+    assert [f.id for f in formats] == ["mxfp4"]
+    _, _, formats = SVC.whatgpu_question(WhatGpuRequest.of(model="gpt-oss-120b"))
+    assert [f.id for f in formats] != ["mxfp4"]  # llama.cpp runs the other GGUF types as well: one level, int4
