@@ -31,13 +31,14 @@ from catalog.resolve import NotFound
 from estimator.advice import offload_format, partial_offload
 from estimator.engines import APPLE_ONLY_ENGINES
 from estimator.query import DEFAULT_CTX, DEFAULT_ENGINE, DEFAULT_KV, DEFAULT_PROMPT_TOKENS
+from estimator.speed import Speed
 
 
-def tps_cell(d: dict[str, Any]) -> str:
-    """A table cell with the estimate and its 80 % range, from one JSON shape's keys."""
-    point = d["decode_tps"]
-    return (f"~{tps_text(point)} ({tps_text(d['decode_tps_low'], like=point)}–"
-            f"{tps_text(d['decode_tps_high'], like=point)})")
+def tps_cell(s: Speed) -> str:
+    """A table cell with the estimate and its 80 % range, from the unrounded figures (as the embeds print them): the
+    JSON's one-decimal values rounded again would read 26.46 as "26" here and "27" in Discord."""
+    return (f"~{tps_text(s.decode_tps)} ({tps_text(s.decode_tps_low, like=s.decode_tps)}–"
+            f"{tps_text(s.decode_tps_high, like=s.decode_tps)})")
 
 
 def seconds_text(s: float) -> str:
@@ -45,8 +46,8 @@ def seconds_text(s: float) -> str:
     return f"{s:.2f}" if s < 10 else f"{s:.1f}" if s < 100 else f"{s:.0f}"
 
 
-def ttft_cell(d: dict[str, Any]) -> str:
-    return f"{seconds_text(d['ttft_s'])} ({seconds_text(d['ttft_s_low'])}–{seconds_text(d['ttft_s_high'])})"
+def ttft_cell(s: Speed) -> str:
+    return f"{seconds_text(s.ttft_s)} ({seconds_text(s.ttft_s_low)}–{seconds_text(s.ttft_s_high)})"
 
 
 CLI_GIB_DIGITS = 2  # the terminal table's GiB decimals, as `--json` rounds them
@@ -79,8 +80,8 @@ def cmd_fit(svc: Service, args: argparse.Namespace) -> int:
             m.overhead,
             total_cell(loc, m),
             # A format that does not fit has no all-on-GPU speed to show (--json keeps the figures).
-            tps_cell(o) if o["verdict"] != "does_not_fit" else "-",
-            "-" if o["verdict"] == "does_not_fit" else ttft_cell(o) if data["prompt_tokens"]
+            tps_cell(option.speed) if o["verdict"] != "does_not_fit" else "-",
+            "-" if o["verdict"] == "does_not_fit" else ttft_cell(option.speed) if data["prompt_tokens"]
             else t(loc, "cli.fit.no_prompt"),  # no prompt: nothing to prefill, no time to first token to give
             _max_ctx(loc, o["max_ctx"], o.get("max_ctx_scaled")),
         ]
@@ -149,11 +150,11 @@ def cmd_rank(svc: Service, args: argparse.Namespace) -> int:
                     if r["model"]["active_params_b"] < r["model"]["params_b"]
                     else f"{params_b_text(r['model']['params_b'])}B",
                     r["quant"],
-                    tps_cell(r),
-                    ttft_cell(r),
+                    tps_cell(row.best.speed),
+                    ttft_cell(row.best.speed),
                     r["memory_gb"]["total"],
                 ]
-                for r in data["rows"]
+                for r, row in zip(data["rows"], rows, strict=True)
             ],
         )
     )
@@ -296,8 +297,8 @@ def cmd_whatgpu(svc: Service, args: argparse.Namespace) -> int:
         return 0
     print(table(column_names(loc, "col.setup", "col.format", "col.tps", "cli.col.ttft_s", "cli.col.price_usd",
                              "cli.col.watts", "cli.col.headroom_gib"), [
-        [f"{s.count}× {s.gpu.name}", s.quant.name, tps_cell(d), ttft_cell(d), s.price_usd or "?", s.power_w or "?",
-         d["headroom_gb"]] for s in rows[: req.limit] for d in [json_shapes.setup_json(s)]]))
+        [f"{s.count}× {s.gpu.name}", s.quant.name, tps_cell(s.speed), ttft_cell(s.speed), s.price_usd or "?",
+         s.power_w or "?", d["headroom_gb"]] for s in rows[: req.limit] for d in [json_shapes.setup_json(s)]]))
     return 0
 
 

@@ -529,3 +529,24 @@ def test_fit_text_with_a_batch_states_the_total_rate_and_the_last_first_token(
     first = data["options"][0]
     line = next(ln for ln in out.splitlines() if ln.startswith(f"{first['quant_name']}: 4 sequences"))
     assert f"{first['aggregate_tps']:,.0f} tok/s in all" in line and f"after {first['ttft_last_s']:.2f} s" in line
+
+
+def test_the_table_prints_the_range_the_embed_prints(capsys: pytest.CaptureFixture[str]) -> None:
+    # Rounded from the estimate itself, not from the JSON's one-decimal copy (26.46 → 26.5 → "26" beside "27").
+    from bot.cli.estimate import tps_cell
+    from bot.render.replies import fit_reply
+    from bot.requests import FitRequest
+    from bot.service import Service
+    from estimator.speed import Speed
+
+    speed = Speed(decode_tps=34.3, aggregate_tps=34.3, decode_tps_low=26.52, decode_tps_high=37.6, prefill_tps=1000.0,
+                  prefill_tps_low=900.0, prefill_tps_high=1100.0, ttft_s=1.0, ttft_s_low=0.9, ttft_s_high=1.1)
+    assert tps_cell(speed) == "~34 (27–38)"
+    for gpu, model in (("t4", "qwen3-8b"), ("rtx 4090", "gpt-oss-20b"), ("a30", "llama-3.1-8b")):
+        code, out, _ = run(["fit", "--gpu", gpu, "--model", model], capsys)
+        assert code == 0
+        embed = str(fit_reply(Service(), FitRequest.of(gpu=gpu, model=model), locale="en-US").embeds[0])
+        cells = re.findall(r"~([\d,.]+) \(([\d,.]+)–([\d,.]+)\)", out)
+        shown = re.findall(r"~([\d,.]+) tok/s \(([\d,.]+)–([\d,.]+)\)", embed)
+        assert cells
+        assert cells == shown, (gpu, model)
