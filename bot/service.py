@@ -329,9 +329,10 @@ class Service:
         """/whatgpu's model, context and formats, checked as /fit checks them (`base_query`): the KV cache against
         the engine, the format, and the context as meant, refused past the model's longest documented window."""
         model, tagged = self.model(req.model)
+        tagged = tagged or self.ollama_build(req.engine, model)
         self.check_kv(req.engine, req.kv)
         formats = self.formats(req.engine, req.quant, tagged, model)
-        if not req.quant and tagged is None and self.ollama_build(req.engine, model) is None:
+        if not req.quant and tagged is None:
             formats = [self.quant("int4", req.engine)]  # one level to list setups for, not /fit's three
         return model, self.context_as_asked(model, req.ctx, req.ctx_yields), formats
 

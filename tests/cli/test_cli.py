@@ -13,7 +13,12 @@ from typing import Any
 import pytest
 
 from bot import cli
+from bot.cli.estimate import tps_cell
+from bot.render.replies import fit_reply
+from bot.requests import FitRequest
+from bot.service import Service
 from catalog import load_catalog
+from estimator.speed import Speed
 
 CAT = load_catalog()
 
@@ -533,12 +538,6 @@ def test_fit_text_with_a_batch_states_the_total_rate_and_the_last_first_token(
 
 def test_the_table_prints_the_range_the_embed_prints(capsys: pytest.CaptureFixture[str]) -> None:
     # Rounded from the estimate itself, not from the JSON's one-decimal copy (26.46 → 26.5 → "26" beside "27").
-    from bot.cli.estimate import tps_cell
-    from bot.render.replies import fit_reply
-    from bot.requests import FitRequest
-    from bot.service import Service
-    from estimator.speed import Speed
-
     speed = Speed(decode_tps=34.3, aggregate_tps=34.3, decode_tps_low=26.52, decode_tps_high=37.6, prefill_tps=1000.0,
                   prefill_tps_low=900.0, prefill_tps_high=1100.0, ttft_s=1.0, ttft_s_low=0.9, ttft_s_high=1.1)
     assert tps_cell(speed) == "~34 (27–38)"
