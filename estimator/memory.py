@@ -165,11 +165,16 @@ def _tensor_class_bytes(model: Model, fmt: QuantFormat) -> float:
         "token_embd": fmt.embedding_bits / scale, "output": fmt.output_bits / scale, "attention": tb.attention,
         "ffn": tb.ffn, "experts": tb.experts, "experts_down": tb.experts_down, "other": tb.other,
     }
-    total_bits = sum(
-        g.params * (fallback_bits(bits[g.cls]) if misfits_kquant_blocks(g.row_width) else bits[g.cls])
-        for g in tensor_class_params(model)
-    )
-    return total_bits * scale / 8
+    kept = kept_expert_bits(model, fmt)
+    total_bits = kept_bits = 0.0
+    for g in tensor_class_params(model):
+        if kept is not None and g.cls in ("experts", "experts_down"):
+            # As the checkpoint shipped them, whatever the recipe states for experts (unsloth's gpt-oss-120b
+            # UD-Q8_K_XL weighs 60.03 GiB, its experts MXFP4): they do not move with the file's rescaling either.
+            kept_bits += g.params * kept
+            continue
+        total_bits += g.params * (fallback_bits(bits[g.cls]) if misfits_kquant_blocks(g.row_width) else bits[g.cls])
+    return (total_bits * scale + kept_bits) / 8
 
 
 def active_weight_bits(model: Model, fmt: QuantFormat) -> tuple[float, float]:
@@ -194,7 +199,8 @@ def active_weight_bits(model: Model, fmt: QuantFormat) -> tuple[float, float]:
         part[1] += g.params
     dense = sums["dense"][0] / sums["dense"][1] if sums["dense"][1] else tb.ffn
     routed = sums["routed"][0] / sums["routed"][1] if sums["routed"][1] else tb.experts
-    return dense * scale, routed * scale
+    kept = kept_expert_bits(model, fmt)
+    return dense * scale, routed * scale if kept is None else kept
 
 
 def hidden_row_fallback_bits(model: Model, fmt: QuantFormat) -> float:

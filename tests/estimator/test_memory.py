@@ -619,3 +619,16 @@ def test_gguf_types_keep_gpt_oss_experts_in_mxfp4() -> None:
     assert weight_bytes(m, CAT.quant("q4_k_m")) < weight_bytes(m, CAT.quant("mxfp4"))
     assert weight_bytes(m, CAT.quant("bf16")) == pytest.approx(m.params * 2, rel=0.01)
     assert active_weight_bits(m, CAT.quant("q8_0"))[1] == 4.25
+
+
+def test_unsloth_dynamic_recipes_keep_gpt_oss_experts_in_mxfp4() -> None:
+    """A recipe stated per tensor class keeps the experts too: llama-bench printed unsloth's gpt-oss-120b UD-Q8_K_XL
+    as 60.03 GiB (lhl's llm-tracker vault, 'RTX PRO 6000' page, 2025-09-09), where its recipe's 8-bit experts would
+    make it about 130 GiB and not fit a 96 GB card. Decode streams those experts at their MXFP4 bits."""
+    m, ud = CAT.model("gpt-oss-120b"), CAT.quant("ud-q8_k_xl")
+    assert ud.tensor_bits is not None and ud.tensor_bits.experts > 8
+    assert weight_bytes(m, ud) / 2**30 == pytest.approx(60.03, rel=0.03)
+    assert active_weight_bits(m, ud)[1] == 4.25
+    assert active_weight_bits(m, ud)[0] > 8
+    other = CAT.model("qwen3-30b-a3b")
+    assert active_weight_bits(other, ud)[1] > 8
