@@ -235,7 +235,7 @@ PREFILL_PARAMS: tuple[Param, ...] = (
     # through memory, is the engine's graph (llama.cpp's ggml ops, a server's fused kernels, MLX's lazy graph). Fitted,
     # a server's term comes out about twice llama.cpp's, not below it: it also takes up whatever else in a server's
     # time to first token grows with the prompt. The level took leave-one-GPU-out prefill from 12.0 % (p90 36.8 %) to
-    # 11.8 % (p90 36.1 %) and leave-one-source-out from 11.8 % (p90 33.4 %) to 11.6 % (p90 32.7 %).
+    # 11.8 % (p90 36.1 %) and leave-one-source-out from 11.8 % (p90 33.3 %) to 11.6 % (p90 32.6 %).
     Param("inv_activation_efficiency", ACTIVATION_PRIOR, "achieved-bandwidth seconds per second", (
         "all", "family", "backend"),
           "each prompt token's activations go through memory between a layer's kernels (norms, RoPE, residual adds)"),
