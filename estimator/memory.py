@@ -75,6 +75,8 @@ def weight_bytes(model: Model, fmt: QuantFormat) -> float:
 
 
 TensorClass = Literal["token_embd", "output", "attention", "ffn", "experts", "experts_down", "other"]
+# The routed experts' classes: what a token reads only for its chosen experts, and what gpt-oss's files keep in MXFP4.
+ROUTED_EXPERT_CLASSES: tuple[TensorClass, ...] = ("experts", "experts_down")
 
 
 class TensorGroup(NamedTuple):
@@ -168,7 +170,7 @@ def _tensor_class_bytes(model: Model, fmt: QuantFormat) -> float:
     kept = kept_expert_bits(model, fmt)
     total_bits = kept_bits = 0.0
     for g in tensor_class_params(model):
-        if kept is not None and g.cls in ("experts", "experts_down"):
+        if kept is not None and g.cls in ROUTED_EXPERT_CLASSES:
             # As the checkpoint shipped them, whatever the recipe states for experts (unsloth's gpt-oss-120b
             # UD-Q8_K_XL weighs 60.03 GiB, its experts MXFP4): they do not move with the file's rescaling either.
             kept_bits += g.params * kept
@@ -194,7 +196,7 @@ def active_weight_bits(model: Model, fmt: QuantFormat) -> tuple[float, float]:
         if g.cls in ("token_embd", "output") or g.params <= 0:
             continue
         b = fallback_bits(bits[g.cls]) if misfits_kquant_blocks(g.row_width) else bits[g.cls]
-        part = sums["routed" if g.cls in ("experts", "experts_down") else "dense"]
+        part = sums["routed" if g.cls in ROUTED_EXPERT_CLASSES else "dense"]
         part[0] += g.params * b
         part[1] += g.params
     dense = sums["dense"][0] / sums["dense"][1] if sums["dense"][1] else tb.ffn
@@ -236,7 +238,7 @@ def _kept_expert_bytes(model: Model, fmt: QuantFormat, expert_bits: float) -> fl
     tables = {"token_embd": fmt.embedding_bits, "output": fmt.output_bits}
     total = 0.0
     for g in tensor_class_params(model):
-        if g.cls in ("experts", "experts_down"):
+        if g.cls in ROUTED_EXPERT_CLASSES:
             total += g.params * expert_bits
             continue
         bits = tables.get(g.cls, fmt.bits_per_weight)
