@@ -185,7 +185,7 @@ def row_groups(row: Row) -> dict[str, str]:
     return situation_groups(row.engine, row.gpu, kernel,
                             compute_class(row.engine, row.quant, row.gpu, row_gemm(row)),
                             date=row.date, flash_attn=row.flash_attn, hipblaslt=row.hipblaslt,
-                            cuda_graphs=row.cuda_graphs)
+                            cuda_graphs=row.cuda_graphs, build=row.build)
 
 
 # A stated file size within this share of the catalog format's is the same file; beyond the largest, the row's

@@ -15,6 +15,7 @@ few rows stays close to its parent. A group owns an offset only when at least `M
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 from catalog.schema import GPU
@@ -54,6 +55,34 @@ OLD_BUILD_BEFORE = "2024-06"
 GRAPHS_VOLTA_SINCE = "2026-07-16"
 GRAPHS_MIN_CC = 8.0
 GRAPHS_MIN_CC_SINCE_VOLTA = 7.0
+
+
+# Ollama ran GGUF models in runners of its own (a vendored llama.cpp through cgo and, from 2025, Go model code over
+# ggml that served gpt-oss and the Qwen3 MoE models) until v0.30.0 (tagged 2026-06-01): ollama/ollama#16031 (merged
+# 2026-05-29) removed both, and every GGUF model since runs in upstream llama-server, launched with Ollama's
+# num_batch as -b and -ub (512), -fa auto and -np 1 (llm/llama_server.go). Those runners' rows keep their own "engine"
+# group; later runs, and every estimate (a current build), are llama-server's behind Ollama's front end.
+OLLAMA_LLAMA_SERVER_SINCE = "2026-06-01"
+OLLAMA_LLAMA_SERVER_VERSION = (0, 30, 0)
+_VERSION = re.compile(r"v?(\d+)\.(\d+)\.(\d+)")
+
+
+def ollama_runs_llama_server(date: str, build: str) -> bool:
+    """Whether an Ollama run went through llama-server: by the version the source states, else by its date ("" = an
+    estimate, for a current build)."""
+    version = _VERSION.match(build.strip())
+    if version:
+        return tuple(int(v) for v in version.groups()) >= OLLAMA_LLAMA_SERVER_VERSION
+    return not date or date >= OLLAMA_LLAMA_SERVER_SINCE
+
+
+def engine_group(engine: str, date: str = "", build: str = "") -> str:
+    """The "engine" level's group: the engine, except that Ollama is llama.cpp's llama-server since v0.30.0 and its
+    own runners' rows stand apart. (A group of its own for the llama-server years, fitted on their 12 decode rows, did
+    no better: leave-one-GPU-out decode 7.99 % against 7.97 %, leave-one-source-out 7.39 % against 7.37 %.)"""
+    if engine != "ollama":
+        return engine
+    return "llama.cpp" if ollama_runs_llama_server(date, build) else "ollama-runner"
 
 
 def cuda_graphs_off(engine: str, gpu: GPU, date: str) -> bool:
@@ -151,10 +180,10 @@ DECODE_PARAMS: tuple[Param, ...] = (
     Param("inv_weight_efficiency", 1.25, "achieved-bandwidth seconds per second", (
         "all", "family", "engine", "backend", "memory", "die", "gpu", "kernel", "kernel_die", "bytes_per_unit_clock"),
         "weights stream at a kernel-specific share of the card's achieved bandwidth", datasheet_floor=True),
-    # "engine" (here and on the per-MoE-layer cost): Ollama runs gpt-oss and the Qwen3 MoE models in its own model
-    # runner, whose router, top-k and expert gather are its own graph, not llama.cpp's. With 19 Ollama MoE decode rows
-    # from 6 publications the level took their leave-one-GPU-out median from 7.5 to 5.3 % (all rows 8.08 → 8.05 %,
-    # leave-one-source-out 7.55 → 7.51 %).
+    # "engine" (here and on the per-MoE-layer cost): Ollama ran gpt-oss and the Qwen3 MoE models in its own model
+    # runner until v0.30.0 (engine_group), whose router, top-k and expert gather were its own graph, not llama.cpp's.
+    # With 19 Ollama MoE decode rows from 6 publications the level took their leave-one-GPU-out median from 7.5 to
+    # 5.3 % (all rows 8.08 → 8.05 %, leave-one-source-out 7.55 → 7.51 %).
     Param("expert_extra", 0.3, "extra seconds per achieved-bandwidth second of routed experts", (
         "all", "family", "engine", "backend", "era"),
         "routed experts are read as several small gathered matmuls (mul_mat_id), below one large read"),
@@ -411,7 +440,7 @@ def rocblas_untuned(gpu: GPU, compute: str, date: str, hipblaslt: bool | None) -
 
 def situation_groups(
     engine: str, gpu: GPU, kernel: str, compute: str, *, date: str = "", flash_attn: bool | None = None,
-    hipblaslt: bool | None = None, cuda_graphs: bool | None = None,
+    hipblaslt: bool | None = None, cuda_graphs: bool | None = None, build: str = "",
 ) -> dict[str, str]:
     """The group of each level this situation belongs to. An estimate passes no date: it is for current builds,
     and no ROCm library flags: it speaks for a default build."""
@@ -422,7 +451,7 @@ def situation_groups(
     groups = {
         "all": "all",
         "family": fam,
-        "engine": engine,
+        "engine": engine_group(engine, date, build),
         "backend": backend,
         # How a decode step's kernels reach the GPU: a server engine (vLLM, SGLang, TensorRT-LLM) replays each step as
         # one captured CUDA/HIP graph of its own kernels, where llama.cpp's ggml-hip build launches every kernel from

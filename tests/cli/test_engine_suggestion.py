@@ -41,14 +41,21 @@ def test_gguf_on_sglang_suggests_a_llama_cpp_engine() -> None:
     assert "try engine:llama.cpp" in str(err.value)
 
 
-def test_ollama_is_estimated_with_its_own_fitted_constants() -> None:
-    """Ollama runs llama.cpp with its own defaults; its engine group is fitted on Ollama's published runs."""
+def test_ollama_is_estimated_as_the_llama_server_it_now_runs() -> None:
+    """Since v0.30.0 Ollama runs every GGUF model in upstream llama-server: its estimate takes llama.cpp's fitted
+    constants (what its own runners' published runs fitted is kept for their rows alone), and it still samples each
+    token on the host."""
     from catalog import load_catalog
+    from estimator.calibration.model import engine_group
     from estimator.engines import decode_coefficients
+    from estimator.speed import decode_seconds_per_step
 
     cat = load_catalog()
-    q, g = cat.quant("q4_k_m"), cat.gpu("nvidia-rtx-4090")
-    assert decode_coefficients("ollama", q, g) != decode_coefficients("llama.cpp", q, g)
+    q, g, m = cat.quant("q4_k_m"), cat.gpu("nvidia-rtx-4090"), cat.model("qwen3-8b")
+    assert decode_coefficients("ollama", q, g) == decode_coefficients("llama.cpp", q, g)
+    assert decode_seconds_per_step(m, q, g, "ollama", 512, "f16") > decode_seconds_per_step(m, q, g, "llama.cpp", 512,
+                                                                                             "f16")
+    assert engine_group("ollama") == "llama.cpp" != engine_group("ollama", "2025-09-14")
     assert parse_engine("Ollama") == "ollama" and parse_engine("LM Studio") == "llama.cpp"
 
 
