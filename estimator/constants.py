@@ -189,3 +189,9 @@ KQUANT_MIX_FALLBACK_BITS: dict[str, float] = {
 # Memory bytes per SM (compute unit, GPU core) per clock that an RTX 3090-class card streams (936 GB/s over 82 SMs at
 # 1.7 GHz): the zero of the `bytes_per_unit_clock` covariate.
 REFERENCE_BYTES_PER_UNIT_CLOCK = 6.0
+
+# Ollama's default context (ollama/ollama server/routes.go, as of August 2026; since early 2026): by the memory all
+# its GPUs report (less OLLAMA_GPU_OVERHEAD), 256k from 47 GiB, 32k from 23 GiB, 4k below; thresholds a GiB under 48
+# and 24 for cards that report a little less. The scheduler then caps it at the model's trained window
+# (server/sched.go, effectiveContext).
+OLLAMA_DEFAULT_CONTEXT_TIERS: tuple[tuple[float, int], ...] = ((47 * GIB, 262_144), (23 * GIB, 32_768), (0.0, 4_096))

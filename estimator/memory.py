@@ -429,6 +429,13 @@ def device_total_bytes(gpu: GPU) -> float:
     return gpu.vram_bytes * (1 - ecc_reserve_fraction(gpu))
 
 
+def ollama_default_context(gpu: GPU, gpus: int = 1) -> int:
+    """The context Ollama loads a model at when neither the request's num_ctx nor OLLAMA_CONTEXT_LENGTH sets one: a
+    tier of the total its GPUs report (at most the model's window, which the caller applies)."""
+    total = device_total_bytes(gpu) * gpus
+    return next(ctx for floor, ctx in k.OLLAMA_DEFAULT_CONTEXT_TIERS if total >= floor)
+
+
 def usable_vram_bytes(gpu: GPU, engine: Engine = "llama.cpp") -> float:
     """Memory one GPU gives an engine: the total its runtime reports, less the desktop's share on a card that drives
     one. vLLM and the servers like it take gpu_memory_utilization of that same reported total (vLLM sizes its pool

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from bot.render.text import format_tokens, t
+from estimator.memory import ollama_default_context
 from estimator.query import DEFAULT_PROMPT_TOKENS, Query
 
 if TYPE_CHECKING:
@@ -37,6 +38,17 @@ def context_read_note(model: Model, used: int, asked: int, yields: bool, locale:
     return t(locale, "ctx.window_meant", ctx=format_tokens(used), model=model.name, asked=format_tokens(asked))
 
 
+def ollama_context_note(q: Query, req: FitRequest, locale: str) -> str | None:
+    """Ollama picks its own context when none is set, by the memory of the GPUs: where no context was typed and that
+    one differs from the context answered, say what Ollama would load the model at."""
+    if q.engine != "ollama" or not req.ctx_yields:
+        return None
+    ollama = min(ollama_default_context(q.gpu, q.gpus), q.model.max_context)
+    if ollama == q.ctx:
+        return None
+    return t(locale, "ctx.ollama_default", model=q.model.name, ctx=format_tokens(ollama))
+
+
 def tag_format_note(svc: Service, req: FitRequest, locale: str) -> str | None:
     """A model name whose tag names a format (an Ollama tag's `-q4_K_M`, a GGUF repo's `:Q8_0`) beside a `quant`
     option naming another: the option wins, as an explicit choice should, and the answer says so rather than
@@ -53,4 +65,4 @@ def tag_format_note(svc: Service, req: FitRequest, locale: str) -> str | None:
 def fit_notes(svc: Service, req: FitRequest, q: Query, locale: str) -> list[str]:
     """What /fit and `rigcheck fit` say beside the answer about how the question was read."""
     return [n for n in (window_note(q, req, locale), prompt_note(q, req.prompt, locale),
-                        tag_format_note(svc, req, locale)) if n]
+                        ollama_context_note(q, req, locale), tag_format_note(svc, req, locale)) if n]

@@ -632,3 +632,16 @@ def test_unsloth_dynamic_recipes_keep_gpt_oss_experts_in_mxfp4() -> None:
     assert active_weight_bits(m, ud)[0] > 8
     other = CAT.model("qwen3-30b-a3b")
     assert active_weight_bits(other, ud)[1] > 8
+
+
+def test_ollama_picks_its_default_context_by_the_memory_its_gpus_report() -> None:
+    """ollama server/routes.go: 256k from 47 GiB of reported GPU memory, 32k from 23 GiB, else 4k."""
+    from estimator.memory import ollama_default_context
+
+    cat = load_catalog()
+    assert ollama_default_context(cat.gpu("nvidia-rtx-4090")) == 32_768
+    assert ollama_default_context(cat.gpu("nvidia-rtx-3060-12gb")) == 4_096
+    assert ollama_default_context(cat.gpu("nvidia-t4")) == 4_096  # 15 GiB reported with ECC
+    assert ollama_default_context(cat.gpu("nvidia-rtx-4090"), gpus=2) == 262_144
+    assert ollama_default_context(cat.gpu("nvidia-rtx-6000-ada")) == 262_144
+    assert ollama_default_context(cat.gpu("nvidia-h100-sxm")) == 262_144

@@ -123,3 +123,19 @@ def test_a_stored_context_within_the_rope_scaled_window_is_kept() -> None:
 def test_a_socketed_data_center_apu_is_built_several_to_a_node() -> None:
     q, _ = SVC.base_query(FitRequest.of(gpu="4x MI300A", model="llama-3.1-70b", engine="vllm"))
     assert q.gpus == 4 and q.gpu.unified_memory
+
+
+def test_ollama_answers_say_which_context_ollama_would_load_the_model_at() -> None:
+    """Ollama sets its own context when none is given, by the memory of its GPUs (4k, 32k, 256k; at most the model's
+    window): an Ollama answer at another context names it, one whose context was typed does not."""
+    note = "Ollama itself would load Qwen3-8B at 32k here"
+    assert note in description(FitRequest.of(gpu="4090", model="qwen3-8b", engine="ollama"))
+    assert note not in description(FitRequest.of(gpu="4090", model="qwen3-8b", engine="ollama", ctx="8k"))
+    assert "Ollama itself" not in description(FitRequest.of(gpu="4090", model="qwen3-8b"))
+    # 12 GB: Ollama's own 4k.
+    assert "load Qwen3-8B at 4k here" in description(FitRequest.of(gpu="rtx 3060", model="qwen3-8b", engine="ollama"))
+    llama2 = description(FitRequest.of(gpu="2x 3090", model="llama2", engine="ollama"))
+    assert "Ollama itself" not in llama2  # Ollama's 256k yields to Llama 2's 4k window, the context answered
+    zh = str(fit_reply(SVC, FitRequest.of(gpu="4090", model="qwen3-8b", engine="ollama"), locale="zh-CN")
+             .embeds[0]["description"])
+    assert "Ollama 本身会在此配置上以 32k 上下文加载 Qwen3-8B" in zh
