@@ -429,11 +429,12 @@ def device_total_bytes(gpu: GPU) -> float:
     return gpu.vram_bytes * (1 - ecc_reserve_fraction(gpu))
 
 
-def ollama_default_context(gpu: GPU, gpus: int = 1) -> int:
+def ollama_default_context(gpu: GPU, gpus: int = 1, model: Model | None = None) -> int:
     """The context Ollama loads a model at when neither the request's num_ctx nor OLLAMA_CONTEXT_LENGTH sets one: a
-    tier of the total its GPUs report (at most the model's window, which the caller applies)."""
+    tier of the total its GPUs report, at most the model's window where a model is given."""
     total = device_total_bytes(gpu) * gpus
-    return next(ctx for floor, ctx in k.OLLAMA_DEFAULT_CONTEXT_TIERS if total >= floor)
+    tier = next(ctx for floor, ctx in k.OLLAMA_DEFAULT_CONTEXT_TIERS if total >= floor)
+    return tier if model is None else min(tier, model.max_context)
 
 
 def usable_vram_bytes(gpu: GPU, engine: Engine = "llama.cpp") -> float:

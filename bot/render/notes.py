@@ -43,7 +43,7 @@ def ollama_context_note(q: Query, req: FitRequest, locale: str) -> str | None:
     one differs from the context answered, say what Ollama would load the model at."""
     if q.engine != "ollama" or not req.ctx_yields:
         return None
-    ollama = min(ollama_default_context(q.gpu, q.gpus), q.model.max_context)
+    ollama = ollama_default_context(q.gpu, q.gpus, q.model)
     if ollama == q.ctx:
         return None
     return t(locale, "ctx.ollama_default", model=q.model.name, ctx=format_tokens(ollama))
