@@ -510,16 +510,27 @@ def gpu_weight_bytes(model: Model, fmt: QuantFormat, gpu: GPU, engine: Engine) -
     return weight_bytes(model, fmt) - host_table_bytes(model, fmt, gpu, engine)
 
 
+def context_costs(
+    model: Model, gpu: GPU, gpus: int, engine: Engine, ctx: int, kv: KVDtype, sequences: int
+) -> tuple[float, float]:
+    """The KV cache and the runtime's own memory at a context: the same for every weight format of a model, so a
+    ranking over many formats works them out once."""
+    kv_bytes = engine_kv_cache_bytes(model, engine, ctx, kv, sequences)
+    return kv_bytes, runtime_overhead_bytes(model, gpu, engine, ctx, gpus)
+
+
 def memory_of(
-    model: Model, fmt: QuantFormat, gpu: GPU, gpus: int, engine: Engine, ctx: int, kv: KVDtype, sequences: int
+    model: Model, fmt: QuantFormat, gpu: GPU, gpus: int, engine: Engine, ctx: int, kv: KVDtype, sequences: int,
+    costs: tuple[float, float] | None = None,
 ) -> MemoryBreakdown:
+    """`costs`: `context_costs` of the same arguments, where the caller has them."""
     host = host_table_bytes(model, fmt, gpu, engine)
     weights = weight_bytes(model, fmt) - host
-    kv_bytes = engine_kv_cache_bytes(model, engine, ctx, kv, sequences)
-    overhead = runtime_overhead_bytes(model, gpu, engine, ctx, gpus)
+    kv_bytes, overhead = costs or context_costs(model, gpu, gpus, engine, ctx, kv, sequences)
     total = weights + kv_bytes + overhead
     usable = usable_vram_bytes(gpu, engine) * gpus
-    return MemoryBreakdown(
+    # Every field is a number computed here or `verdict_for`'s verdict: skip re-validation (a ranking builds hundreds).
+    return MemoryBreakdown.model_construct(
         weights_bytes=weights,
         kv_cache_bytes=kv_bytes,
         overhead_bytes=overhead,
@@ -533,13 +544,12 @@ def memory_of(
 
 
 def total_bytes(
-    model: Model, fmt: QuantFormat, gpu: GPU, engine: Engine, ctx: int, kv: KVDtype, sequences: int, gpus: int
+    model: Model, fmt: QuantFormat, gpu: GPU, engine: Engine, ctx: int, kv: KVDtype, sequences: int, gpus: int,
+    costs: tuple[float, float] | None = None,
 ) -> float:
-    return (
-        gpu_weight_bytes(model, fmt, gpu, engine)
-        + engine_kv_cache_bytes(model, engine, ctx, kv, sequences)
-        + runtime_overhead_bytes(model, gpu, engine, ctx, gpus)
-    )
+    """`costs`: `context_costs` of the same arguments, where the caller has them."""
+    kv_bytes, overhead = costs or context_costs(model, gpu, gpus, engine, ctx, kv, sequences)
+    return gpu_weight_bytes(model, fmt, gpu, engine) + kv_bytes + overhead
 
 
 def total_bytes_at(q: Query, ctx: int) -> float:

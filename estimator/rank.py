@@ -2,30 +2,71 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Literal
-
-from pydantic import BaseModel, ConfigDict
 
 from catalog.schema import GPU, Model, QuantFormat
 from estimator.engines import format_runs_on, released_for, splits_over
-from estimator.memory import MemoryBreakdown, memory_of, total_bytes, usable_vram_bytes
+from estimator.memory import (
+    MemoryBreakdown,
+    Verdict,
+    context_costs,
+    memory_of,
+    total_bytes,
+    usable_vram_bytes,
+    verdict_for,
+)
 from estimator.query import DEFAULT_CTX, DEFAULT_PROMPT_TOKENS, Engine, KVDtype, prompt_for
-from estimator.speed import Speed, speed_of
+from estimator.speed import Speed, decode_tps_of, speed_of
 
 Sort = Literal["quality", "speed", "size"]
 
 
-class RankedFormat(BaseModel):
-    model_config = ConfigDict(frozen=True)
+@dataclass(frozen=True)
+class RankSetup:
+    """What every format of one ranking shares."""
+
+    gpu: GPU
+    gpus: int
+    engine: Engine
+    kv: KVDtype
+
+
+@dataclass(frozen=True)
+class RankedFormat:
+    """One format of a ranked model that fits. A ranking over the whole catalog keeps hundreds of these and shows a
+    page of them, so its memory breakdown and speed are worked out when first read, and a sort by decode speed
+    estimates decode alone."""
 
     quant: QuantFormat
-    memory: MemoryBreakdown
-    speed: Speed
+    verdict: Verdict  # `memory.verdict`, known from the total that decided the format fits
+    model: Model
+    setup: RankSetup
+    ctx: int
+    prompt_tokens: int
+    costs: tuple[float, float]  # `context_costs` at `ctx`
+
+    @cached_property
+    def memory(self) -> MemoryBreakdown:
+        s = self.setup
+        return memory_of(self.model, self.quant, s.gpu, s.gpus, s.engine, self.ctx, s.kv, 1, self.costs)
+
+    @cached_property
+    def speed(self) -> Speed:
+        s = self.setup
+        return speed_of(self.model, self.quant, s.gpu, s.gpus, s.engine, s.kv, self.prompt_tokens)
+
+    @cached_property
+    def decode_tps(self) -> float:
+        if "speed" in self.__dict__:
+            return self.speed.decode_tps
+        s = self.setup
+        return decode_tps_of(self.model, self.quant, s.gpu, s.gpus, s.engine, s.kv, self.prompt_tokens)
 
 
-class RankRow(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
+@dataclass(frozen=True)
+class RankRow:
     model: Model
     best: RankedFormat  # the format the row stands for (`best_format`: by the sort asked)
     fitting: tuple[RankedFormat, ...]  # every considered format that fits, highest precision first
@@ -38,8 +79,8 @@ def best_format(fitting: list[RankedFormat], sort: Sort = "quality") -> RankedFo
     row shows (its largest), never by another column's. Otherwise the stated rule: the highest-precision format
     with comfortable headroom; failing that, the highest-precision one that fits at all ("tight")."""
     if sort == "speed":
-        return max(fitting, key=lambda f: (f.speed.decode_tps, f.quant.bits_per_weight))
-    comfortable = [f for f in fitting if f.memory.verdict == "fits"]
+        return max(fitting, key=lambda f: (f.decode_tps, f.quant.bits_per_weight))
+    comfortable = [f for f in fitting if f.verdict == "fits"]
     pool = comfortable or fitting
     return max(pool, key=lambda f: f.quant.bits_per_weight)
 
@@ -106,6 +147,8 @@ def rank(
 ) -> list[RankRow]:
     rows: list[RankRow] = []
     capacity = usable_vram_bytes(gpu, engine) * gpus
+    runnable = [fmt for fmt in formats if format_runs_on(fmt, gpu)]
+    setup = RankSetup(gpu, gpus, engine, kv)
     for model in models:
         # A "1M" window of 1,010,000 tokens is what `ctx:1M` (1,048,576) means for that model.
         meant = model.context_as_meant(ctx)
@@ -114,25 +157,25 @@ def rank(
         if not splits_over(engine, model, gpus):
             continue  # its attention heads do not shard over this many cards
         prompt = prompt_for(meant, prompt_tokens)
+        costs = context_costs(model, gpu, gpus, engine, meant, kv, 1)
         fitting: list[RankedFormat] = []
-        for fmt in formats:
-            if not format_runs_on(fmt, gpu) or not released_for(fmt, model):
+        for fmt in runnable:
+            if not released_for(fmt, model):
                 continue
-            if total_bytes(model, fmt, gpu, engine, meant, kv, 1, gpus) > capacity:
-                continue  # only what fits gets the full breakdown and a speed
-            mem = memory_of(model, fmt, gpu, gpus, engine, meant, kv, 1)
-            pace = speed_of(model, fmt, gpu, gpus, engine, kv, prompt)
-            fitting.append(RankedFormat(quant=fmt, memory=mem, speed=pace))
+            total = total_bytes(model, fmt, gpu, engine, meant, kv, 1, gpus, costs)
+            if total > capacity:
+                continue  # only what fits gets a breakdown and a speed
+            fitting.append(RankedFormat(fmt, verdict_for(total, capacity), model, setup, meant, prompt, costs))
         if fitting:
             fitting.sort(key=lambda f: -f.quant.bits_per_weight)
             rows.append(RankRow(model=model, best=best_format(fitting, sort), fitting=tuple(fitting)))
     if sort == "speed":
-        rows.sort(key=lambda r: -r.best.speed.decode_tps)
+        rows.sort(key=lambda r: -r.best.decode_tps)
     elif sort == "size":
         rows.sort(key=lambda r: (-r.model.params_b, r.model.id))
     else:
         quality = quality_percentiles(models)
         rated = sorted((r for r in rows if r.model.id in quality), key=lambda r: quality_order_key(r.model, quality))
-        tail = sorted((r for r in rows if r.model.id not in quality), key=lambda r: -r.best.speed.decode_tps)
-        rows = rated + [r.model_copy(update={"ranked": False}) for r in tail]
+        tail = sorted((r for r in rows if r.model.id not in quality), key=lambda r: -r.best.decode_tps)
+        rows = rated + [replace(r, ranked=False) for r in tail]
     return rows

@@ -590,12 +590,26 @@ def speed(q: Query) -> Speed:
     return speed_of(q.model, q.quant, q.gpu, q.gpus, q.engine, q.kv, q.prompt_tokens, q.batch)
 
 
+def _decode_step_after(
+    model: Model, fmt: QuantFormat, gpu: GPU, gpus: int, engine: Engine, kv: KVDtype, prompt_tokens: int,
+    sequences: int,
+) -> float:
+    return decode_seconds_per_step(model, fmt, gpu, engine, max(prompt_tokens, 1), kv, gpus, sequences)
+
+
+def decode_tps_of(
+    model: Model, fmt: QuantFormat, gpu: GPU, gpus: int, engine: Engine, kv: KVDtype, prompt_tokens: int,
+) -> float:
+    """`speed_of(...).decode_tps` alone, for ordering many options by decode speed without their prompt estimates."""
+    return 1 / _decode_step_after(model, fmt, gpu, gpus, engine, kv, prompt_tokens, 1)
+
+
 def speed_of(
     model: Model, fmt: QuantFormat, gpu: GPU, gpus: int, engine: Engine, kv: KVDtype, prompt_tokens: int,
     sequences: int = 1,
 ) -> Speed:
     """Decode right after a prompt of `prompt_tokens` (its KV cache is read every step), and its TTFT."""
-    step_s = decode_seconds_per_step(model, fmt, gpu, engine, max(prompt_tokens, 1), kv, gpus, sequences)
+    step_s = _decode_step_after(model, fmt, gpu, gpus, engine, kv, prompt_tokens, sequences)
     ttft = prefill_seconds(model, fmt, gpu, engine, prompt_tokens, gpus)
     prefill_tps = prompt_tokens / ttft if ttft > 0 else 0.0
     d_lo, d_hi = band_for("decode", engine, gpu, model.moe is not None, gpus)
