@@ -63,7 +63,7 @@ def cmd_fit(svc: Service, args: argparse.Namespace) -> int:
     fetch_hf(svc, args.model)
     req = fit_request(vars(args))
     result = svc.fit(req)
-    data = json_shapes.fit_json(result)
+    data = json_shapes.fit_json(result, fit_notes(svc, req, result.query, DEFAULT_LOCALE))
     if args.json:
         print_json(data)
         return 0
@@ -264,7 +264,9 @@ def cmd_batch(svc: Service, args: argparse.Namespace) -> int:
 
                 print_json(finetune_json(svc, query["finetune"]))
             else:
-                print_json(json_shapes.fit_json(svc.fit(fit_request(query))))
+                req = fit_request(query)
+                result = svc.fit(req)
+                print_json(json_shapes.fit_json(result, fit_notes(svc, req, result.query, DEFAULT_LOCALE)))
         except (CliError, BadValue, NotFound, ValueError, TypeError) as exc:
             # Whatever the query's own refusal says, the line it came from is named too.
             reason = people_text(exc) or type(exc).__name__

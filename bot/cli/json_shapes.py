@@ -22,7 +22,9 @@ def model_brief(model: Model) -> dict[str, Any]:
     return {"id": model.id, "name": model.name, "params_b": model.params_b, "active_params_b": model.active_params_b}
 
 
-def fit_json(result: FitResult) -> dict[str, Any]:
+def fit_json(result: FitResult, notes: list[str]) -> dict[str, Any]:
+    """`notes`: what the answer says about how the question was read (`fit_notes`), in English whatever the
+    language of the tables, as the rest of the JSON is."""
     q = result.query
     return {
         "gpu": gpu_brief(q.gpu, q.gpus),
@@ -62,6 +64,7 @@ def fit_json(result: FitResult) -> dict[str, Any]:
         # Where no format fits and the engine is llama.cpp: the split with some layers in system RAM, and its speed
         # (each option's decode_tps is for the whole model on the GPU, which it does not fit).
         "partial_offload": offload_json(result),
+        "notes": notes,
     }
 
 

@@ -46,7 +46,7 @@ OPTION_KEYS = {"quant", "fits", "memory_gb", "decode_tps", "prefill_tps", "ttft_
 MEMORY_KEYS = {"weights", "kv_cache", "overhead", "total"}
 # Keys the output carries beyond the contract above (the table view reads them). Pinned so that any
 # addition or removal is a visible change.
-FIT_EXTRA = {"batch", "partial_offload"}
+FIT_EXTRA = {"batch", "partial_offload", "notes"}
 OPTION_EXTRA = {"quant_name", "verdict", "max_ctx_scaled", "aggregate_tps", "decode_tps_low", "decode_tps_high",
                 "prefill_tps_low", "prefill_tps_high", "ttft_s_low", "ttft_s_high", "ttft_last_s", "ttft_last_s_low",
                 "ttft_last_s_high"}
@@ -56,6 +56,7 @@ MEMORY_EXTRA = {"usable", "headroom", "host_weights"}
 def test_fit_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
     data = run_json(["fit", "--gpu", "t4", "--model", "qwen3-8b"], capsys)
     assert set(data) == FIT_KEYS | FIT_EXTRA
+    assert data["notes"] == []  # nothing typed was read otherwise
     assert set(data["gpu"]) == FIT_GPU_KEYS
     assert set(data["model"]) == FIT_MODEL_KEYS
     assert data["gpu"]["id"] == "nvidia-t4" and data["gpu"]["count"] == 1
@@ -549,3 +550,24 @@ def test_the_table_prints_the_range_the_embed_prints(capsys: pytest.CaptureFixtu
         shown = re.findall(r"~([\d,.]+) tok/s \(([\d,.]+)–([\d,.]+)\)", embed)
         assert cells
         assert cells == shown, (gpu, model)
+
+
+def test_fit_json_says_what_the_table_says_about_the_question_in_english(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["fit", "--gpu", "rtx 3060", "--model", "qwen3-8b", "--engine", "ollama"]
+    en = run_json(argv, capsys)
+    assert en["notes"] == ["Ollama itself would load Qwen3-8B at 4k here (its default without num_ctx or "
+                           "OLLAMA_CONTEXT_LENGTH: 4k under 23 GiB of GPU memory, 32k under 47 GiB, else 256k, at "
+                           "most the model's window); ask ctx:4k to see what that takes"]
+    assert run_json(["--lang", "zh-CN", *argv], capsys) == en
+    code, table, _ = run(["--lang", "zh-CN", *argv], capsys)
+    assert code == 0 and "Ollama 本身会在此配置上以 4k 上下文加载 Qwen3-8B" in table
+
+
+def test_batch_answers_carry_the_same_notes(capsys: pytest.CaptureFixture[str],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.StringIO('{"gpu": "rtx 3060", "model": "qwen3-8b", "engine": "ollama"}\n'))
+    code, out, _ = run(["batch"], capsys)
+    assert code == 0
+    assert json.loads(out)["notes"][0].startswith("Ollama itself would load Qwen3-8B at 4k here")
