@@ -93,11 +93,29 @@ def percentiles(values: dict[str, float]) -> dict[str, float]:
     return {i: pos / (len(ordered) - 1) for pos, i in enumerate(ordered)}
 
 
+# Every ranking over one catalog asks for its quality order: memoised per set of model entries, keyed on their
+# identities (hashing an entry walks every field). The entries are kept beside the value: while they are alive no other
+# object can take one of their ids, so a key that matches names these very entries. A handful of keys at most (the
+# catalog, with a fetched model or two added).
+_QUALITY_MEMO: dict[tuple[int, ...], tuple[tuple[Model, ...], dict[str, float]]] = {}
+_QUALITY_MEMO_SIZE = 8
+
+
 def quality_percentiles(models: tuple[Model, ...]) -> dict[str, float]:
     """One quality figure per model, higher is better. Models the current arena snapshot rated
     (catalog/data/quality) come first, by their percentile there (2 + percentile, so 2.0–3.0); the rest,
     as a fallback, by the older signals of `fallback_percentiles` (0.0–1.0). Two scales are never mixed
     within a tier."""
+    key = tuple(map(id, models))
+    hit = _QUALITY_MEMO.get(key)
+    if hit is None:
+        if len(_QUALITY_MEMO) >= _QUALITY_MEMO_SIZE:
+            _QUALITY_MEMO.clear()
+        hit = _QUALITY_MEMO[key] = (tuple(models), _quality_percentiles(models))
+    return dict(hit[1])
+
+
+def _quality_percentiles(models: tuple[Model, ...]) -> dict[str, float]:
     from catalog.quality import arena_snapshot
 
     ids = {m.id for m in models}

@@ -33,3 +33,16 @@ def test_t4_quality_order_puts_well_rated_small_models_first() -> None:
     top = [r.model.id for r in rows[:10]]
     assert "llama-3.1-8b" in top and "falcon3-7b" not in top
     assert all(r.ranked for r in rows[:10])
+
+
+def test_the_quality_order_is_worked_out_per_set_of_models() -> None:
+    whole = quality_percentiles(CATALOG.models)
+    again = quality_percentiles(tuple(CATALOG.models))  # the same entries in another tuple
+    assert again == whole and again is not whole
+    again.clear()  # a caller's copy: the next ranking still gets the whole order
+    assert quality_percentiles(CATALOG.models) == whole
+    # A subset is ranked among itself: the best of the catalog's five lowest (all unrated by the arena) tops the
+    # fallback scale, 1.0, where in the whole catalog it sits near its bottom.
+    lowest = sorted(whole, key=whole.__getitem__)[:5]
+    few = tuple(m for m in CATALOG.models if m.id in set(lowest))
+    assert max(quality_percentiles(few).values()) == 1.0 > whole[lowest[4]]
