@@ -40,12 +40,8 @@ def median_seconds(fn: Callable[[], object], runs: int) -> float:
     return statistics.median(times)
 
 
-def first_page(rows: list[RankRow]) -> float:
-    """What `/rank` reads of a ranking to show its first page: each format's decode speed and TTFT."""
-    return sum(f.speed.decode_tps + f.speed.ttft_s for r in rows[:PAGE_SIZE] for f in r.fitting)
-
-
-def every_row(rows: list[RankRow]) -> float:
+def read_speeds(rows: list[RankRow]) -> float:
+    """What a table of these rows reads: each format's decode speed and TTFT (`/rank` shows PAGE_SIZE rows)."""
     return sum(f.speed.decode_tps + f.speed.ttft_s for r in rows for f in r.fitting)
 
 
@@ -62,8 +58,8 @@ def main(argv: list[str] | None = None) -> int:
     formats = default_formats(cat, "llama.cpp")
     model = resolver.model(args.model).model
 
-    rank_s = median_seconds(lambda: first_page(rank(cat.models, formats, gpu, ctx=8192)), args.runs)
-    whole_s = median_seconds(lambda: every_row(rank(cat.models, formats, gpu, ctx=8192)), args.runs)
+    rank_s = median_seconds(lambda: read_speeds(rank(cat.models, formats, gpu, ctx=8192)[:PAGE_SIZE]), args.runs)
+    whole_s = median_seconds(lambda: read_speeds(rank(cat.models, formats, gpu, ctx=8192)), args.runs)
     rows = len(rank(cat.models, formats, gpu, ctx=8192))
     q = Query(gpu=gpu, model=model, quant=cat.quant("q4_k_m"), ctx=8192)
     fit_s = median_seconds(lambda: fit_option(q), args.runs * 20)

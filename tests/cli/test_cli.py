@@ -565,8 +565,6 @@ def test_fit_json_says_what_the_table_says_about_the_question_in_english(capsys:
 
 def test_batch_answers_carry_the_same_notes(capsys: pytest.CaptureFixture[str],
                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    import io
-
     monkeypatch.setattr("sys.stdin", io.StringIO('{"gpu": "rtx 3060", "model": "qwen3-8b", "engine": "ollama"}\n'))
     code, out, _ = run(["batch"], capsys)
     assert code == 0

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from catalog.schema import GPU
 from catalog.store import load_catalog
 from estimator.memory import memory_of
 from estimator.query import Engine, KVDtype, prompt_for
@@ -20,14 +19,10 @@ SETUPS: list[tuple[str, int, Engine, KVDtype, int]] = [
 ]
 
 
-def _gpu(gpu_id: str) -> GPU:
-    return next(g for g in CATALOG.gpus if g.id == gpu_id)
-
-
 @pytest.mark.parametrize(("gpu_id", "gpus", "engine", "kv", "ctx"), SETUPS)
 def test_each_ranked_format_reads_what_fit_would_compute(gpu_id: str, gpus: int, engine: Engine, kv: KVDtype,
                                                          ctx: int) -> None:
-    gpu = _gpu(gpu_id)
+    gpu = CATALOG.gpu(gpu_id)
     rows = rank(CATALOG.models, default_formats(CATALOG, engine), gpu, gpus=gpus, ctx=ctx, engine=engine, kv=kv)
     assert len(rows) > 5
     for i, row in enumerate(rows):
