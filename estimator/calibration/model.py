@@ -148,6 +148,9 @@ DEQUANT_DP4A_RIDGE = 0.25
 # (35.7, 34.8, 35.8, 37.2 and 38.0 %).
 MATMUL_LEVEL_RIDGE: tuple[tuple[str, float], ...] = (("die", 10.0), ("build_age", 3.0))
 
+# Prefill attention's and per-layer cost's architecture level (see inv_attention_utilisation): half a level's ridge.
+ARCH_LEVEL_RIDGE: tuple[tuple[str, float], ...] = (("arch", 0.5),)
+
 # Prefill's tile unpacking grows with the prompt just as the GEMM does; only the ratio of a GPU's ALU rate to its
 # int8 rate tells the two apart, so the fit can trade one for the other, and with a loose prior the fitted value swung
 # 5× between leave-one-GPU-out folds (five Arc B580 rows in or out). An MMQ tile load does more than the two ops of
@@ -225,9 +228,20 @@ PREFILL_PARAMS: tuple[Param, ...] = (
     # "build_age", as on the GEMMs: the flash-attention kernels were rewritten build by build, and an early-2025 build's
     # 16k-token prompts (the cloud-instance rows) otherwise price today's long prompts at that build's attention rate.
     # With those rows it took leave-one-GPU-out prefill from 12.4 % (p90 39.3 %) to 12.0 % (p90 38.2 %).
+    # "arch" (here and on the per-layer cost below), a parent of "die" where one architecture spans several dies: the
+    # kernels are compiled per instruction set, not per memory system. llama.cpp's flash attention issues the same
+    # warp-level mma on every Ampere die (GA100 and GA10x) and every Blackwell one (GB100, GB20x, GB10: no tcgen05),
+    # and launches a layer's kernels through the same driver paths, so a die never seen takes its siblings' rate
+    # rather than only the backend's. (Apple's "arch" is the chip variant, Max or Ultra, under its generation's die.)
+    # Both levels took leave-one-GPU-out prefill from 11.8 % (p90 36.1 %, 88 of 756 rows above 35 %) to 11.65 % (p90
+    # 35.0 %, 76 rows) and leave-one-source-out from 11.6 % (p90 32.6 %) to 11.4 % (p90 32.4 %). The level's ridge,
+    # half a level's usual on both, was chosen among ×0.25, ×0.5, ×1 and ×2 on attention with the per-layer level at
+    # ×1 (p90 35.0, 35.0, 35.2 and 35.7 %; medians 11.9, 11.7, 11.7 and 11.7 %), then ×0.5 on both (11.65 %, 35.0 %).
+    # The level on the mixed architectures alone gave 11.3 % (p90 35.8 %), and halving the "die" ridge instead, 11.8 %
+    # (p90 36.5 %): the gain is the siblings' pooling, not looser per-die offsets.
     Param("inv_attention_utilisation", 4.0, "peak-FLOPS seconds per second", (
-        "all", "family", "backend", "fa", "die", "build_age"),
-          "attention over the prompt and the cached depth runs below the GEMM rate"),
+        "all", "family", "backend", "fa", "arch", "die", "build_age"),
+          "attention over the prompt and the cached depth runs below the GEMM rate", level_ridge=ARCH_LEVEL_RIDGE),
     # One coefficient: the tile kernel is the same code on every GPU that runs it, referred to its FP32 rate.
     Param("inv_vector_attention_utilisation", 3.0, "FP32-lane seconds per second", ("all",),
           "llama.cpp's tile flash-attention kernel (GPUs or builds without a matrix-unit one) runs on vector lanes"),
@@ -254,8 +268,9 @@ PREFILL_PARAMS: tuple[Param, ...] = (
         ridge=TILE_DEQUANT_RIDGE),
     Param("recurrent_step_s", 5e-6, "s per prompt token per recurrent layer", ("all", "family", "backend"),
           "linear-attention / SSM layers scan the prompt in order, a chunk at a time, with many small kernels"),
-    Param("prefill_layer_overhead_s", 1e-4, "s per layer per micro-batch pass", ("all", "family", "backend", "die"),
-          "each layer's kernels are launched once per micro-batch, whatever its size"),
+    Param("prefill_layer_overhead_s", 1e-4, "s per layer per micro-batch pass", (
+        "all", "family", "backend", "arch", "die"),
+          "each layer's kernels are launched once per micro-batch, whatever its size", level_ridge=ARCH_LEVEL_RIDGE),
     Param("expert_matmul_launch_s", 2e-5, "s per expert matmul", ("all", "backend"),
           "the mul_mat_id fallback syncs with the host, then dequantises and launches each expert's matmul alone"),
     Param("inv_score_matrix_efficiency", 1.25, "achieved-bandwidth seconds per second", ("all", "backend"),
