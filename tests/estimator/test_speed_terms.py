@@ -1262,3 +1262,28 @@ def test_a_layer_split_pays_for_splitting_and_for_each_card_boundary() -> None:
         assert split - one == pytest.approx(LAYER_SPLIT_FIXED_S + (n - 1) * LAYER_SPLIT_HOP_S)
     served = decode_seconds_per_step(m, quant("bf16"), l40s, "vllm", 4096, "f16", 4)
     assert served < decode_seconds_per_step(m, quant("bf16"), l40s, "vllm", 4096, "f16", 1)
+
+
+def test_a_die_without_prompt_rows_of_its_own_takes_its_architectures_attention_and_launch_rates() -> None:
+    """The B200 has one prompt row (a die's offset needs eight), so its HBM die owns none, but llama.cpp's flash
+    attention is the same mma code on every Blackwell die and its layers launch the same way: the architecture's fitted
+    offsets, from the RTX 50, RTX PRO and GB10 rows, price it. Without that offset its coefficients lose exactly it."""
+    from estimator.calibration import constants as fitted
+    from estimator.calibration.model import PREFILL_PARAMS, situation_groups
+    from estimator.engines import coefficient, covariates, floor_of
+
+    b200, rtx = gpu("nvidia-b200"), gpu("nvidia-rtx-5090")
+    assert arch_group(b200) == arch_group(rtx) and die_group(b200) != die_group(rtx)
+    q = quant("q4_k_m")
+    groups = situation_groups("llama.cpp", b200, decode_kernel("llama.cpp", q, b200),
+                              compute_class("llama.cpp", q, b200))
+    priced = prefill_coefficients("llama.cpp", q, b200)
+    for name in ("inv_attention_utilisation", "prefill_layer_overhead_s"):
+        p = next(p for p in PREFILL_PARAMS if p.name == name)
+        assert (name, "die", groups["die"]) not in fitted.PREFILL_OFFSETS
+        key = (name, "arch", groups["arch"])
+        offset = fitted.PREFILL_OFFSETS[key].value
+        assert offset != 0.0
+        without = {k: v for k, v in fitted.PREFILL_OFFSETS.items() if k != key}
+        alone = coefficient(p, groups, without, floor_of(p, b200), covariates(b200))
+        assert getattr(priced, name) == pytest.approx(p.floor + (alone - p.floor) * math.exp(offset)), name
