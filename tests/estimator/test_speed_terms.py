@@ -1285,5 +1285,6 @@ def test_a_die_without_prompt_rows_of_its_own_takes_its_architectures_attention_
         offset = fitted.PREFILL_OFFSETS[key].value
         assert offset != 0.0
         without = {k: v for k, v in fitted.PREFILL_OFFSETS.items() if k != key}
-        alone = coefficient(p, groups, without, floor_of(p, b200), covariates(b200))
-        assert getattr(priced, name) == pytest.approx(p.floor + (alone - p.floor) * math.exp(offset)), name
+        floor = floor_of(p, b200)
+        alone = coefficient(p, groups, without, floor, covariates(b200))
+        assert getattr(priced, name) == pytest.approx(floor + (alone - floor) * math.exp(offset)), name
