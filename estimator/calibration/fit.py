@@ -83,9 +83,9 @@ CONSTANTS_PATH = Path(__file__).with_name("constants.py")
 # MIN_GROUP_ROWS rows from MIN_GROUP_SOURCES sources does most of the pooling.
 RIDGE_SCALE = 0.05
 RIDGE: dict[str, float] = {level: RIDGE_SCALE * strength for level, strength in {
-    "all": 1.0, "family": 2.0, "engine": 3.0, "backend": 2.0, "launch": 2.0, "memory": 3.0, "memfam": 3.0,
-    "arch": 3.0, "gpu": 4.0, "kernel": 2.0, "compute": 2.0, "mmq_unit": 2.0, "die": 3.0, "dp4a": 2.0, "power": 3.0,
-    "fa": 2.0, "era": 2.0, "power_per_flop": 4.0, "build_age": 4.0, "blas_library": 3.0, "graphs": 2.0,
+    "all": 1.0, "family": 2.0, "engine": 3.0, "backend": 2.0, "wave": 2.0, "launch": 2.0, "memory": 3.0,
+    "memfam": 3.0, "arch": 3.0, "gpu": 4.0, "kernel": 2.0, "compute": 2.0, "mmq_unit": 2.0, "die": 3.0, "dp4a": 2.0,
+    "power": 3.0, "fa": 2.0, "era": 2.0, "power_per_flop": 4.0, "build_age": 4.0, "blas_library": 3.0, "graphs": 2.0,
     "bytes_per_unit_clock": 4.0,
     # Chosen among 2, 4, 6, 8, 12 and 16 by leave-one-GPU-out decode (medians 7.8-7.9 % throughout; p90 23.8, 24.1,
     # 24.1, 24.3, 24.5 and 24.5 %; without the level 8.0 % and 25.4 %): the strongest pull toward the kernel's and the

@@ -239,8 +239,16 @@ PREFILL_PARAMS: tuple[Param, ...] = (
     # ×1 (p90 35.0, 35.0, 35.2 and 35.7 %; medians 11.9, 11.7, 11.7 and 11.7 %), then ×0.5 on both (11.65 %, 35.0 %).
     # The level on the mixed architectures alone gave 11.3 % (p90 35.8 %), and halving the "die" ridge instead, 11.8 %
     # (p90 36.5 %): the gain is the siblings' pooling, not looser per-die offsets.
+    # "wave": AMD's wave64 line (GCN 5.1, CDNA) and its wave32 line (RDNA) run different attention code (the tile
+    # kernel's wave64 configs and MFMA since llama.cpp#19806, against WMMA), but 31 of the 33 ROCm rows where attention
+    # matters are RDNA's, so the backend's offset was RDNA's and priced an Instinct part's attention at a consumer
+    # card's rate. With RDNA's own group the backend's offset stays with the line that has too few rows for one. The
+    # level took leave-one-GPU-out prefill from 11.65 % (p90 35.01 %) to 11.46 % (p90 34.91 %) and leave-one-source-out
+    # from 11.40 % (p90 32.41 %) to 11.25 % (p90 32.14 %); its ridge ×0.5 or ×2 gave 11.48 % (p90 34.92 %) and 11.54 %
+    # (p90 34.71 %). On the GEMMs (p90 35.6 %), the per-layer cost (35.7 %) or the tile unpacking (35.9 %) it did
+    # worse, as it did on decode's per-layer cost, cache reads and unpacking (p90 24.0, 23.7 and 23.7 % against 23.6 %).
     Param("inv_attention_utilisation", 4.0, "peak-FLOPS seconds per second", (
-        "all", "family", "backend", "fa", "arch", "die", "build_age"),
+        "all", "family", "backend", "wave", "fa", "arch", "die", "build_age"),
           "attention over the prompt and the cached depth runs below the GEMM rate", level_ridge=ARCH_LEVEL_RIDGE),
     # One coefficient: the tile kernel is the same code on every GPU that runs it, referred to its FP32 rate.
     Param("inv_vector_attention_utilisation", 3.0, "FP32-lane seconds per second", ("all",),
@@ -374,6 +382,16 @@ def die_group(gpu: GPU) -> str:
     return arch
 
 
+def wave_group(gpu: GPU, backend: str) -> str:
+    """AMD's two instruction-set lines under one backend: GCN and CDNA (gfx9) run 64-wide wavefronts, RDNA (gfx10-12)
+    32-wide ones, and ggml's HIP kernels are built and configured per line (common.cuh: "GCN/CDNA, wave size is 64").
+    Every other vendor's backend is one line."""
+    if gpu.vendor != "amd":
+        return backend
+    line = "wave64" if gpu.architecture.startswith(("GCN", "CDNA")) else "wave32"
+    return f"{backend}/{line}"
+
+
 def silicon_of(gpu: GPU) -> str:
     return gpu.silicon or gpu.id
 
@@ -482,6 +500,7 @@ def situation_groups(
         # than an RTX 4090).
         "memfam": memory_family(gpu),
         "arch": arch_group(gpu),
+        "wave": wave_group(gpu, backend),
         "die": die,
         # Cards that differ only in memory capacity are one silicon and share its offsets.
         "gpu": gpu_group(engine, gpu),

@@ -1288,3 +1288,39 @@ def test_a_die_without_prompt_rows_of_its_own_takes_its_architectures_attention_
         floor = floor_of(p, b200)
         alone = coefficient(p, groups, without, floor, covariates(b200))
         assert getattr(priced, name) == pytest.approx(floor + (alone - floor) * math.exp(offset)), name
+
+
+def test_amds_wave64_and_wave32_lines_are_told_apart_and_other_backends_are_one_line() -> None:
+    from estimator.calibration.model import wave_group
+
+    for gid in ("amd-mi50-32gb", "amd-mi100", "amd-mi300x", "amd-mi355x"):
+        assert wave_group(gpu(gid), "rocm") == "rocm/wave64", gid
+    for gid in ("amd-rx-6900-xt", "amd-rx-7900-xtx", "amd-radeon-8060s-128gb", "amd-rx-9070-xt"):
+        assert wave_group(gpu(gid), "rocm") == "rocm/wave32", gid
+    assert wave_group(gpu("amd-rx-7900-xtx"), "vulkan") == "vulkan/wave32"
+    assert wave_group(gpu("nvidia-h100-sxm"), "cuda") == "cuda"
+
+
+def test_an_instinct_parts_prompt_attention_does_not_take_rdnas_offset() -> None:
+    """Nearly every ROCm prompt row where attention matters is an RDNA card's; that line's fitted attention offset
+    prices the RX 7900 XTX and no wave64 part (an MI300X takes the backend's, as a card of a line without rows must)."""
+    from estimator.calibration import constants as fitted
+    from estimator.calibration.model import PREFILL_PARAMS, situation_groups
+    from estimator.engines import coefficient, covariates, floor_of
+
+    name = "inv_attention_utilisation"
+    p = next(p for p in PREFILL_PARAMS if p.name == name)
+    key = (name, "wave", "rocm/wave32")
+    offset = fitted.PREFILL_OFFSETS[key].value
+    assert offset != 0.0
+    assert (name, "wave", "rocm/wave64") not in fitted.PREFILL_OFFSETS
+    without = {k: v for k, v in fitted.PREFILL_OFFSETS.items() if k != key}
+    q = quant("q4_k_m")
+    for gid, moved in (("amd-rx-7900-xtx", True), ("amd-mi300x", False)):
+        card = gpu(gid)
+        groups = situation_groups("llama.cpp", card, decode_kernel("llama.cpp", q, card),
+                                  compute_class("llama.cpp", q, card))
+        floor = floor_of(p, card)
+        alone = coefficient(p, groups, without, floor, covariates(card))
+        expected = floor + (alone - floor) * math.exp(offset) if moved else alone
+        assert getattr(prefill_coefficients("llama.cpp", q, card), name) == pytest.approx(expected), gid
