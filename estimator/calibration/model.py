@@ -242,11 +242,13 @@ PREFILL_PARAMS: tuple[Param, ...] = (
     # "wave": AMD's wave64 line (GCN 5.1, CDNA) and its wave32 line (RDNA) run different attention code (the tile
     # kernel's wave64 configs and MFMA since llama.cpp#19806, against WMMA), but 31 of the 33 ROCm rows where attention
     # matters are RDNA's, so the backend's offset was RDNA's and priced an Instinct part's attention at a consumer
-    # card's rate. With RDNA's own group the backend's offset stays with the line that has too few rows for one. The
-    # level took leave-one-GPU-out prefill from 11.65 % (p90 35.01 %) to 11.46 % (p90 34.91 %) and leave-one-source-out
-    # from 11.40 % (p90 32.41 %) to 11.25 % (p90 32.14 %); its ridge ×0.5 or ×2 gave 11.48 % (p90 34.92 %) and 11.54 %
-    # (p90 34.71 %). On the GEMMs (p90 35.6 %), the per-layer cost (35.7 %) or the tile unpacking (35.9 %) it did
-    # worse, as it did on decode's per-layer cost, cache reads and unpacking (p90 24.0, 23.7 and 23.7 % against 23.6 %).
+    # card's rate. With RDNA's own group the backend's offset stays with the line that has too few rows for one; other
+    # vendors' rows get no group (wave_group). The level took leave-one-GPU-out prefill from 11.65 % (p90 35.01 %, 76
+    # of 756 rows above 35 %) to 11.50 % (p90 34.88 %, 75 rows) and leave-one-source-out from 11.40 % (p90 32.41 %) to
+    # 11.27 % (p90 32.07 %). With each other backend as a group of its own as well: 11.46 % (p90 34.91 %, 76 rows); its
+    # ridge ×0.5 or ×2 there gave 11.48 % (p90 34.92 %) and 11.54 % (p90 34.71 %). On the GEMMs (p90 35.6 %), the
+    # per-layer cost (35.7 %) or the tile unpacking (35.9 %) it did worse, as it did on decode's per-layer cost, cache
+    # reads and unpacking (p90 24.0, 23.7 and 23.7 % against 23.6 %).
     Param("inv_attention_utilisation", 4.0, "peak-FLOPS seconds per second", (
         "all", "family", "backend", "wave", "fa", "arch", "die", "build_age"),
           "attention over the prompt and the cached depth runs below the GEMM rate", level_ridge=ARCH_LEVEL_RIDGE),
@@ -385,9 +387,9 @@ def die_group(gpu: GPU) -> str:
 def wave_group(gpu: GPU, backend: str) -> str:
     """AMD's two instruction-set lines under one backend: GCN and CDNA (gfx9) run 64-wide wavefronts, RDNA (gfx10-12)
     32-wide ones, and ggml's HIP kernels are built and configured per line (common.cuh: "GCN/CDNA, wave size is 64").
-    Every other vendor's backend is one line."""
+    Every other vendor's backend is one line, which the backend's own offset speaks for."""
     if gpu.vendor != "amd":
-        return backend
+        return DEFAULT_GROUP
     line = "wave64" if gpu.architecture.startswith(("GCN", "CDNA")) else "wave32"
     return f"{backend}/{line}"
 

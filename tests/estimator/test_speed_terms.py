@@ -1290,15 +1290,16 @@ def test_a_die_without_prompt_rows_of_its_own_takes_its_architectures_attention_
         assert getattr(priced, name) == pytest.approx(floor + (alone - floor) * math.exp(offset)), name
 
 
-def test_amds_wave64_and_wave32_lines_are_told_apart_and_other_backends_are_one_line() -> None:
-    from estimator.calibration.model import wave_group
+def test_amds_wave64_and_wave32_lines_are_told_apart_and_other_vendors_have_no_group_of_their_own() -> None:
+    from estimator.calibration.model import DEFAULT_GROUP, wave_group
 
     for gid in ("amd-mi50-32gb", "amd-mi100", "amd-mi300x", "amd-mi355x"):
         assert wave_group(gpu(gid), "rocm") == "rocm/wave64", gid
     for gid in ("amd-rx-6900-xt", "amd-rx-7900-xtx", "amd-radeon-8060s-128gb", "amd-rx-9070-xt"):
         assert wave_group(gpu(gid), "rocm") == "rocm/wave32", gid
     assert wave_group(gpu("amd-rx-7900-xtx"), "vulkan") == "vulkan/wave32"
-    assert wave_group(gpu("nvidia-h100-sxm"), "cuda") == "cuda"
+    assert wave_group(gpu("nvidia-h100-sxm"), "cuda") == DEFAULT_GROUP
+    assert wave_group(gpu("apple-m4-max-48gb"), "metal") == DEFAULT_GROUP
 
 
 def test_an_instinct_parts_prompt_attention_does_not_take_rdnas_offset() -> None:
