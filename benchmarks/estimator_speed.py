@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bot.render.replies import PAGE_SIZE
 from catalog import load_catalog
-from catalog.resolve import Resolver
+from catalog.resolve import NotFound, Resolver
 from estimator.query import Query
 from estimator.rank import RankRow, rank
 from estimator.verdict import default_formats, fit_option
@@ -54,9 +54,12 @@ def main(argv: list[str] | None = None) -> int:
 
     cat = load_catalog()
     resolver = Resolver(cat)
-    gpu = resolver.gpu(args.gpu)
+    try:
+        gpu = resolver.gpu(args.gpu)
+        model = resolver.model(args.model).model
+    except NotFound as err:
+        parser.error(str(err))
     formats = default_formats(cat, "llama.cpp")
-    model = resolver.model(args.model).model
 
     rank_s = median_seconds(lambda: read_speeds(rank(cat.models, formats, gpu, ctx=8192)[:PAGE_SIZE]), args.runs)
     whole_s = median_seconds(lambda: read_speeds(rank(cat.models, formats, gpu, ctx=8192)), args.runs)
