@@ -339,15 +339,20 @@ class Model(_Frozen):
         limit = self.context_limit(with_scaling=True)
         return limit if limit < ctx <= limit * BINARY_UNIT_SLACK else ctx
 
+    def past_every_window(self, ctx: int) -> bool:
+        """`ctx` exceeds the native window and any documented RoPE-scaled one (`context_fit`'s "too_long")."""
+        return ctx > self.context_limit(with_scaling=True)
+
     def context_fit(self, ctx: int) -> ContextFit:
         """Whether `ctx` tokens fit natively, need the documented RoPE scaling, or exceed every window."""
-        ext = self.context_extension
         limit = self.context_limit(with_scaling=True)
         if ctx <= self.max_context:
             return ContextFit(ctx=ctx, status="native", native_context=self.max_context, limit=limit)
-        if ext is not None and ctx <= ext.extended_context:
-            return ContextFit(ctx=ctx, status="scaled", native_context=self.max_context, limit=limit, extension=ext)
-        return ContextFit(ctx=ctx, status="too_long", native_context=self.max_context, limit=limit)
+        if self.past_every_window(ctx):
+            return ContextFit(ctx=ctx, status="too_long", native_context=self.max_context, limit=limit)
+        # Past the native window and within the limit: the documented extension is what makes the limit larger.
+        return ContextFit(ctx=ctx, status="scaled", native_context=self.max_context, limit=limit,
+                          extension=self.context_extension)
 
     def scaling_flags(self, engine: str) -> str:
         """llama.cpp options that turn on the documented scaling ('' when there is none or for other engines:

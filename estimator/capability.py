@@ -77,7 +77,7 @@ def largest_that_fits(
     accepted: tuple[Verdict, ...] = ("fits",) if with_headroom else ("fits", "tight")
     best: Model | None = None
     for model in sorted(models, key=lambda m: -m.params_b):
-        if model.context_fit(ctx).status == "too_long":
+        if model.past_every_window(ctx):
             continue
         q = Query(gpu=gpu, gpus=gpus, model=model, quant=fmt, engine=engine, ctx=ctx, kv=kv)
         if memory(q).verdict in accepted:
@@ -172,7 +172,7 @@ def largest_class_that_fits(
     """The largest reference class whose model fits at `ctx` in `fmt`, or None."""
     best = None
     for label, model in reference_models(models):
-        if model.context_fit(ctx).status == "too_long":
+        if model.past_every_window(ctx):
             continue
         q = Query(gpu=gpu, gpus=gpus, model=model, quant=fmt, engine=engine, ctx=ctx, kv=kv)
         if memory(q).verdict != "does_not_fit":

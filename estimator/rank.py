@@ -170,8 +170,8 @@ def rank(
     for model in models:
         # A "1M" window of 1,010,000 tokens is what `ctx:1M` (1,048,576) means for that model.
         meant = model.context_as_meant(ctx)
-        if meant > model.context_limit(with_scaling=True):
-            continue  # past every documented window (`context_fit`'s "too_long"); a RoPE-scaled one counts
+        if model.past_every_window(meant):
+            continue  # a RoPE-scaled window counts
         if not splits_over(engine, model, gpus):
             continue  # its attention heads do not shard over this many cards
         prompt = prompt_for(meant, prompt_tokens)

@@ -1264,30 +1264,38 @@ def test_a_layer_split_pays_for_splitting_and_for_each_card_boundary() -> None:
     assert served < decode_seconds_per_step(m, quant("bf16"), l40s, "vllm", 4096, "f16", 1)
 
 
+def _prompt_coefficient_and_without(name: str, card: GPU, key: tuple[str, str, str]) -> tuple[float, float, float]:
+    """A Q4_K_M llama.cpp prompt coefficient of `card` as priced, as it would be without the fitted offset `key`, and
+    its floor (the share no offset moves)."""
+    from estimator.calibration import constants as fitted
+    from estimator.calibration.model import PREFILL_PARAMS, situation_groups
+    from estimator.engines import coefficient, covariates, floor_of
+
+    p = next(p for p in PREFILL_PARAMS if p.name == name)
+    q = quant("q4_k_m")
+    groups = situation_groups("llama.cpp", card, decode_kernel("llama.cpp", q, card),
+                              compute_class("llama.cpp", q, card))
+    without = {k: v for k, v in fitted.PREFILL_OFFSETS.items() if k != key}
+    floor = floor_of(p, card)
+    alone = coefficient(p, groups, without, floor, covariates(card))
+    return getattr(prefill_coefficients("llama.cpp", q, card), name), alone, floor
+
+
 def test_a_die_without_prompt_rows_of_its_own_takes_its_architectures_attention_and_launch_rates() -> None:
     """The B200 has one prompt row (a die's offset needs eight), so its HBM die owns none, but llama.cpp's flash
     attention is the same mma code on every Blackwell die and its layers launch the same way: the architecture's fitted
     offsets, from the RTX 50, RTX PRO and GB10 rows, price it. Without that offset its coefficients lose exactly it."""
     from estimator.calibration import constants as fitted
-    from estimator.calibration.model import PREFILL_PARAMS, situation_groups
-    from estimator.engines import coefficient, covariates, floor_of
 
     b200, rtx = gpu("nvidia-b200"), gpu("nvidia-rtx-5090")
     assert arch_group(b200) == arch_group(rtx) and die_group(b200) != die_group(rtx)
-    q = quant("q4_k_m")
-    groups = situation_groups("llama.cpp", b200, decode_kernel("llama.cpp", q, b200),
-                              compute_class("llama.cpp", q, b200))
-    priced = prefill_coefficients("llama.cpp", q, b200)
     for name in ("inv_attention_utilisation", "prefill_layer_overhead_s"):
-        p = next(p for p in PREFILL_PARAMS if p.name == name)
-        assert (name, "die", groups["die"]) not in fitted.PREFILL_OFFSETS
-        key = (name, "arch", groups["arch"])
+        assert (name, "die", die_group(b200)) not in fitted.PREFILL_OFFSETS
+        key = (name, "arch", arch_group(b200))
         offset = fitted.PREFILL_OFFSETS[key].value
         assert offset != 0.0
-        without = {k: v for k, v in fitted.PREFILL_OFFSETS.items() if k != key}
-        floor = floor_of(p, b200)
-        alone = coefficient(p, groups, without, floor, covariates(b200))
-        assert getattr(priced, name) == pytest.approx(floor + (alone - floor) * math.exp(offset)), name
+        priced, alone, floor = _prompt_coefficient_and_without(name, b200, key)
+        assert priced == pytest.approx(floor + (alone - floor) * math.exp(offset)), name
 
 
 def test_amds_wave64_and_wave32_lines_are_told_apart_and_other_vendors_have_no_group_of_their_own() -> None:
@@ -1306,22 +1314,13 @@ def test_an_instinct_parts_prompt_attention_does_not_take_rdnas_offset() -> None
     """Nearly every ROCm prompt row where attention matters is an RDNA card's; that line's fitted attention offset
     prices the RX 7900 XTX and no wave64 part (an MI300X takes the backend's, as a card of a line without rows must)."""
     from estimator.calibration import constants as fitted
-    from estimator.calibration.model import PREFILL_PARAMS, situation_groups
-    from estimator.engines import coefficient, covariates, floor_of
 
     name = "inv_attention_utilisation"
-    p = next(p for p in PREFILL_PARAMS if p.name == name)
     key = (name, "wave", "rocm/wave32")
     offset = fitted.PREFILL_OFFSETS[key].value
     assert offset != 0.0
     assert (name, "wave", "rocm/wave64") not in fitted.PREFILL_OFFSETS
-    without = {k: v for k, v in fitted.PREFILL_OFFSETS.items() if k != key}
-    q = quant("q4_k_m")
     for gid, moved in (("amd-rx-7900-xtx", True), ("amd-mi300x", False)):
-        card = gpu(gid)
-        groups = situation_groups("llama.cpp", card, decode_kernel("llama.cpp", q, card),
-                                  compute_class("llama.cpp", q, card))
-        floor = floor_of(p, card)
-        alone = coefficient(p, groups, without, floor, covariates(card))
+        priced, alone, floor = _prompt_coefficient_and_without(name, gpu(gid), key)
         expected = floor + (alone - floor) * math.exp(offset) if moved else alone
-        assert getattr(prefill_coefficients("llama.cpp", q, card), name) == pytest.approx(expected), gid
+        assert priced == pytest.approx(expected), gid
